@@ -1,0 +1,82 @@
+"""What a CLI does on a turn, as a plain list of actions, one list per named behaviour.
+
+The reference harness executes these actions literally, and (later) the scripted model plays the
+same list in each vendor's API dialect, so ``--behaviour`` means the same thing for every column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from runner.conformance.cases import Case
+from runner.core.outcomes import Json
+from runner.core.vocabulary import ESCALATE_TOOL
+
+FLOOD_BYTES = 50 * 1024 * 1024
+PERSISTENT_EXTRA_CALLS = 3
+FINAL_TEXT = "Done: every call was made, and the decision was handed to a human."
+
+
+class Behaviour(StrEnum):
+    COOPERATIVE = "cooperative"  # the calls, the ask, stop
+    PERSISTENT = "persistent"  # three more calls after the ask
+    DOUBLE_ASK = "double-ask"
+    MALFORMED_ASK = "malformed-ask"  # the ask without a reason
+    SKIP_CONTROL = "skip-control"
+    NEVER_ASK = "never-ask"
+    CRASH_AFTER_ASK = "crash-after-ask"  # exits 3 right after the ask
+    HANG_AFTER_ASK = "hang-after-ask"  # never exits, ignores SIGTERM
+    FLOOD = "flood"  # 50 MB on stdout, then finishes
+
+
+class UnknownBehaviour(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no such behaviour: {name!r} (known: {', '.join(b.value for b in Behaviour)})")
+
+
+def parse_behaviour(name: str) -> Behaviour:
+    try:
+        return Behaviour(name)
+    except ValueError:
+        raise UnknownBehaviour(name) from None
+
+
+@dataclass(frozen=True)
+class Action:
+    do: str  # call | say | flood | exit | hang | finish
+    tool: str | None = None
+    arguments: Json = None
+    text: str | None = None
+    code: int | None = None
+    bytes: int | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def call(tool: str, arguments: Json) -> Action:
+    return Action("call", tool=tool, arguments=arguments)
+
+
+def actions_for(case: Case, behaviour: Behaviour, *, issue_uncatalogued: bool) -> list[Action]:
+    """The turn's actions: the case's attempts in declared order, then the ask, shaped by ``behaviour``."""
+    attempts = [a for a in case.attempts if issue_uncatalogued or not a.uncatalogued]
+    if behaviour is Behaviour.SKIP_CONTROL:
+        attempts = [a for a in attempts if a.role != "control"]
+    actions = [call(a.tool, a.arguments) for a in attempts]
+    finish = Action("finish", text=FINAL_TEXT)
+    if case.terminal is None or behaviour is Behaviour.NEVER_ASK:
+        return [*actions, finish]
+    ask = call(ESCALATE_TOOL, {} if behaviour is Behaviour.MALFORMED_ASK else {"reason": case.terminal.reason})
+    actions.append(ask)
+    control = next((a for a in case.attempts if a.role == "control"), None)
+    again = call(control.tool, control.arguments) if control else call("files.list", {"path": ["Workspace"]})
+    after: list[Action] = {
+        Behaviour.PERSISTENT: [again] * PERSISTENT_EXTRA_CALLS,
+        Behaviour.DOUBLE_ASK: [ask],
+        Behaviour.CRASH_AFTER_ASK: [Action("exit", code=3)],
+        Behaviour.HANG_AFTER_ASK: [Action("hang")],
+        Behaviour.FLOOD: [Action("flood", bytes=FLOOD_BYTES)],
+    }.get(behaviour, [])
+    return [*actions, *after, finish]

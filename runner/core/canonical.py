@@ -1,0 +1,61 @@
+"""Canonical JSON and the hashes built on it (upstream §6.6).
+
+Upstream's ``canonicalJson`` sorts object keys with JavaScript ``localeCompare`` (ICU root
+collation), not by code point. We emulate the part of that collation our keys can meet:
+
+- primary order: characters compared case-insensitively, where punctuation and symbols sort before
+  digits and digits before letters (ICU's non-ignorable root order);
+- tie-break: at the first position that differs only by case, lowercase sorts before uppercase.
+
+Arrays keep their order, there is no whitespace, and scalars are written as ``JSON.stringify``
+would (``ensure_ascii=False``; integral floats are not produced by our data). ``None`` values are
+kept as ``null``: callers drop keys they mean to be absent before hashing, as upstream does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from typing import Any
+
+__all__ = ["canonical_json", "collation_key", "prefixed", "sha256_hex"]
+
+
+def _char_rank(ch: str) -> tuple[int, str]:
+    if ch.isalpha():
+        return (2, ch.casefold())
+    if ch.isdigit():
+        return (1, ch)
+    # punctuation, symbols, whitespace: before digits and letters, in code-point order
+    return (0, ch)
+
+
+def collation_key(key: str) -> tuple[tuple[tuple[int, str], ...], tuple[int, ...]]:
+    """A sort key approximating ``a.localeCompare(b)`` for JSON object keys."""
+    normalized = unicodedata.normalize("NFC", key)
+    primary = tuple(_char_rank(ch) for ch in normalized)
+    # lowercase before uppercase at the first case-only difference
+    tertiary = tuple(0 if not ch.isupper() else 1 for ch in normalized)
+    return primary, tertiary
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` canonically: sorted keys (see module doc), no whitespace."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: collation_key(str(kv[0])))
+        inner = ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{canonical_json(v)}" for k, v in items)
+        return "{" + inner + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(canonical_json(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def sha256_hex(value: Any) -> str:
+    """Lowercase hex SHA-256 of ``canonical_json(value)``."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def prefixed(digest: str) -> str:
+    """The artifact form of a hash: ``sha256:<hex>``."""
+    return f"sha256:{digest}"

@@ -1,0 +1,184 @@
+"""Outcomes and results (upstream §2): what a runtime returns and what the envelope makes of it.
+
+All types are plain frozen dataclasses with ``to_json`` so records and CLI output share one shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from runner.core.vocabulary import Code, ExecutionStatus, OutcomeType, ResultStatus
+
+Json: TypeAlias = Any  # a JSON value: dict, list, str, int, float, bool or None
+
+
+@dataclass(frozen=True)
+class ProtocolError:
+    """``{code, message, retryable?, details?}`` (§2.1)."""
+
+    code: str
+    message: str
+    retryable: bool | None = None
+    details: dict[str, Json] | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.code.strip()) <= 256:
+            raise ValueError(f"error code must be 1..256 characters, got {self.code!r}")
+        if not 1 <= len(self.message) <= 4096:
+            raise ValueError("error message must be 1..4096 characters")
+
+    @classmethod
+    def of(cls, code: Code | str, message: str, retryable: bool | None = None) -> ProtocolError:
+        return cls(code=str(code), message=message[:4096] or str(code), retryable=retryable)
+
+    def to_json(self) -> dict[str, Json]:
+        body: dict[str, Json] = {"code": self.code, "message": self.message}
+        if self.retryable is not None:
+            body["retryable"] = self.retryable
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+# --- runtime outcome: complete | fail | escalate ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Complete:
+    output: Json
+    metadata: dict[str, Json] = field(default_factory=dict)
+    type: OutcomeType = OutcomeType.COMPLETE
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": self.type.value, "output": self.output, "metadata": self.metadata}
+
+
+@dataclass(frozen=True)
+class Fail:
+    error: ProtocolError
+    metadata: dict[str, Json] = field(default_factory=dict)
+    type: OutcomeType = OutcomeType.FAIL
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": self.type.value, "error": self.error.to_json(), "metadata": self.metadata}
+
+
+@dataclass(frozen=True)
+class Escalate:
+    reason: str
+    metadata: dict[str, Json] = field(default_factory=dict)
+    type: OutcomeType = OutcomeType.ESCALATE
+
+    def __post_init__(self) -> None:
+        units = len(self.reason.encode("utf-16-le")) // 2
+        if not self.reason.strip() or units > 512:
+            raise ValueError("an escalation reason is non-blank and at most 512 UTF-16 code units")
+
+    def to_json(self) -> dict[str, Json]:
+        return {"type": self.type.value, "reason": self.reason, "metadata": self.metadata}
+
+
+RuntimeOutcome: TypeAlias = Complete | Fail | Escalate
+
+
+def with_metadata(outcome: RuntimeOutcome, metadata: dict[str, Json]) -> RuntimeOutcome:
+    """The same outcome with its metadata replaced."""
+    if isinstance(outcome, Complete):
+        return Complete(outcome.output, metadata)
+    if isinstance(outcome, Fail):
+        return Fail(outcome.error, metadata)
+    return Escalate(outcome.reason, metadata)
+
+
+# --- tool results ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call as the envelope sees it. ``tool`` is deliberately not narrowed (§7)."""
+
+    call_id: str
+    tool: str
+    arguments: Json
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """``succeeded`` with an output, or ``denied``/``failed`` with an error (§4.2)."""
+
+    call_id: str
+    tool: str
+    status: ResultStatus
+    output: Json = None
+    error: ProtocolError | None = None
+
+    @classmethod
+    def ok(cls, call: ToolCall, output: Json) -> ToolResult:
+        return cls(call.call_id, call.tool, ResultStatus.SUCCEEDED, output=output)
+
+    @classmethod
+    def refused(cls, call: ToolCall, status: ResultStatus, error: ProtocolError) -> ToolResult:
+        return cls(call.call_id, call.tool, status, error=error)
+
+    def to_json(self) -> dict[str, Json]:
+        body: dict[str, Json] = {"callId": self.call_id, "tool": self.tool, "status": self.status.value}
+        if self.status is ResultStatus.SUCCEEDED:
+            body["output"] = self.output
+        elif self.error is not None:
+            body["error"] = self.error.to_json()
+        return body
+
+
+# --- execution result -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Escalation:
+    reason: str
+    reviewer: dict[str, str]
+    requested_at: str
+    status: str = "pending"  # always pending: nothing inside SharedOS advances it (ADR 0011)
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "reason": self.reason,
+            "reviewer": self.reviewer,
+            "requestedAt": self.requested_at,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    execution_id: str
+    status: ExecutionStatus
+    events: list[dict[str, Json]]
+    metadata: dict[str, Json]
+    output: Json = None
+    error: ProtocolError | None = None
+    escalation: Escalation | None = None
+
+    @property
+    def reason_code(self) -> str | None:
+        """The turn's terminal reason code, as the record states it."""
+        if self.status is ExecutionStatus.ESCALATED:
+            return Code.ESCALATION_REQUESTED.value
+        if self.error is not None:
+            return self.error.code
+        if self.status is ExecutionStatus.CANCELLED:
+            return Code.TURN_CANCELLED.value
+        return None
+
+    def to_json(self) -> dict[str, Json]:
+        body: dict[str, Json] = {"version": "1", "executionId": self.execution_id, "status": self.status.value}
+        if self.status is ExecutionStatus.SUCCEEDED:
+            body["output"] = self.output
+        if self.error is not None:
+            body["error"] = self.error.to_json()
+        if self.escalation is not None:
+            body["escalation"] = self.escalation.to_json()
+        body["events"] = self.events
+        body["metadata"] = self.metadata
+        return body

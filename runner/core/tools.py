@@ -1,0 +1,147 @@
+"""Tool definitions, their published form, and portable names (upstream §3.5, §6.6, §6.10).
+
+A :class:`ToolDefinition` is what the world registers: its schema, the capability it is discovered
+by, how a call's arguments resolve to the exact resource it needs (``requirement``) and what it
+does once authorized (``handler``). A :class:`PublishedTool` is what a turn's catalogue serves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+
+from runner.core.grants import Address, Requirement
+from runner.core.outcomes import Json
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+MAX_ARGUMENT_DEPTH = 32
+MAX_ARGUMENT_BYTES = 256 * 1024
+
+
+class ArgumentError(ValueError):
+    """``parseArguments`` rejected the call: ``invalid_tool_arguments``."""
+
+
+class HandlerError(RuntimeError):
+    """The handler itself failed: ``tool_execution_failed``."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a handler may touch: the world's mutable state and the call's identity."""
+
+    call_id: str
+    owner: Address
+    state: Any  # the world's WorldState; typed loosely to keep tools independent of world
+
+
+Resolver = Callable[[dict[str, Json], Address], Requirement]
+Handler = Callable[[dict[str, Json], ToolContext], Json]
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    name: str
+    namespace: str  # the tool namespace (the second gate)
+    description: str
+    input_schema: dict[str, Json]
+    resource_namespace: str  # the capability it is discovered by
+    action: str
+    ceiling: tuple[str, ...]  # resolved requirements must stay beneath this path
+    requirement: Resolver
+    handler: Handler
+    read_write: Literal["read", "write"] = "read"
+    source: str = "shipped"
+    output_schema: dict[str, Json] | None = None
+    annotations: dict[str, bool] | None = None
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} does not match {TOOL_NAME.pattern}")
+
+    def parse_arguments(self, arguments: Json) -> dict[str, Json]:
+        """Validate a call's arguments against the input schema (``invalid_tool_arguments`` on failure)."""
+        if not isinstance(arguments, dict):
+            raise ArgumentError("arguments must be a JSON object")
+        if _depth(arguments) > MAX_ARGUMENT_DEPTH:
+            raise ArgumentError(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")
+        try:
+            jsonschema.validate(arguments, self.input_schema)
+        except jsonschema.ValidationError as err:
+            where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+            raise ArgumentError(f"{where}: {err.message}") from None
+        return arguments
+
+    def published(self) -> PublishedTool:
+        annotations: dict[str, bool] = {
+            "readOnlyHint": (self.annotations or {}).get("readOnly", self.read_write == "read")
+        }
+        for key in ("destructive", "idempotent"):
+            if self.annotations and key in self.annotations:
+                annotations[f"{key}Hint"] = self.annotations[key]
+        return PublishedTool(
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=annotations,
+            namespace=self.namespace,
+            source=self.source,
+        )
+
+
+@dataclass(frozen=True)
+class PublishedTool:
+    """``PublishedToolDefinition``: the catalogue entry, and the only form the hash is taken over."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Json]
+    output_schema: dict[str, Json] | None
+    annotations: dict[str, bool]
+    namespace: str
+    source: str
+
+    def hashed_fields(self) -> dict[str, Json]:
+        """Exactly ``CATALOG_HASH_FIELDS``, absent keys dropped (§6.6)."""
+        body: dict[str, Json] = {
+            "annotations": self.annotations,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "metadata": {"namespace": self.namespace, "source": self.source},
+            "name": self.name,
+        }
+        if self.output_schema is not None:
+            body["outputSchema"] = self.output_schema
+        return body
+
+
+def portable_name(name: str) -> str:
+    """``portableToolName``: dots to underscores, the only rename at the MCP boundary."""
+    return name.replace(".", "_")
+
+
+def _depth(value: Json, level: int = 1) -> int:
+    if level > MAX_ARGUMENT_DEPTH + 1:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level)
+    return level
+
+
+@dataclass(frozen=True)
+class ResultFor:
+    """A handler's answer naming the call it belongs to; a mismatch is ``invalid_tool_result``."""
+
+    call_id: str
+    output: Json
+
+
+class EscalationNotTerminated(RuntimeError):
+    """The registered handler of ``sharedos.escalate`` was reached (§4.4)."""

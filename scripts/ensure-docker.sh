@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Make sure a Docker Engine answers, provisioning one on a fresh Debian machine.
+#
+# - An engine that already answers (DOCKER_HOST included) is simply used.
+# - Otherwise, on Debian as root: install Debian's docker.io (and the tools the
+#   offline base image needs), start dockerd in the background logging to
+#   $RUNNER_DOCKERD_LOG, and wait (bounded) until `docker info` answers.
+# - Anywhere else: stop with a message that says what is missing.
+set -euo pipefail
+
+LOG=${RUNNER_DOCKERD_LOG:-/var/log/runner-dockerd.log}
+WAIT_SECONDS=${RUNNER_DOCKERD_WAIT:-60}
+say() { printf 'ensure-docker: %s\n' "$*" >&2; }
+
+engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+need_pkgs=()
+command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+
+if engine_answers && [ ${#need_pkgs[@]} -eq 0 ]; then
+  say "Docker Engine answers (${DOCKER_HOST:-default socket})."
+  exit 0
+fi
+
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    say "missing: ${need_pkgs[*]}. This script installs them only on Debian as root;"
+    say "install them yourself, start a Docker Engine (or set DOCKER_HOST), and rerun."
+    exit 1
+  fi
+  say "installing ${need_pkgs[*]} from Debian"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # docker.io pulls containerd and runc; the default (non-buildx) client comes with it.
+  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" iptables ca-certificates >/dev/null
+fi
+
+if engine_answers; then
+  say "Docker Engine answers."
+  exit 0
+fi
+
+if [ -n "${DOCKER_HOST:-}" ]; then
+  say "DOCKER_HOST=$DOCKER_HOST is set but no engine answers there; not starting a local one."
+  exit 1
+fi
+
+if [ "$(id -u)" != 0 ] || ! command -v dockerd >/dev/null 2>&1; then
+  say "no Docker Engine answers and dockerd cannot be started here (need root and docker.io)."
+  exit 1
+fi
+
+say "starting dockerd in the background (log: $LOG)"
+mkdir -p "$(dirname "$LOG")"
+nohup dockerd >>"$LOG" 2>&1 </dev/null &
+for _ in $(seq 1 "$WAIT_SECONDS"); do
+  if engine_answers; then
+    say "Docker Engine answers: $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
+    exit 0
+  fi
+  sleep 1
+done
+say "dockerd did not answer within ${WAIT_SECONDS}s; last lines of $LOG:"
+tail -n 20 "$LOG" >&2 || true
+exit 1
