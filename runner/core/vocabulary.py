@@ -128,6 +128,6 @@ ESCALATE_OUTCOME_NOT_OFFERED = (
 )
 
 
-def message(code: Code, **fields: object) -> str:
-    """The fixed message for ``code`` with its fields filled in."""
-    return MESSAGES[code].format(**fields)
+def message(key: Code, /, **fields: object) -> str:
+    """The fixed message for ``key`` with its fields filled in."""
+    return MESSAGES[key].format(**fields)

@@ -1,0 +1,288 @@
+"""The ``runner`` command line. It parses, resolves and prints; the turn itself lives in ``runner.turn``.
+
+Exit codes (also in ``runner --help``):
+  0  the command did its job (for ``exec``: the turn ran and settled, whatever its status)
+  2  bad command-line usage
+  3  unknown harness, case or behaviour
+  4  a harness profile that cannot be used (the message names the file and field)
+  5  infrastructure: no Docker Engine, an image that cannot be built, a container that cannot start
+  130 interrupted (Ctrl-C); every container the run started has been removed
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import sys
+import time
+from enum import IntEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import runner
+from runner.conformance.behaviours import Behaviour, UnknownBehaviour, parse_behaviour
+from runner.conformance.cases import CASES, UnknownCase, get_case
+from runner.harnesses.profile import ProfileError, UnknownHarness, find_profile, known_harnesses, load_profile
+from runner.sandbox.engine import EngineError, connect
+
+EPILOG = (
+    "Exit codes: 0 done; 2 usage; 3 unknown harness, case or behaviour; 4 unusable profile; "
+    "5 infrastructure (engine, image, container); 130 interrupted."
+)
+BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
+app = typer.Typer(
+    help="Run coding-agent CLIs in pinned containers against a SharedOS catalogue served over MCP.",
+    epilog=EPILOG, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+images_app = typer.Typer(help="Build, list and verify the pinned images (no registry needed).", no_args_is_help=True)
+app.add_typer(images_app, name="images")
+err = Console(stderr=True)
+out = Console()
+
+
+class Exit(IntEnum):
+    OK = 0
+    USAGE = 2
+    UNKNOWN = 3
+    PROFILE = 4
+    INFRASTRUCTURE = 5
+    INTERRUPTED = 130
+
+
+def fail(code: Exit, text: str, as_json: bool = False) -> NoReturn:
+    if as_json:
+        print(json.dumps({"error": {"exitCode": int(code), "kind": code.name.lower(), "message": text}}))
+    err.print(f"[bold red]runner:[/] {text}", highlight=False, markup=True)
+    raise typer.Exit(int(code))
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+@app.command("exec")
+def exec_(
+    harness: Annotated[str, typer.Option(help="Harness id (a profile in harness_profiles/), e.g. reference.")] = "",
+    case: Annotated[str, typer.Option(help="Case id, e.g. escalation or escalation-refused.")] = "escalation",
+    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
+    deadline: Annotated[float | None, typer.Option(help="Turn deadline in seconds (default: the profile's).")] = None,
+    keep: Annotated[bool, typer.Option(help="Keep the container after the turn, for inspection.")] = False,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Directory for this turn's files.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
+    = None,
+    profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
+    = None,
+) -> None:
+    """Run one turn: one case through one CLI in its container, and print how it settled.
+
+    Example: runner exec --harness reference --case escalation --behaviour persistent --json
+    """
+    try:
+        case_obj = get_case(case)
+        behaviour_obj = parse_behaviour(behaviour)
+        if profile_path is not None:
+            profile = load_profile(profile_path)
+        elif harness:
+            profile = find_profile(harness, profiles_dir)
+        else:
+            known = ", ".join(known_harnesses(profiles_dir))
+            fail(Exit.USAGE, f"give --harness (one of: {known}) or --profile", as_json)
+    except (UnknownCase, UnknownBehaviour, UnknownHarness) as error:
+        fail(Exit.UNKNOWN, str(error), as_json)
+    except ProfileError as error:
+        fail(Exit.PROFILE, str(error), as_json)
+    if deadline is not None and deadline <= 0:
+        fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
+
+    from runner.sandbox.images import ensure_image
+    from runner.turn.runtime import TurnRequest, run_turn
+
+    run_id = new_run_id()
+    target = out_dir or Path("runs") / run_id / f"{case_obj.id}.{case_obj.condition.id}.{profile.id}"
+    progress = (lambda _msg: None) if as_json else (lambda msg: err.print(f"[dim]…[/] {msg}", highlight=False))
+    try:
+        client = connect()
+        image = ensure_image(client, profile.image, progress=progress)
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error), as_json)
+    request = TurnRequest(
+        case=case_obj, profile=profile, behaviour=behaviour_obj, image=image,
+        out_dir=target, run_id=run_id, deadline=deadline, keep=keep,
+    )
+    report = _run_interruptible(run_turn, client, request, progress, run_id, as_json)
+    if as_json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        _print_summary(report)
+
+
+def _run_interruptible(run_turn: Any, client: Any, request: Any, progress: Any, run_id: str, as_json: bool) -> Any:
+    """Run the turn; Ctrl-C or SIGTERM cancels it, and its teardown still removes the container."""
+    from runner.sandbox.container import RUN_LABEL, remove_labelled
+
+    result: list[Any] = []
+    interrupted: list[int] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for signum in signals:
+                        interrupted.append(signum)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch_signals)
+            result.append(await run_turn(client, request, progress))
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error), as_json)
+    finally:
+        remove_labelled(client, f"{RUN_LABEL}={run_id}") if not request.keep else None
+    if interrupted or not result:
+        fail(Exit.INTERRUPTED, "interrupted; the turn's container and socket directory were removed", as_json)
+    return result[0]
+
+
+def _print_summary(report: Any) -> None:
+    data = report.to_json()
+    meta = data["outcome"]["metadata"]
+    status = data["status"]
+    colour = {"escalated": "magenta", "succeeded": "green", "failed": "red", "cancelled": "yellow"}.get(status, "white")
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_row("status", f"[bold {colour}]{status}[/]" + (f"  ({data['reasonCode']})" if data["reasonCode"] else ""))
+    if data.get("escalation"):
+        table.add_row("reason", data["escalation"]["reason"])
+    if data.get("error"):
+        table.add_row("error", f"{data['error']['code']}: {data['error']['message']}")
+    table.add_row("harness outcome", str(meta.get("harnessOutcome", "(no ask: the CLI's own outcome is the turn's)"))
+                  + (f"  ({meta['harnessErrorCode']})" if meta.get("harnessErrorCode") else ""))
+    table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
+    table.add_row("harness", f"{data['harness']} · behaviour {data['behaviour']} · exit {data['exitCode']}"
+                  + ("  · stopped at the deadline" if data["deadlineHit"] else ""))
+    table.add_row("image", f"{meta.get('imageId', '')[:19]}  ({meta.get('cliVersion')})")
+    table.add_row("catalogue", f"{meta.get('catalogHash', '')[:19]}…  prompt {str(meta.get('promptHash', ''))[:12]}…")
+    mcp = data["mcp"]
+    table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
+    table.add_row("elapsed", f"{data['elapsedSeconds']:.2f}s")
+    out.print(table)
+    tail = meta.get("transcriptTail") or []
+    if tail:
+        out.print("[bold]transcript tail[/]")
+        for line in tail[-12:]:
+            out.print(f"  {line}", highlight=False, markup=False)
+    out.print(f"[bold]files[/]  {Path(data['files']['record']).parent}")
+    if data["kept"]:
+        out.print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")
+
+
+@app.command()
+def cases() -> None:
+    """List the cases (matrix rows) this runner can run."""
+    table = Table("case", "condition", "expected turn", "invariant")
+    for case in CASES.values():
+        expect = case.condition.expect_turn
+        table.add_row(case.id, case.condition.id, "/".join(expect) if expect else "-", case.invariant)
+    out.print(table)
+
+
+@app.command()
+def harnesses(profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None) -> None:
+    """List the harness profiles found, and whether each loads."""
+    table = Table("harness", "label", "image", "interpreter", "status")
+    for harness_id in known_harnesses(profiles_dir):
+        try:
+            p = find_profile(harness_id, profiles_dir)
+            table.add_row(p.id, p.label, p.image, p.interpreter, "ok")
+        except ProfileError as error:
+            table.add_row(harness_id, "", "", "", f"[red]{error}[/]")
+    out.print(table)
+
+
+@app.command()
+def gc(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Remove every container a runner run left behind (found by label), e.g. after a SIGKILL."""
+    from runner.sandbox.container import OWNER_LABEL, remove_labelled
+
+    try:
+        removed = remove_labelled(connect(), f"{OWNER_LABEL}=runner")
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error), as_json)
+    if as_json:
+        print(json.dumps({"removed": removed}))
+    else:
+        out.print(f"removed {len(removed)} container(s)")
+
+
+@images_app.command("build")
+def images_build(
+    harness: Annotated[list[str] | None, typer.Option(help="Build this harness's image (repeatable).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Build every image under images/.")] = False,
+) -> None:
+    """Build (or reuse from cache) the pinned images, offline, and record them in images/lock.json."""
+    from runner.sandbox.images import buildable_harnesses, ensure_image
+
+    wanted = buildable_harnesses() if all_ or not harness else harness
+    try:
+        client = connect()
+        for name in wanted:
+            started = time.monotonic()
+            record = ensure_image(client, name, progress=lambda m: err.print(f"[dim]…[/] {m}", highlight=False))
+            out.print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)")
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error))
+
+
+@images_app.command("list")
+def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show the lock: per image, its CLI version, base, recipe hash and image id."""
+    from runner.sandbox.images import read_lock
+
+    lock = read_lock()
+    if as_json:
+        print(json.dumps({k: v.__dict__ for k, v in lock.items()}, indent=2))
+        return
+    table = Table("harness", "image id", "version", "recipe", "base")
+    for name, rec in sorted(lock.items()):
+        table.add_row(name, rec.image_id[:19], rec.version_output or "-", rec.recipe_hash[:12], rec.base[:19])
+    out.print(table)
+
+
+@images_app.command("verify")
+def images_verify() -> None:
+    """Check that images/lock.json matches what the engine holds and the recipes on disk."""
+    from runner.sandbox.images import verify_lock
+
+    try:
+        problems = verify_lock(connect())
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error))
+    for problem in problems:
+        err.print(f"[red]✗[/] {problem}", highlight=False)
+    if problems:
+        raise typer.Exit(1)
+    out.print("images/lock.json matches the engine")
+
+
+@app.callback(invoke_without_command=True)
+def main(
+    version: Annotated[bool, typer.Option("--version", help="Print the runner version and exit.")] = False,
+) -> None:
+    if version:
+        print(f"runner {runner.__version__}")
+        raise typer.Exit()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,166 @@
+"""Harness profiles: one YAML file per CLI (``harness_profiles/<id>.yaml``), validated on load.
+
+A profile says everything the turn needs to start one CLI and read what it prints: its image,
+its argv template, how the prompt is fed, its environment, which stream interpreter reads its
+stdout, where it keeps its own session transcript, and how it is wound down. Values are
+substituted into argv and env with ``string.Template`` (``${prompt}``, ``${turn_dir}``,
+``${mcp_socket}``, ``${script}``); nothing is ever handed to a shell.
+
+A bad profile fails with :class:`ProfileError` naming the file, the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+PROFILE_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+PLACEHOLDERS = frozenset({"prompt", "turn_dir", "mcp_socket", "script", "home"})
+PROFILES_ENV = "RUNNER_PROFILES_DIR"
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and the field."""
+
+
+class UnknownHarness(LookupError):
+    def __init__(self, harness: str, known: list[str]) -> None:
+        super().__init__(f"no such harness: {harness!r} (known: {', '.join(known) or 'none'})")
+        self.harness = harness
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PromptFeed(_Strict):
+    via: Literal["argv", "stdin-line", "stdin-file", "none"] = "argv"
+    keep_stdin_open: bool = False
+
+
+class WindDown(_Strict):
+    grace_seconds: float = Field(default=5.0, ge=0, le=300)
+    signal_process_group: bool = True
+
+
+class Profile(_Strict):
+    id: str
+    label: str
+    description: str = ""
+    image: str = Field(description="the build context under images/")
+    argv: list[str] = Field(min_length=1)
+    prompt: PromptFeed = PromptFeed()
+    env: dict[str, str] = {}
+    interpreter: str = "jsonl"
+    issues_uncatalogued: bool = False  # True only for a harness with no router of its own
+    mcp_server_name: str = "sharedos"
+    session_transcript: str | None = None  # a path inside the container, copied out after the turn
+    credentials: list[str] = []
+    default_deadline_seconds: float = Field(default=120.0, gt=0, le=3600)
+    wind_down: WindDown = WindDown()
+    source: str = ""  # the file this profile came from (set by the loader)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not PROFILE_ID.match(value):
+            raise ValueError(f"expected lowercase letters, digits and dashes matching {PROFILE_ID.pattern}")
+        return value
+
+    @field_validator("argv")
+    @classmethod
+    def _argv(cls, value: list[str]) -> list[str]:
+        for item in value:
+            _check_template(item)
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+            _check_template(item)
+        return value
+
+    def render_argv(self, values: dict[str, str]) -> list[str]:
+        return [string.Template(item).substitute(values) for item in self.argv]
+
+    def render_env(self, values: dict[str, str]) -> dict[str, str]:
+        return {k: string.Template(v).substitute(values) for k, v in self.env.items()}
+
+
+def _check_template(text: str) -> None:
+    try:
+        names = {m.group("named") or m.group("braced") for m in string.Template.pattern.finditer(text)}
+    except ValueError as err:  # an invalid placeholder
+        raise ValueError(f"invalid placeholder in {text!r}: {err}") from None
+    names.discard(None)
+    if "$" in text and not names and "$$" not in text:
+        raise ValueError(f"invalid placeholder in {text!r}: use ${{name}} or $$ for a literal dollar")
+    unknown = sorted(n for n in names if n not in PLACEHOLDERS)
+    if unknown:
+        raise ValueError(f"unknown placeholder ${{{unknown[0]}}}; expected one of {sorted(PLACEHOLDERS)}")
+
+
+def load_profile(path: Path) -> Profile:
+    """Load and validate one profile file."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ProfileError(f"{path}: cannot read: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ProfileError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: expected a mapping of profile fields at the top level")
+    try:
+        profile = Profile.model_validate({**data, "source": str(path)})
+    except ValidationError as err:
+        problems = [
+            f"{path}: field '{_where(e['loc'])}': {e['msg']}"
+            + (f" (got {e['input']!r})" if e["type"] != "missing" and not isinstance(e["input"], dict) else "")
+            for e in err.errors()
+        ]
+        raise ProfileError("\n".join(problems)) from None
+    if profile.id != path.stem:
+        raise ProfileError(f"{path}: field 'id': expected {path.stem!r} (the file name), got {profile.id!r}")
+    return profile
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def profile_dirs(extra: Path | None = None) -> list[Path]:
+    """Where profiles are looked up: an explicit directory, ``$RUNNER_PROFILES_DIR``, then the shipped ones."""
+    dirs = [extra] if extra else []
+    if os.environ.get(PROFILES_ENV):
+        dirs.append(Path(os.environ[PROFILES_ENV]))
+    dirs.append(shipped_profiles_dir())
+    return dirs
+
+
+def shipped_profiles_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "harness_profiles"
+
+
+def known_harnesses(extra: Path | None = None) -> list[str]:
+    return sorted({p.stem for d in profile_dirs(extra) if d.is_dir() for p in d.glob("*.yaml")})
+
+
+def find_profile(harness: str, extra: Path | None = None) -> Profile:
+    """The profile for a harness id, searching :func:`profile_dirs` in order."""
+    for directory in profile_dirs(extra):
+        candidate = directory / f"{harness}.yaml"
+        if candidate.is_file():
+            return load_profile(candidate)
+    raise UnknownHarness(harness, known_harnesses(extra))

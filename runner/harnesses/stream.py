@@ -1,0 +1,163 @@
+"""From a CLI's stdout to its own outcome (upstream §3.2, §8 item 8). Pure.
+
+Bytes arrive in chunks; :class:`LineSplitter` cuts them into lines with a bound on line length;
+each JSON object line is a frame handed to the profile's interpreter, which turns it into steps;
+:class:`StreamReader` keeps the messages, the first terminal and the CLI's MCP startup report;
+:func:`harness_outcome` maps terminal and exit code to the runtime outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from runner.core.outcomes import Complete, Fail, Json, ProtocolError, RuntimeOutcome
+from runner.core.vocabulary import Code, message
+
+MAX_FRAME_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    output: Json = None  # None: the joined messages at this moment
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: ProtocolError
+
+
+@dataclass(frozen=True)
+class McpStartup:
+    """What the CLI itself reported about its MCP server at start-up."""
+
+    server: str
+    connected: bool
+    detail: str
+
+
+Step = Message | Completed | Failed | McpStartup
+Interpreter = Callable[[dict[str, Json]], list[Step]]
+
+
+class LineSplitter:
+    """Cut a byte stream into lines; a line longer than ``limit`` is cut and marked oversized."""
+
+    def __init__(self, limit: int = MAX_FRAME_BYTES) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self._dropping = False
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[bytes, bool]]:
+        """Yield ``(line, oversized)`` for every line completed by ``chunk``."""
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                break
+            piece = chunk[start:end]
+            if self._dropping:
+                self._dropping = False
+                self._buf.clear()
+                yield b"", True
+            else:
+                self._buf += piece
+                oversized = len(self._buf) > self.limit
+                yield bytes(self._buf[: self.limit]), oversized
+                self._buf.clear()
+            start = end + 1
+        rest = chunk[start:]
+        if not self._dropping:
+            self._buf += rest
+            if len(self._buf) > self.limit:
+                self._dropping = True
+                self._buf.clear()
+
+    def close(self) -> Iterator[tuple[bytes, bool]]:
+        if self._dropping:
+            self._dropping = False
+            yield b"", True
+        elif self._buf:
+            line = bytes(self._buf)
+            self._buf.clear()
+            yield line, False
+
+
+class Tail:
+    """The last lines of a stream, bounded in lines and bytes, for the result and the summary."""
+
+    def __init__(self, max_lines: int = 40, max_bytes: int = 16 * 1024, max_line: int = 2048) -> None:
+        self.max_lines, self.max_bytes, self.max_line = max_lines, max_bytes, max_line
+        self._lines: deque[str] = deque()
+        self._bytes = 0
+        self.dropped = 0
+
+    def add(self, line: str) -> None:
+        if len(line) > self.max_line:
+            line = line[: self.max_line] + f"… [{len(line) - self.max_line} more characters]"
+        self._lines.append(line)
+        self._bytes += len(line)
+        while self._lines and (len(self._lines) > self.max_lines or self._bytes > self.max_bytes):
+            self._bytes -= len(self._lines.popleft())
+            self.dropped += 1
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+
+@dataclass
+class StreamReader:
+    """Reads one CLI's stdout lines through its interpreter; the first terminal wins."""
+
+    interpret: Interpreter
+    messages: list[str] = field(default_factory=list)
+    terminal: RuntimeOutcome | None = None
+    startup: list[McpStartup] = field(default_factory=list)
+    frames: int = 0
+    non_json_lines: int = 0
+
+    def line(self, raw: bytes, oversized: bool = False) -> bool:
+        """Read one stdout line; True when this line set the terminal."""
+        text = raw.strip()
+        if not text:
+            return False
+        if oversized or not text.startswith(b"{"):
+            self.non_json_lines += 1
+            return False
+        try:
+            frame = json.loads(text)
+        except ValueError:
+            self.non_json_lines += 1
+            return False
+        if not isinstance(frame, dict):
+            return False
+        self.frames += 1
+        had_terminal = self.terminal is not None
+        for step in self.interpret(frame):
+            if isinstance(step, Message):
+                self.messages.append(step.text)
+            elif isinstance(step, McpStartup):
+                self.startup.append(step)
+            elif self.terminal is None and isinstance(step, Completed):
+                output = step.output if step.output is not None else {"text": "\n".join(self.messages)}
+                self.terminal = Complete(output)
+            elif self.terminal is None and isinstance(step, Failed):
+                self.terminal = Fail(step.error)
+        return not had_terminal and self.terminal is not None
+
+
+def harness_outcome(reader: StreamReader, exit_code: int | None, harness: str) -> RuntimeOutcome:
+    """A terminal beats the exit code; exit 0 completes with the joined prose; else it failed."""
+    if reader.terminal is not None:
+        return reader.terminal
+    if exit_code == 0:
+        return Complete({"text": "\n".join(reader.messages)})
+    text = message(Code.HARNESS_EXITED_WITHOUT_OUTCOME, harness=harness, code=exit_code)
+    return Fail(ProtocolError.of(Code.HARNESS_EXITED_WITHOUT_OUTCOME, text, retryable=False))

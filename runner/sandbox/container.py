@@ -1,0 +1,198 @@
+"""The hardened container a CLI runs in, driven with docker-py (blocking calls; the turn runs them in threads).
+
+Every container is: a non-root user, all capabilities dropped, ``no-new-privileges``, a read-only
+root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an init process, and
+labels naming the run and the cell. The only host path it sees is the per-turn directory, mounted
+at ``/run/runner``: it holds the MCP socket, which is the container's one channel to the host.
+
+Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
+makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
+that survive a plain kill).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import socket
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests
+from docker.types import LogConfig, Mount
+from docker.utils.socket import frames_iter
+
+from runner.sandbox.engine import EngineError, call_with_retry
+
+TURN_MOUNT = "/run/runner"
+HOME = "/home/runner"
+USER = "1000:1000"
+OWNER_LABEL = "runner.owner"
+RUN_LABEL = "runner.run"
+CELL_LABEL = "runner.cell"
+STDOUT, STDERR = 1, 2
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory: str = "1g"
+    pids: int = 256
+    nano_cpus: int = 2_000_000_000
+    tmp_size: str = "256m"
+    home_size: str = "512m"
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    image_id: str
+    argv: list[str]
+    turn_dir: Path
+    labels: dict[str, str]
+    env: dict[str, str] = field(default_factory=dict)
+    stdin: bytes | None = None
+    keep_stdin_open: bool = False
+    limits: Limits = Limits()
+
+    def create_kwargs(self) -> dict[str, Any]:
+        tmpfs_opts = "rw,nosuid,nodev,noexec"
+        return {
+            "image": self.image_id,
+            "command": self.argv,
+            "user": USER,
+            "working_dir": HOME,
+            "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **self.env},
+            "network_mode": "none",
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "read_only": True,
+            "tmpfs": {
+                "/tmp": f"{tmpfs_opts},size={self.limits.tmp_size},mode=1777",
+                HOME: f"rw,nosuid,nodev,size={self.limits.home_size},uid=1000,gid=1000,mode=0700",
+            },
+            "pids_limit": self.limits.pids,
+            "mem_limit": self.limits.memory,
+            "memswap_limit": self.limits.memory,
+            "nano_cpus": self.limits.nano_cpus,
+            "init": True,
+            "labels": {OWNER_LABEL: "runner", **self.labels},
+            "mounts": [Mount(TURN_MOUNT, str(self.turn_dir), type="bind", read_only=False)],
+            "stdin_open": True,
+            "tty": False,
+            # stdout is captured through the attach stream; the engine keeps no copy of a flood
+            "log_config": LogConfig(type=LogConfig.types.NONE),
+        }
+
+
+class ContainerStartError(EngineError):
+    """The engine could not create or start the container: the CLI never started."""
+
+
+class SandboxedProcess:
+    """One CLI in one container. Every method blocks; call them from a worker thread."""
+
+    def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
+        self.client = client
+        self.spec = spec
+        self.container: Any = None
+        self._sock: Any = None
+        self._raw: socket.socket | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self.container.id if self.container is not None else None
+
+    def start(self) -> None:
+        """Create, attach before start (so no output is missed), start, and hand over stdin."""
+        try:
+            self.container = call_with_retry(self.client.containers.create, **self.spec.create_kwargs())
+            self._sock = self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self._raw = getattr(self._sock, "_sock", self._sock)
+            call_with_retry(self.container.start)
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
+            raise ContainerStartError(f"the container could not be started: {err}") from err
+        try:
+            if self.spec.stdin:
+                assert self._raw is not None
+                self._raw.sendall(self.spec.stdin)
+        except OSError:
+            pass  # the CLI exited already; its exit is what gets reported
+        if not self.spec.keep_stdin_open:
+            self.close_stdin()
+
+    def close_stdin(self) -> None:
+        try:
+            if self._raw is not None:
+                self._raw.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def pump(self, on_output: Callable[[int, bytes], None]) -> None:
+        """Read the multiplexed stdout/stderr stream until the container's output ends."""
+        try:
+            for stream, data in frames_iter(self._sock, tty=False):
+                on_output(stream, data)
+        except (OSError, ValueError):
+            return  # the stream was closed under us at teardown
+
+    def wait(self) -> int | None:
+        """Block until the container exits; its exit code (None when the engine does not say)."""
+        result = self.container.wait()
+        code = result.get("StatusCode")
+        return int(code) if code is not None else None
+
+    def signal(self, name: str) -> None:
+        try:
+            self.container.kill(signal=name)
+        except docker.errors.APIError as err:
+            if "is not running" not in str(err):
+                raise
+
+    def copy_out(self, path: str, dest: Path, limit: int = 64 * 1024 * 1024) -> bool:
+        """Copy a file or folder out of the (stopped) container; False when it does not exist."""
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            return False
+        buf = io.BytesIO()
+        for chunk in stream:
+            buf.write(chunk)
+            if buf.tell() > limit:
+                return False
+        buf.seek(0)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=buf) as tar:
+            tar.extractall(dest, filter="data")
+        return True
+
+    def inspect(self) -> dict[str, Any]:
+        self.container.reload()
+        attrs: dict[str, Any] = self.container.attrs
+        return attrs
+
+    def remove(self) -> None:
+        for closer in (self._sock, self._raw):
+            try:
+                if closer is not None:
+                    closer.close()
+            except OSError:
+                pass
+        if self.container is not None:
+            with contextlib.suppress(docker.errors.NotFound):
+                call_with_retry(self.container.remove, force=True)
+
+
+def remove_labelled(client: docker.DockerClient, label: str) -> list[str]:
+    """Remove every container carrying ``label`` (``key`` or ``key=value``); their ids."""
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": label}):
+        try:
+            container.remove(force=True)
+            removed.append(str(container.id))
+        except docker.errors.NotFound:
+            pass
+    return removed
