@@ -1,0 +1,49 @@
+# The two commands of the README are the contract:
+#   make run    set everything up on a fresh machine (venv, Docker Engine, images) and run one turn
+#   make test   every test layer: lint and types, unit, integration (real engine, real MCP SDK)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+RUNNER := $(BIN)/runner
+PYTEST := $(BIN)/pytest
+
+.PHONY: run test setup venv engine images lint unit integration bench gc clean
+
+run: setup
+	$(RUNNER) exec --harness reference --case escalation
+
+setup: venv engine images
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+engine:
+	scripts/ensure-docker.sh
+
+images: venv engine
+	$(RUNNER) images build --all
+
+test: venv engine lint unit integration
+
+lint: venv
+	$(BIN)/ruff check runner tests
+	$(BIN)/mypy
+
+unit: venv
+	$(PYTEST) tests/unit -q
+
+integration: venv engine
+	$(PYTEST) tests/integration -q -m docker -p no:cacheprovider
+
+bench: setup
+	$(BIN)/python -m runner.bench
+
+gc: venv
+	$(RUNNER) gc
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The Docker Engine, pinned images and the hardened container."""

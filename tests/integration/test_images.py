@@ -1,0 +1,169 @@
+"""Image layer against the real Docker Engine: offline base, offline harness build, warm path, lock checks.
+
+The harness build runs in a temporary copy of the repository's image recipes (RUNNER_REPO_ROOT), with a
+per-run line inserted after FROM so the whole build really runs (offline) and its image can be removed
+afterwards. The base image and the download caches are shared with normal use ($RUNNER_CACHE_DIR).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from runner.sandbox.engine import EngineUnavailable, ImageBuildError, ImageReferenceError, connect
+from runner.sandbox.images import (
+    ImageRecord,
+    base_recipe_hash,
+    ensure_base,
+    ensure_image,
+    read_lock,
+    verify_lock,
+    write_lock,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = Path("runner/harnesses/reference/client.py")
+
+
+def _copy_recipes(dest: Path, *, with_client: bool = True) -> Path:
+    shutil.copytree(REPO / "images" / "base", dest / "images" / "base")
+    shutil.copytree(REPO / "images" / "reference", dest / "images" / "reference")
+    (dest / "harness_profiles").mkdir()
+    if with_client:
+        (dest / CLIENT).parent.mkdir(parents=True)
+        if (REPO / CLIENT).is_file():
+            shutil.copyfile(REPO / CLIENT, dest / CLIENT)
+        else:  # the real client is written elsewhere; a placeholder is enough to build the image
+            (dest / CLIENT).write_text("print('placeholder reference client')\n")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def client() -> docker.DockerClient:
+    try:
+        return connect()
+    except EngineUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    dest = _copy_recipes(tmp_path_factory.mktemp("repo"))
+    dockerfile = dest / "images" / "reference" / "Dockerfile"
+    lines = dockerfile.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FROM ")) + 1
+    # Fails the build if the build container can resolve names; the nonce defeats the layer cache.
+    lines.insert(at, f"RUN ! getent hosts deb.debian.org && echo offline-build-{uuid.uuid4().hex}")
+    dockerfile.write_text("\n".join(lines) + "\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_REPO_ROOT", str(dest))
+        mp.delenv("RUNNER_BASE_IMAGE", raising=False)
+        yield dest
+
+
+@pytest.fixture(scope="module")
+def built(client: docker.DockerClient, root: Path) -> Iterator[tuple[ImageRecord, float]]:
+    ensure_base(client)
+    started = time.monotonic()
+    record = ensure_image(client, "reference", progress=lambda _line: None)
+    elapsed = time.monotonic() - started
+    yield record, elapsed
+    with contextlib.suppress(docker.errors.APIError):
+        client.images.remove(record.image_id, force=True)
+
+
+def test_base_is_imported_and_labelled(client: docker.DockerClient, root: Path) -> None:
+    image = client.images.get(ensure_base(client))
+    labels = image.labels
+    assert labels["runner.base.recipe"] == base_recipe_hash(root)
+    tar_sha = labels["runner.base.sha256"]
+    assert len(tar_sha) == 64
+    assert image.attrs["RootFS"]["Layers"][0] == f"sha256:{tar_sha}"
+    assert "LANG=C.UTF-8" in image.attrs["Config"]["Env"]
+    assert f"runner/base:{labels['runner.base.recipe'][:12]}" in image.tags
+
+
+def test_reference_image_builds_offline_as_non_root(
+    client: docker.DockerClient, built: tuple[ImageRecord, float]
+) -> None:
+    record, _ = built
+    image = client.images.get(record.image_id)
+    assert image.labels["runner.image"] == "reference"
+    assert image.labels["runner.recipe"] == record.recipe_hash
+    assert image.attrs["Config"]["User"] == "1000:1000"
+    assert record.cli_package == "mcp" and record.cli_version == "2.3.0"
+    assert record.version_output == "reference-harness 2.3.0"
+    out = client.containers.run(
+        record.image_id,
+        ["sh", "-c", "id -u && /opt/venv/bin/python -c 'import mcp' && test -f /opt/reference/client.py && pwd"],
+        network_mode="none",
+        remove=True,
+    )
+    assert out.decode().split() == ["1000", "/home/runner"]
+
+
+def test_second_ensure_is_a_cache_hit(client: docker.DockerClient, built: tuple[ImageRecord, float]) -> None:
+    record, _ = built
+    before = {i.id for i in client.images.list(filters={"label": "runner.image=reference"})}
+    started = time.monotonic()
+    again = ensure_image(client, "reference", progress=lambda _line: None)
+    elapsed = time.monotonic() - started
+    assert again.image_id == record.image_id
+    assert {i.id for i in client.images.list(filters={"label": "runner.image=reference"})} == before
+    assert elapsed < 3, f"warm ensure_image took {elapsed:.2f} s"
+
+
+def test_verify_lock_clean_then_tampered(
+    client: docker.DockerClient, root: Path, built: tuple[ImageRecord, float]
+) -> None:
+    record, _ = built
+    assert read_lock(root)["reference"] == record
+    assert verify_lock(client) == []
+    try:
+        write_lock({"reference": dataclasses.replace(record, image_id="sha256:" + "0" * 64)})
+        assert any("not in the engine" in p for p in verify_lock(client))
+        write_lock({"reference": dataclasses.replace(record, recipe_hash="f" * 64)})
+        problems = verify_lock(client)
+        assert any("recipe changed" in p for p in problems)
+        assert any("labelled runner.recipe" in p for p in problems)
+        (root / "images" / "lock.json").write_text('{"images": {"reference": {"image_id": 1}}}')
+        assert any("malformed" in p for p in verify_lock(client))
+    finally:
+        write_lock({"reference": record})
+    assert verify_lock(client) == []
+
+
+def test_base_image_without_digest_is_refused(
+    client: docker.DockerClient, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNNER_BASE_IMAGE", "debian:bookworm-slim")
+    with pytest.raises(ImageReferenceError, match="not pinned by digest"):
+        ensure_base(client)
+    with pytest.raises(ImageReferenceError):
+        ensure_image(client, "reference", progress=lambda _line: None)
+
+
+def test_missing_build_input_fails_clearly(
+    client: docker.DockerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(_copy_recipes(tmp_path, with_client=False)))
+    monkeypatch.delenv("RUNNER_BASE_IMAGE", raising=False)
+    with pytest.raises(ImageBuildError, match=r"runner/harnesses/reference/client\.py is missing"):
+        ensure_image(client, "reference", progress=lambda _line: None)
+
+
+def test_unreachable_engine_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
+    with pytest.raises(EngineUnavailable, match=r"ensure-docker\.sh"):
+        connect(timeout=5)
