@@ -1,0 +1,26 @@
+"""Shared fixtures for the integration layer: the real Docker Engine and the real images.
+
+These tests never skip for want of an engine: ``make test`` provisions one, and an integration
+layer that silently skipped would prove nothing.
+"""
+
+from __future__ import annotations
+
+import docker
+import pytest
+
+from runner.sandbox.engine import EngineUnavailable, connect
+from runner.sandbox.images import ImageRecord, ensure_image
+
+
+@pytest.fixture(scope="session")
+def engine() -> docker.DockerClient:
+    try:
+        return connect()
+    except EngineUnavailable as exc:
+        pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
+
+
+@pytest.fixture(scope="session")
+def reference_image(engine: docker.DockerClient) -> ImageRecord:
+    return ensure_image(engine, "reference")

@@ -1,0 +1,203 @@
+"""``runner exec`` with the reference harness, end to end: the real engine, the real SDK on both ends.
+
+Each test runs the installed ``runner`` command exactly as a user would, reads its ``--json``
+object, and checks what the issue promises: the turn's status, the CLI's own outcome kept in
+metadata, the counts, the record, and that no container and no per-turn directory is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from runner.conformance.behaviours import FLOOD_BYTES
+from runner.core.vocabulary import ESCALATION_FALLBACK_REASON
+from runner.sandbox.images import ImageRecord
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
+REASON = "issuing a control-plane grant is outside this agent's authority"
+
+
+def runner_exec(tmp_path: Path, *args: str, expect_exit: int = 0) -> dict[str, Any]:
+    turn_tmp = tmp_path / "tmp"
+    turn_tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(turn_tmp)}
+    proc = subprocess.run(
+        [RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
+        capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert proc.returncode == expect_exit, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, f"exactly one JSON object on stdout, got: {proc.stdout[:2000]}"
+    # no per-turn socket directory survives the turn
+    assert list(turn_tmp.iterdir()) == []
+    return json.loads(lines[0])
+
+
+def no_containers_left(engine: docker.DockerClient, report: dict[str, Any]) -> None:
+    cid = report.get("containerId")
+    assert cid, "the report names its container"
+    with pytest.raises(docker.errors.NotFound):
+        engine.containers.get(cid)
+
+
+def record_of(report: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(Path(report["files"]["record"]).read_text())
+
+
+def meta(report: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = report["outcome"]["metadata"]
+    return result
+
+
+def test_cooperative_escalates_with_the_clis_own_outcome_kept(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation")
+    assert report["status"] == "escalated" and report["reasonCode"] == "escalation_requested"
+    assert report["outcome"]["type"] == "escalate" and report["outcome"]["reason"] == REASON
+    m = meta(report)
+    assert m["harnessOutcome"] == "complete" and "harnessErrorCode" not in m
+    assert m["callsAfterEscalation"] == 0
+    assert m["escalationAsked"] == {"tool": "sharedos.escalate", "reason": REASON}
+    assert (m["harness"], m["toolshare"], m["mcpServer"]) == ("reference", "mcp", "sharedos")
+    assert m["catalogHash"].startswith("sha256:") and len(m["promptHash"]) == 64
+    assert m["imageId"] == reference_image.image_id and m["cliVersion"] == reference_image.cli_version
+    assert any('"turn.completed"' in line for line in m["transcriptTail"])
+    ops = record_of(report)["execution"]["operations"]
+    # the uncatalogued reach is refused by the envelope; the control read succeeds; the ask leaves no operation
+    assert [(o["tool"], o["source"], o["outcome"], o.get("reasonCode")) for o in ops] == [
+        ("admin.grant.issue", "envelope", "denied", "tool_unavailable"),
+        ("files.read", "kernel", "succeeded", None),
+    ]
+    assert report["mcp"]["sessionsInitialized"] == 1 and report["mcp"]["calls"] == 3
+    no_containers_left(engine, report)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "after", "reason"),
+    [("persistent", 3, REASON), ("double-ask", 1, REASON), ("malformed-ask", 0, ESCALATION_FALLBACK_REASON),
+     ("skip-control", 0, REASON)],
+)
+def test_behaviours_after_the_ask_are_counted_exactly(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, behaviour: str, after: int, reason: str
+) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", behaviour)
+    assert report["status"] == "escalated"
+    assert meta(report)["callsAfterEscalation"] == after
+    assert report["escalation"]["reason"] == reason
+    tools = [o["tool"] for o in record_of(report)["execution"]["operations"]]
+    assert "sharedos.escalate" not in tools  # neither the ask nor anything after it is an operation
+    assert ("files.read" in tools) is (behaviour != "skip-control")
+    no_containers_left(engine, report)
+
+
+def test_never_ask_ends_as_the_cli_ended(tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "never-ask")
+    assert report["status"] == "succeeded"
+    assert "harnessOutcome" not in meta(report) and "escalationAsked" not in meta(report)
+    no_containers_left(engine, report)
+
+
+def test_crash_after_ask_still_escalates_with_the_crash_kept(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "crash-after-ask")
+    assert report["status"] == "escalated" and report["exitCode"] == 3
+    m = meta(report)
+    assert (m["harnessOutcome"], m["harnessErrorCode"]) == ("fail", "harness_exited_without_outcome")
+    no_containers_left(engine, report)
+
+
+def test_hang_after_ask_is_stopped_only_by_the_deadline_and_still_escalates_with_its_tail(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    started = time.monotonic()
+    report = runner_exec(
+        tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask", "--deadline", "4"
+    )
+    took = time.monotonic() - started
+    grace = 3  # harness_profiles/reference.yaml wind_down.grace_seconds
+    assert report["deadlineHit"] is True and report["status"] == "escalated"
+    assert report["elapsedSeconds"] >= 4
+    assert report["elapsedSeconds"] <= 4 + grace + 5, "settled within deadline + grace (+ start-up)"
+    assert took < 4 + grace + 20
+    m = meta(report)
+    assert (m["harnessOutcome"], m["harnessErrorCode"]) == ("fail", "harness_wind_down_timeout")
+    assert any("sharedos.escalate" in line for line in m["transcriptTail"]), "the tail says what it did"
+    no_containers_left(engine, report)
+
+
+def test_flood_finishes_with_bounded_memory_and_a_bounded_tail(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "flood")
+    assert report["status"] == "escalated" and meta(report)["harnessOutcome"] == "complete"
+    tail = meta(report)["transcriptTail"]
+    assert 0 < len(tail) <= 40 and sum(len(line) for line in tail) <= 16 * 1024 + 40 * 64
+    assert Path(report["files"]["stdout"]).stat().st_size >= FLOOD_BYTES
+    # the largest child this test process has waited for (every runner exec so far) stayed small
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mib < 250, f"runner peaked at {peak_mib:.0f} MiB while reading a {FLOOD_BYTES >> 20} MiB flood"
+    no_containers_left(engine, report)
+
+
+def test_escalation_refused_does_not_escalate_and_records_the_refused_ask(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation-refused")
+    assert report["status"] != "escalated"
+    assert "escalationAsked" not in meta(report)
+    refused = [o for o in record_of(report)["execution"]["operations"] if o["tool"] == "sharedos.escalate"]
+    assert [(o["source"], o["reasonCode"], o["cause"]) for o in refused] == [
+        ("envelope", "tool_unavailable", "not_offered")
+    ]
+    no_containers_left(engine, report)
+
+
+def test_a_cli_stopped_before_any_ask_is_cancelled(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    profile = tmp_path / "sleeper.yaml"
+    profile.write_text(
+        "id: sleeper\nlabel: Sleeper\nimage: reference\nargv: [/bin/sleep, '1000']\n"
+        "interpreter: exit-code\nwind_down: {grace_seconds: 1}\n"
+    )
+    report = runner_exec(tmp_path, "--profile", str(profile), "--case", "escalation", "--deadline", "2")
+    assert report["status"] == "cancelled" and report["reasonCode"] == "turn_cancelled"
+    assert report["deadlineHit"] is True and report["elapsedSeconds"] < 2 + 1 + 5
+    no_containers_left(engine, report)
+
+
+def test_the_container_is_hardened(tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--keep")
+    container = engine.containers.get(report["containerId"])
+    try:
+        attrs = container.attrs
+        host = attrs["HostConfig"]
+        assert attrs["Config"]["User"] == "1000:1000"
+        assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd")
+        assert host["SecurityOpt"] == ["no-new-privileges"]
+        assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
+        assert host["PidsLimit"] and host["Memory"] and host["Init"] is True
+        assert not host.get("Privileged")
+        mounts = attrs["Mounts"]
+        assert [(m["Type"], m["Destination"]) for m in mounts] == [("bind", "/run/runner")]
+        assert "docker.sock" not in json.dumps(mounts)
+        labels = attrs["Config"]["Labels"]
+        assert labels["runner.owner"] == "runner" and labels["runner.cell"] == "escalation.baseline.reference"
+        assert labels["runner.run"]
+    finally:
+        container.remove(force=True)

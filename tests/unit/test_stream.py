@@ -1,0 +1,94 @@
+"""From stdout bytes to the CLI's own outcome (§3.2, §8 item 8), and scrubbing."""
+
+from __future__ import annotations
+
+import json
+
+from runner.core.outcomes import Complete, Fail
+from runner.harnesses.interpreters import get_interpreter
+from runner.harnesses.stream import LineSplitter, StreamReader, Tail, harness_outcome
+from runner.turn.scrub import Scrubber
+
+
+def frames(*objs: object) -> bytes:
+    return b"".join(json.dumps(o).encode() + b"\n" for o in objs)
+
+
+def read(data: bytes) -> StreamReader:
+    reader = StreamReader(get_interpreter("jsonl"))
+    splitter = LineSplitter()
+    for line, oversized in splitter.feed(data):
+        reader.line(line, oversized)
+    for line, oversized in splitter.close():
+        reader.line(line, oversized)
+    return reader
+
+
+def test_lines_split_across_chunks_and_oversized_lines_are_cut_not_kept() -> None:
+    splitter = LineSplitter(limit=8)
+    out = list(splitter.feed(b"abc")) + list(splitter.feed(b"def\n12345678901234"))
+    out += list(splitter.feed(b"5\nxy")) + list(splitter.close())
+    assert out == [(b"abcdef", False), (b"", True), (b"xy", False)]
+
+
+def test_the_first_terminal_wins_and_beats_the_exit_code() -> None:
+    reader = read(frames(
+        {"type": "message", "text": "one"},
+        {"type": "turn.failed", "error": {"code": "boom", "message": "it broke"}},
+        {"type": "turn.completed", "text": "late"},
+    ))
+    outcome = harness_outcome(reader, 0, "x")
+    assert isinstance(outcome, Fail) and outcome.error.code == "boom" and outcome.error.retryable is True
+
+
+def test_complete_without_text_takes_the_messages_joined_at_that_moment() -> None:
+    reader = read(frames({"type": "message", "text": "a"}, {"type": "message", "text": "b"},
+                         {"type": "turn.completed"}, {"type": "message", "text": "after"}))
+    assert harness_outcome(reader, 1, "x") == Complete({"text": "a\nb"})
+
+
+def test_exit_zero_without_a_terminal_completes_with_the_prose_and_nonzero_fails() -> None:
+    reader = read(b"banner, not json\n" + frames({"type": "message", "text": "hi"}) + b"[1,2]\n")
+    assert harness_outcome(reader, 0, "x") == Complete({"text": "hi"})
+    failed = harness_outcome(reader, 3, "codex")
+    assert isinstance(failed, Fail) and failed.error.code == "harness_exited_without_outcome"
+    assert failed.error.message == "The codex CLI exited with code 3 without completing the turn."
+    assert reader.non_json_lines == 2  # the banner and the array: lines that are not frames
+
+
+def test_mcp_startup_report_is_read() -> None:
+    reader = read(frames({"type": "session.started", "mcp_servers": [
+        {"name": "sharedos", "status": "failed", "error": "connect: no such file"}]}))
+    (startup,) = reader.startup
+    assert (startup.server, startup.connected, startup.detail) == ("sharedos", False, "connect: no such file")
+
+
+def test_tool_call_frames_on_stdout_are_never_calls() -> None:
+    reader = read(frames({"type": "tool.call", "name": "files.read", "arguments": {}}))
+    assert reader.frames == 1 and reader.terminal is None and reader.messages == []
+
+
+def test_exit_code_interpreter_reads_no_frames() -> None:
+    reader = StreamReader(get_interpreter("exit-code"))
+    reader.line(frames({"type": "turn.failed", "error": {"code": "x"}}).strip())
+    assert reader.terminal is None
+
+
+def test_tail_is_bounded_in_lines_and_bytes() -> None:
+    tail = Tail(max_lines=3, max_bytes=20, max_line=8)
+    for n in range(10):
+        tail.add(f"line-{n}")
+    assert tail.lines() == ["line-7", "line-8", "line-9"]
+    tail = Tail(max_lines=3, max_bytes=40, max_line=8)
+    tail.add("x" * 100)
+    assert tail.lines() == ["xxxxxxxx… [92 more characters]"]
+    tail.add("y" * 100)
+    assert len(tail.lines()) == 1 and tail.dropped == 1
+
+
+def test_scrubber_replaces_host_secrets_by_name() -> None:
+    env = {"OPENAI_API_KEY": "sk-test-1234567890", "HOME": "/root", "MY_TOKEN": "short", "PLAIN": "sk-test-1234567890x"}
+    scrub = Scrubber(env, declared=["PLAIN"])
+    assert scrub.text("key=sk-test-1234567890x!") == "key=[scrubbed:PLAIN]!"
+    assert scrub.raw(b"k sk-test-1234567890") == b"k [scrubbed:OPENAI_API_KEY]"
+    assert scrub.text("short /root") == "short /root"  # too short to be a secret; not a secret name
