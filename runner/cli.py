@@ -12,6 +12,7 @@ Exit codes (also in ``runner --help``):
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import signal
 import sys
@@ -30,6 +31,7 @@ from runner.conformance.behaviours import Behaviour, UnknownBehaviour, parse_beh
 from runner.conformance.cases import CASES, UnknownCase, get_case
 from runner.harnesses.profile import ProfileError, UnknownHarness, find_profile, known_harnesses, load_profile
 from runner.sandbox.engine import EngineError, connect
+from runner.turn.model_choice import ModelChoiceError, choose_model
 
 EPILOG = (
     "Exit codes: 0 done; 2 usage; 3 unknown harness, case or behaviour; 4 unusable profile; "
@@ -75,6 +77,9 @@ def exec_(
     keep: Annotated[bool, typer.Option(help="Keep the container after the turn, for inspection.")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Directory for this turn's files.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="scripted or live (default: live when the harness's credentials are set, else scripted)."
+    )] = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
@@ -100,6 +105,12 @@ def exec_(
         fail(Exit.PROFILE, str(error), as_json)
     if deadline is not None and deadline <= 0:
         fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
+    if profile.unavailable:
+        fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
+    try:
+        choice = choose_model(model, profile, os.environ)
+    except ModelChoiceError as error:
+        fail(Exit.USAGE, str(error), as_json)
 
     from runner.sandbox.images import ensure_image
     from runner.turn.runtime import TurnRequest, run_turn
@@ -107,6 +118,8 @@ def exec_(
     run_id = new_run_id()
     target = out_dir or Path("runs") / run_id / f"{case_obj.id}.{case_obj.condition.id}.{profile.id}"
     progress = (lambda _msg: None) if as_json else (lambda msg: err.print(f"[dim]…[/] {msg}", highlight=False))
+    if choice.mode != "none":
+        err.print(f"[bold]model: {choice.mode}[/] ({choice.why})", highlight=False)
     try:
         client = connect()
         image = ensure_image(client, profile.image, progress=progress)
@@ -114,13 +127,18 @@ def exec_(
         fail(Exit.INFRASTRUCTURE, str(error), as_json)
     request = TurnRequest(
         case=case_obj, profile=profile, behaviour=behaviour_obj, image=image,
-        out_dir=target, run_id=run_id, deadline=deadline, keep=keep,
+        out_dir=target, run_id=run_id, model=choice, deadline=deadline, keep=keep,
     )
     report = _run_interruptible(run_turn, client, request, progress, run_id, as_json)
     if as_json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
     else:
         _print_summary(report)
+    if report.infrastructure_error is not None:
+        problem = report.infrastructure_error
+        text = f"infrastructure error ({problem['kind']}): {problem['detail']}"
+        err.print(f"[bold red]runner:[/] {text}", highlight=False)
+        raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
 
 def _run_interruptible(run_turn: Any, client: Any, request: Any, progress: Any, run_id: str, as_json: bool) -> Any:
@@ -171,6 +189,7 @@ def _print_summary(report: Any) -> None:
     table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
     table.add_row("harness", f"{data['harness']} · behaviour {data['behaviour']} · exit {data['exitCode']}"
                   + ("  · stopped at the deadline" if data["deadlineHit"] else ""))
+    table.add_row("model", f"{data['model']['mode']}  ({data['model']['why']})")
     table.add_row("image", f"{meta.get('imageId', '')[:19]}  ({meta.get('cliVersion')})")
     table.add_row("catalogue", f"{meta.get('catalogHash', '')[:19]}…  prompt {str(meta.get('promptHash', ''))[:12]}…")
     mcp = data["mcp"]
@@ -181,7 +200,7 @@ def _print_summary(report: Any) -> None:
     if tail:
         out.print("[bold]transcript tail[/]")
         for line in tail[-12:]:
-            out.print(f"  {line}", highlight=False, markup=False)
+            out.print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     out.print(f"[bold]files[/]  {Path(data['files']['record']).parent}")
     if data["kept"]:
         out.print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")

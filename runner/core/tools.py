@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 import jsonschema
@@ -70,11 +71,18 @@ class ToolDefinition:
         if _depth(arguments) > MAX_ARGUMENT_DEPTH:
             raise ArgumentError(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")
         try:
-            jsonschema.validate(arguments, self.input_schema)
+            self._validator.validate(arguments)
         except jsonschema.ValidationError as err:
             where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
             raise ArgumentError(f"{where}: {err.message}") from None
         return arguments
+
+    @cached_property
+    def _validator(self) -> jsonschema.protocols.Validator:
+        """Built once per tool: checking the schema on every call cost most of a call's time."""
+        cls = jsonschema.validators.validator_for(self.input_schema)
+        cls.check_schema(self.input_schema)
+        return cls(self.input_schema)
 
     def published(self) -> PublishedTool:
         annotations: dict[str, bool] = {

@@ -21,7 +21,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 PROFILE_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-PLACEHOLDERS = frozenset({"prompt", "turn_dir", "mcp_socket", "script", "home"})
+PLACEHOLDERS = frozenset(
+    {"prompt", "prompt_json", "turn_dir", "mcp_socket", "script", "home", "model_url", "model_port", "api_key", "model"}
+)
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
 
 
@@ -40,8 +42,61 @@ class _Strict(BaseModel):
 
 
 class PromptFeed(_Strict):
+    """How the prompt reaches the CLI. ``argv``: through ``${prompt}`` in argv; ``stdin-line``: one line
+    on stdin (``stdin_template`` rendered, default the prompt itself); ``stdin-file``: the prompt as the
+    whole of stdin; ``none``. stdin is closed after the write unless ``keep_stdin_open`` (then it is
+    closed at the CLI's first terminal frame)."""
+
     via: Literal["argv", "stdin-line", "stdin-file", "none"] = "argv"
     keep_stdin_open: bool = False
+    stdin_template: str | None = None
+
+    @field_validator("stdin_template")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_template(value)
+        return value
+
+
+class ConfigFile(_Strict):
+    """A file rendered into the CLI's HOME before it starts (placeholders substituted)."""
+
+    path: str = Field(description="relative to HOME")
+    content: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        parts = value.split("/")
+        if value.startswith("/") or ".." in parts or not value:
+            raise ValueError("expected a relative path inside HOME, without '..'")
+        return value
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str) -> str:
+        _check_template(value)
+        return value
+
+
+class LiveModel(_Strict):
+    """Where live mode forwards the CLI's model requests, and which host credential it adds."""
+
+    base_url: str
+    credentials: list[str] = Field(min_length=1, description="host variables, first one set wins")
+    auth: Literal["bearer", "x-api-key", "x-goog-api-key"] = "bearer"
+    model: str | None = None  # the model id a live run asks for; None: the CLI's own default
+
+
+class ModelEndpoint(_Strict):
+    """How the CLI reaches its model: a loopback port inside the container, forwarded to model.sock."""
+
+    dialect: Literal["openai-responses", "openai-chat", "anthropic-messages", "gemini"]
+    port: int = Field(default=8787, ge=1024, le=65535)
+    scripted_model: str = "runner-scripted"
+    placeholder_key: str = "sk-runner-placeholder-not-a-key"
+    live: LiveModel | None = None
 
 
 class WindDown(_Strict):
@@ -57,10 +112,16 @@ class Profile(_Strict):
     argv: list[str] = Field(min_length=1)
     prompt: PromptFeed = PromptFeed()
     env: dict[str, str] = {}
+    home: Literal["tmpfs", "turn"] = "tmpfs"  # "turn": HOME lives in the turn dir and is kept after the turn
+    config_files: list[ConfigFile] = []
+    model: ModelEndpoint | None = None
+    mcp_startup_required: bool = False  # the CLI reports its MCP servers at start; a failed one is infra
+    requires_mcp_session: bool = True  # a turn in which the CLI never opened an MCP session is infra
+    unavailable: str | None = None  # a column that cannot run here, and why (never pretended)
     interpreter: str = "jsonl"
     issues_uncatalogued: bool = False  # True only for a harness with no router of its own
     mcp_server_name: str = "sharedos"
-    session_transcript: str | None = None  # a path inside the container, copied out after the turn
+    session_transcript: str | None = None  # relative to HOME (home: turn): copied next to stdout.log
     credentials: list[str] = []
     default_deadline_seconds: float = Field(default=120.0, gt=0, le=3600)
     wind_down: WindDown = WindDown()
@@ -94,6 +155,9 @@ class Profile(_Strict):
 
     def render_env(self, values: dict[str, str]) -> dict[str, str]:
         return {k: string.Template(v).substitute(values) for k, v in self.env.items()}
+
+    def render_config_files(self, values: dict[str, str]) -> dict[str, str]:
+        return {f.path: string.Template(f.content).substitute(values) for f in self.config_files}
 
 
 def _check_template(text: str) -> None:

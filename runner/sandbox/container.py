@@ -57,6 +57,7 @@ class ContainerSpec:
     stdin: bytes | None = None
     keep_stdin_open: bool = False
     limits: Limits = Limits()
+    workdir: str = HOME
 
     def create_kwargs(self) -> dict[str, Any]:
         tmpfs_opts = "rw,nosuid,nodev,noexec"
@@ -64,7 +65,7 @@ class ContainerSpec:
             "image": self.image_id,
             "command": self.argv,
             "user": USER,
-            "working_dir": HOME,
+            "working_dir": self.workdir,
             "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **self.env},
             "network_mode": "none",
             "cap_drop": ["ALL"],

@@ -2,29 +2,28 @@
 
 1. The world and its envelope resolve the catalogue once; the latch wraps the envelope.
 2. The prompt and instructions are composed and ``promptHash`` is annotated before anything starts.
-3. The MCP server listens on ``<turn dir>/mcp.sock``; the CLI starts in its hardened container with
-   the turn dir mounted, and its stdout is read through the profile's interpreter.
-4. Nothing is stopped when the latch fires. Only the deadline stops the CLI: SIGTERM to its process
-   group, a grace period, then SIGKILL.
-5. The CLI's own outcome is settled by the latch and then by the envelope; the record is written.
-6. Teardown always runs, in order: close the bridge (MCP server), remove the container (unless
-   kept), remove the turn dir.
+3. The MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a model, the model endpoint
+   on ``<turn dir>/model.sock``; the CLI starts in its hardened container with the turn dir mounted,
+   and its stdout is read through the profile's interpreter (:mod:`runner.turn.drive`).
+4. Nothing is stopped when the latch fires. Only the deadline stops the CLI.
+5. The CLI's own outcome is settled by the latch and then by the envelope; the record, the
+   transcripts and the CLI's own session transcript are written, scrubbed.
+6. Teardown always runs, in order: close the bridge (MCP server), stop the model endpoint, remove
+   the container (unless kept), remove the turn dir.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
+import string
 import time
-from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import docker
 
 import runner
@@ -40,23 +39,16 @@ from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail, harness_outcome
 from runner.mcp.server import serve_mcp
-from runner.sandbox.container import (
-    CELL_LABEL,
-    HOME,
-    RUN_LABEL,
-    STDOUT,
-    TURN_MOUNT,
-    ContainerSpec,
-    ContainerStartError,
-    SandboxedProcess,
-)
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec, SandboxedProcess
 from runner.sandbox.images import ImageRecord
+from runner.turn.collect import copy_session_transcript
+from runner.turn.drive import THREADS, Drive, drive
+from runner.turn.model_choice import ModelChoice
 from runner.turn.scrub import Scrubber
 from runner.turn.transcript import StreamSink
+from runner.turn.turndir import create_turn_dir, placeholder_values
 
-THREADS = anyio.CapacityLimiter(16)  # our own: waits and pumps must not starve anyio's default pool
-KILL_WAIT_SECONDS = 15.0
-Progress = Callable[[str], None]
+Progress = Any  # Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -67,6 +59,7 @@ class TurnRequest:
     image: ImageRecord
     out_dir: Path
     run_id: str
+    model: ModelChoice
     deadline: float | None = None  # seconds; the profile's default when None
     keep: bool = False
 
@@ -79,35 +72,36 @@ class TurnReport:
     result: ExecutionResult
     record: dict[str, Json]
     files: dict[str, str]
-    container_id: str | None
-    exit_code: int | None
-    deadline_hit: bool
+    drive: Drive
     elapsed: float
     mcp: dict[str, Json] = field(default_factory=dict)
+    infrastructure_error: dict[str, Json] | None = None
 
     def to_json(self) -> dict[str, Json]:
-        body = self.result.to_json()
-        outcome: dict[str, Json] = {"metadata": self.result.metadata}
-        if self.result.escalation is not None:
-            outcome = {"type": "escalate", "reason": self.result.escalation.reason, **outcome}
-        elif self.result.error is not None and self.result.status.value != "cancelled":
-            outcome = {"type": "fail", "error": self.result.error.to_json(), **outcome}
-        elif self.result.status.value == "succeeded":
-            outcome = {"type": "complete", "output": self.result.output, **outcome}
+        result = self.result
+        outcome: dict[str, Json] = {"metadata": result.metadata}
+        if result.escalation is not None:
+            outcome = {"type": "escalate", "reason": result.escalation.reason, **outcome}
+        elif result.status.value == "succeeded":
+            outcome = {"type": "complete", "output": result.output, **outcome}
+        elif result.error is not None and result.status.value != "cancelled":
+            outcome = {"type": "fail", "error": result.error.to_json(), **outcome}
         return {
-            "status": self.result.status.value,
-            "reasonCode": self.result.reason_code,
-            "executionId": self.result.execution_id,
+            "status": result.status.value,
+            "reasonCode": result.reason_code,
+            "executionId": result.execution_id,
             "outcome": outcome,
-            "error": body.get("error"),
-            "escalation": body.get("escalation"),
+            "error": result.error.to_json() if result.error else None,
+            "escalation": result.escalation.to_json() if result.escalation else None,
+            "infrastructureError": self.infrastructure_error,
             "harness": self.request.profile.id,
             "case": self.request.case.id,
             "behaviour": self.request.behaviour.value,
-            "exitCode": self.exit_code,
-            "deadlineHit": self.deadline_hit,
+            "model": self.request.model.to_json(),
+            "exitCode": self.drive.exit_code,
+            "deadlineHit": self.drive.deadline_hit,
             "elapsedSeconds": round(self.elapsed, 3),
-            "containerId": self.container_id,
+            "containerId": self.drive.container_id,
             "kept": self.request.keep,
             "mcp": self.mcp,
             "files": self.files,
@@ -116,8 +110,7 @@ class TurnReport:
 
 async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Progress = lambda _: None) -> TurnReport:
     started = time.monotonic()
-    profile, case = req.profile, req.case
-    condition = case.condition
+    profile, case, condition = req.profile, req.case, req.case.condition
     execution_id = f"{case.id}.{condition.id}.{profile.id}"
     deadline = req.deadline if req.deadline is not None else profile.default_deadline_seconds
     scrubber = Scrubber(os.environ, profile.credentials)
@@ -130,145 +123,167 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
     prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued)
     envelope.annotate("promptHash", prompt_hash(instructions, prompt))
 
-    turn_dir = Path(tempfile.mkdtemp(prefix="runner-turn-"))
-    os.chmod(turn_dir, 0o755)
-    actions = actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued)
-    script = {"harness": profile.id, "server": profile.mcp_server_name, "actions": [a.to_json() for a in actions]}
-    (turn_dir / "script.json").write_text(json.dumps(script), encoding="utf-8")
-    os.chmod(turn_dir / "script.json", 0o644)
+    actions = [a.to_json() for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued)]
+    script: dict[str, object] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}
+    model_id = _model_id(profile, req.model)
+    values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
+    turn_dir = create_turn_dir(profile, script, values)
 
-    values = {
-        "prompt": prompt, "turn_dir": TURN_MOUNT, "mcp_socket": f"{TURN_MOUNT}/mcp.sock",
-        "script": f"{TURN_MOUNT}/script.json", "home": HOME,
-    }
-    stdin = _stdin_for(profile, prompt)
+    env = {**profile.render_env(values), "HOME": turn_dir.home}
+    if profile.home == "turn":
+        env.update({"RUNNER_CD": turn_dir.workdir, "PWD": turn_dir.workdir})
+    if profile.model is not None:
+        env["RUNNER_MODEL_PORT"] = str(profile.model.port)
     spec = ContainerSpec(
         image_id=req.image.image_id,
         argv=profile.render_argv(values),
-        env=profile.render_env(values),
-        turn_dir=turn_dir,
+        env=env,
+        turn_dir=turn_dir.host,
         labels={RUN_LABEL: req.run_id, CELL_LABEL: execution_id, "runner.harness": profile.id},
-        stdin=stdin,
+        stdin=_stdin_for(profile, prompt, values),
         keep_stdin_open=profile.prompt.keep_stdin_open,
+        workdir=turn_dir.workdir,
     )
     reader = StreamReader(get_interpreter(profile.interpreter))
-    tail = Tail()
+    tail, err_tail = Tail(), Tail(max_lines=20)
     stdout = StreamSink(req.out_dir / "stdout.log", scrubber, tail, reader)
-    stderr = StreamSink(req.out_dir / "stderr.log", scrubber, Tail(max_lines=20))
+    stderr = StreamSink(req.out_dir / "stderr.log", scrubber, err_tail)
     mcp_log: list[dict[str, Any]] = []
+
+    def log_mcp(kind: str, data: dict[str, Any]) -> None:
+        mcp_log.append({"event": kind, **data})
+
     proc = SandboxedProcess(client, spec)
-    exit_code: int | None = None
-    deadline_hit = False
-    not_started: str | None = None
-
     try:
-        async with anyio.create_task_group() as tg, serve_mcp(
-            turn_dir / "mcp.sock", envelope.catalogue, latch, instructions=instructions,
-            server_name=profile.mcp_server_name, on_event=lambda kind, data: mcp_log.append({"event": kind, **data}),
-        ) as server:
-            progress(f"starting {profile.label} in {req.image.image_id[:19]}")
-            try:
-                await anyio.to_thread.run_sync(proc.start, limiter=THREADS)
-            except ContainerStartError as err:
-                not_started = str(err)
-            if not_started is None:
-                exited, pumped = anyio.Event(), anyio.Event()
-                codes: list[int | None] = []
-
-                def on_output(stream: int, data: bytes) -> None:
-                    if stream != STDOUT:
-                        stderr.feed(data)
-                    elif stdout.feed(data) and profile.prompt.keep_stdin_open:
-                        proc.close_stdin()  # the first terminal frame ends the CLI's input (§3.2)
-
-                async def pump() -> None:
-                    await anyio.to_thread.run_sync(proc.pump, on_output, limiter=THREADS, abandon_on_cancel=True)
-                    pumped.set()
-
-                async def wait() -> None:
-                    codes.append(await anyio.to_thread.run_sync(proc.wait, limiter=THREADS, abandon_on_cancel=True))
-                    exited.set()
-
-                tg.start_soon(pump)
-                tg.start_soon(wait)
-                progress(f"turn running (deadline {deadline:g}s)")
-                with anyio.move_on_after(deadline):
-                    await exited.wait()
-                if not exited.is_set():
-                    deadline_hit = True
-                    progress("deadline reached: SIGTERM to the CLI's process group")
-                    await anyio.to_thread.run_sync(proc.signal, "SIGTERM", limiter=THREADS)
-                    with anyio.move_on_after(profile.wind_down.grace_seconds):
-                        await exited.wait()
-                    if not exited.is_set():
-                        progress("grace period over: SIGKILL")
-                        await anyio.to_thread.run_sync(proc.signal, "SIGKILL", limiter=THREADS)
-                        with anyio.move_on_after(KILL_WAIT_SECONDS):
-                            await exited.wait()
-                exit_code = codes[0] if codes else None
-                # the output stream ends with the container; give the pump a moment to drain it
-                with anyio.move_on_after(5):
-                    await pumped.wait()
-                tg.cancel_scope.cancel()
-            mcp_summary = {
+        async with AsyncExitStack() as stack:
+            server = await stack.enter_async_context(serve_mcp(
+                turn_dir.mcp_socket, envelope.catalogue, latch, instructions=instructions,
+                server_name=profile.mcp_server_name, on_event=log_mcp,
+            ))
+            model = await _serve_model(stack, req, turn_dir.model_socket, actions, scrubber, model_id)
+            progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
+            run = await drive(proc, stdout, stderr, deadline, profile, progress)
+            mcp_summary: dict[str, Json] = {
                 "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
                 "calls": server.calls, "clients": server.client_infos,
             }
+            if model is not None:
+                mcp_summary["modelRequests"] = getattr(model, "requests", None)
         stdout.close()
         stderr.close()
 
-        transcript_tail = tail.lines()
         harness_metadata: dict[str, Json] = {
             "harness": profile.id,
             "toolshare": "mcp",
             "mcpServer": profile.mcp_server_name,
             "catalogHash": f"sha256:{envelope.catalogue.catalog_hash}",
-            "transcriptTail": transcript_tail,
+            "transcriptTail": tail.lines(),
             "imageId": req.image.image_id,
             "cliVersion": req.image.cli_version,
             "behaviour": req.behaviour.value,
+            "modelMode": req.model.mode,
         }
-        if not_started is not None:
-            outcome: RuntimeOutcome = Fail(
-                ProtocolError.of(Code.HARNESS_NOT_STARTED, message(Code.HARNESS_NOT_STARTED, harness=profile.id)),
-            )
-            harness_metadata["harnessStartError"] = scrubber.text(not_started)
-        elif deadline_hit:
-            text = message(Code.HARNESS_WIND_DOWN_TIMEOUT, harness=profile.id, deadline=f"{deadline:g}")
-            outcome = Fail(ProtocolError.of(Code.HARNESS_WIND_DOWN_TIMEOUT, text, retryable=False))
-        else:
-            outcome = harness_outcome(reader, exit_code, profile.id)
-
+        if model_id:
+            harness_metadata["model"] = model_id
+        outcome = _harness_outcome(run, reader, profile, deadline)
+        if run.not_started is not None:
+            harness_metadata["harnessStartError"] = scrubber.text(run.not_started)
         settled = latch.settle(outcome, harness_metadata)
-        if deadline_hit and not latch.asked:
+        if run.deadline_hit and not latch.asked:
             # stopped before any ask: the turn was cancelled, whatever the CLI said afterwards
             result = envelope.cancel(f"the turn deadline of {deadline:g}s passed", settled.metadata)
         else:
             result = envelope.settle(settled)
         record = envelope.record(result)
+        infra = _infrastructure_error(run, reader, server.sessions_initialized, profile, err_tail, scrubber)
         files = _write_artifacts(req.out_dir, record, result, script, prompt, instructions, mcp_log, scrubber)
+        if profile.session_transcript and turn_dir.home_host is not None:
+            copied = copy_session_transcript(
+                turn_dir.home_host / profile.session_transcript, req.out_dir / "session", scrubber
+            )
+            if copied:
+                files["session"] = str(req.out_dir / "session")
+        if profile.model is not None:
+            files["modelExchanges"] = str(req.out_dir / "model-exchanges.jsonl")
         return TurnReport(
-            request=req, result=result, record=record, files=files,
-            container_id=proc.id, exit_code=exit_code, deadline_hit=deadline_hit,
-            elapsed=time.monotonic() - started, mcp=mcp_summary,
+            request=req, result=result, record=record, files=files, drive=run,
+            elapsed=time.monotonic() - started, mcp=mcp_summary, infrastructure_error=infra,
         )
     finally:
         with anyio.CancelScope(shield=True):
             if not req.keep:
                 await anyio.to_thread.run_sync(proc.remove, limiter=THREADS)
-            shutil.rmtree(turn_dir, ignore_errors=True)
+            turn_dir.remove()
 
 
-def _stdin_for(profile: Profile, prompt: str) -> bytes | None:
-    if profile.prompt.via == "stdin-line":
-        return (prompt + "\n").encode()
-    if profile.prompt.via == "stdin-file":
+def _model_id(profile: Profile, choice: ModelChoice) -> str | None:
+    if profile.model is None:
+        return None
+    if choice.mode == "live" and profile.model.live and profile.model.live.model:
+        return profile.model.live.model
+    return profile.model.scripted_model
+
+
+async def _serve_model(
+    stack: AsyncExitStack, req: TurnRequest, socket_path: Path, actions: list[dict[str, Any]],
+    scrubber: Scrubber, model_id: str | None,
+) -> Any:
+    profile = req.profile
+    if profile.model is None:
+        return None
+    from runner.model import ModelEndpointConfig, serve_model
+
+    config = ModelEndpointConfig(
+        mode=req.model.mode, actions=actions, live=profile.model.live, scrubber=scrubber,
+        placeholder_key=profile.model.placeholder_key,
+    )
+    return await stack.enter_async_context(
+        serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)
+    )
+
+
+def _harness_outcome(run: Drive, reader: StreamReader, profile: Profile, deadline: float) -> RuntimeOutcome:
+    if run.not_started is not None:
+        text = message(Code.HARNESS_NOT_STARTED, harness=profile.id)
+        return Fail(ProtocolError.of(Code.HARNESS_NOT_STARTED, text, retryable=False))
+    if run.deadline_hit:
+        text = message(Code.HARNESS_WIND_DOWN_TIMEOUT, harness=profile.id, deadline=f"{deadline:g}")
+        return Fail(ProtocolError.of(Code.HARNESS_WIND_DOWN_TIMEOUT, text, retryable=False))
+    return harness_outcome(reader, run.exit_code, profile.id)
+
+
+def _infrastructure_error(
+    run: Drive, reader: StreamReader, sessions: int, profile: Profile, err_tail: Tail, scrubber: Scrubber
+) -> dict[str, Json] | None:
+    """A turn that never really ran (no container, no MCP) is the infrastructure's fault, not the CLI's."""
+    if run.not_started is not None:
+        return {"kind": "container_not_started", "detail": scrubber.text(run.not_started)}
+    failed = [s for s in reader.startup if not s.connected]
+    if failed:
+        words = "; ".join(f"{s.server}: {s.detail}" for s in failed)
+        return {"kind": "mcp_not_connected", "detail": f"the CLI reported its MCP server not connected ({words})",
+                "stderrTail": err_tail.lines()}
+    if profile.mcp_startup_required and not reader.startup:
+        return {"kind": "mcp_not_connected", "detail": "the CLI never reported its MCP servers at start-up",
+                "stderrTail": err_tail.lines()}
+    if profile.requires_mcp_session and sessions == 0:
+        return {"kind": "mcp_not_connected", "detail": "the CLI never opened an MCP session on the mounted socket",
+                "stderrTail": err_tail.lines()}
+    return None
+
+
+def _stdin_for(profile: Profile, prompt: str, values: dict[str, str]) -> bytes | None:
+    feed = profile.prompt
+    if feed.via == "stdin-line":
+        line = string.Template(feed.stdin_template).substitute(values) if feed.stdin_template else prompt
+        return line.encode() + b"\n"
+    if feed.via == "stdin-file":
         return prompt.encode()
     return None
 
 
 def _write_artifacts(
-    out: Path, record: dict[str, Json], result: ExecutionResult, script: dict[str, Json], prompt: str,
+    out: Path, record: dict[str, Json], result: ExecutionResult, script: dict[str, Any], prompt: str,
     instructions: str, mcp_log: list[dict[str, Any]], scrubber: Scrubber,
 ) -> dict[str, str]:
     def dump(name: str, body: object) -> str:

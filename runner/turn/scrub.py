@@ -35,3 +35,10 @@ class Scrubber:
         for secret, marker in self._bytes:
             value = value.replace(secret, marker)
         return value
+
+    def mask(self, value: bytes) -> bytes:
+        """Mask secrets without changing the length, for binary files (a SQLite session store, say)."""
+        for secret, _ in self._bytes:
+            value = value.replace(secret, b"*" * len(secret))
+        return value
+

@@ -104,7 +104,9 @@ def test_behaviours_after_the_ask_are_counted_exactly(
     no_containers_left(engine, report)
 
 
-def test_never_ask_ends_as_the_cli_ended(tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord) -> None:
+def test_never_ask_ends_as_the_cli_ended(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
     report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "never-ask")
     assert report["status"] == "succeeded"
     assert "harnessOutcome" not in meta(report) and "escalationAsked" not in meta(report)
@@ -172,7 +174,7 @@ def test_a_cli_stopped_before_any_ask_is_cancelled(
 ) -> None:
     profile = tmp_path / "sleeper.yaml"
     profile.write_text(
-        "id: sleeper\nlabel: Sleeper\nimage: reference\nargv: [/bin/sleep, '1000']\n"
+        "id: sleeper\nlabel: Sleeper\nimage: reference\nargv: [/bin/sleep, '1000']\nrequires_mcp_session: false\n"
         "interpreter: exit-code\nwind_down: {grace_seconds: 1}\n"
     )
     report = runner_exec(tmp_path, "--profile", str(profile), "--case", "escalation", "--deadline", "2")

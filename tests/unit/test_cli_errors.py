@@ -29,7 +29,9 @@ def run(*args: str) -> tuple[int, str, str]:
         (["--harness", "reference", "--deadline", "0"], Exit.USAGE, "--deadline"),
     ],
 )
-def test_unknown_names_exit_with_a_distinct_code_before_anything_starts(args: list[str], code: Exit, words: str) -> None:
+def test_unknown_names_exit_with_a_distinct_code_before_anything_starts(
+    args: list[str], code: Exit, words: str
+) -> None:
     exit_code, _, stderr = run("exec", *args)
     assert exit_code == code
     assert words in stderr

@@ -1,0 +1,122 @@
+"""Which name a CLI exposes for a canonical SharedOS tool, looked up in the request's own tool list. Pure.
+
+Every vendor CLI renames the MCP tools it offers its model (``reference/vendor-clis.md``). The
+scripted model therefore never assumes a scheme: for each canonical name (``files.read``) it tries
+the names below, in this order, against the tools the request actually carries, and uses the first
+that is there. ``<s>`` is the MCP server name the CLI registered (``sharedos``); ``<f>`` is the tool's
+portable name (dots to underscores, ``files_read``), then the canonical name itself (a CLI that keeps
+the dot).
+
+Direct schemes (the model calls the tool by its exposed name):
+
+=================  =========================================  ============================================
+scheme             exposed as                                  measured on
+=================  =========================================  ============================================
+``claude``         ``mcp__<s>__<f>``                           Claude Code; Qwen Code with ``alwaysLoadTools``
+``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
+``server-prefix``  ``<s>_<f>``                                 opencode; Pi with ``directTools``
+``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
+=================  =========================================  ============================================
+
+Proxy schemes, used only when no direct name for that tool is exposed (the model calls a gateway
+tool and names the MCP tool in its arguments):
+
+===============  ==============  ==========================================================  ==========
+scheme           tool called     arguments                                                   measured on
+===============  ==============  ==========================================================  ==========
+``pi-proxy``     ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
+``qwen-proxy``   ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
+===============  ==============  ==========================================================  ==========
+
+A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
+router would refuse it): :func:`resolve_tool` returns ``None`` and the player skips that call.
+
+A request *carries our tools* (:func:`carries_server_tools`) when any exposed tool belongs to the
+server under one of the direct schemes, or a proxy tool is exposed. A request that does not (title
+generation, memory agents, next-speaker checks) is a side request and gets a short text answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PI_PROXY_TOOL = "mcp"
+QWEN_PROXY_TOOL = "tool_call"
+
+
+@dataclass(frozen=True)
+class ExposedTool:
+    """One callable tool as a request offers it: a flat name, or a name inside a namespace (Codex)."""
+
+    name: str
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolTarget:
+    """How the model calls one canonical tool in this request: the name (and namespace) to emit and
+    the arguments to send, already wrapped for a proxy."""
+
+    canonical: str
+    scheme: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
+    proxy: bool = False
+
+
+def portable_name(name: str) -> str:
+    """Dots to underscores: the rename every CLI applies at the MCP boundary (``runner.core.tools``)."""
+    return name.replace(".", "_")
+
+
+def _forms(canonical: str) -> list[str]:
+    portable = portable_name(canonical)
+    return [portable] if portable == canonical else [portable, canonical]
+
+
+def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str | None]]:
+    """``(scheme, name, namespace)`` for every direct scheme, in the order they are tried."""
+    out: list[tuple[str, str, str | None]] = []
+    for form in _forms(canonical):
+        out += [
+            ("claude", f"mcp__{server}__{form}", None),
+            ("codex", form, f"mcp__{server}"),
+            ("server-prefix", f"{server}_{form}", None),
+            ("gemini", f"mcp_{server}_{form}", None),
+        ]
+    return out
+
+
+def resolve_tool(
+    canonical: str, arguments: Mapping[str, Any] | None, exposed: Iterable[ExposedTool], server: str = "sharedos"
+) -> ToolTarget | None:
+    """The call to emit for ``canonical`` given the request's exposed tools, or ``None`` if not offered."""
+    tools = set(exposed)
+    args = dict(arguments or {})
+    for scheme, name, namespace in direct_candidates(canonical, server):
+        if ExposedTool(name, namespace) in tools:
+            return ToolTarget(canonical, scheme, name, args, namespace)
+    portable = portable_name(canonical)
+    if ExposedTool(PI_PROXY_TOOL) in tools:
+        wrapped = {"tool": f"{server}_{portable}", "args": args}
+        return ToolTarget(canonical, "pi-proxy", PI_PROXY_TOOL, wrapped, proxy=True)
+    if ExposedTool(QWEN_PROXY_TOOL) in tools:
+        wrapped = {"name": f"mcp__{server}__{portable}", "arguments": args}
+        return ToolTarget(canonical, "qwen-proxy", QWEN_PROXY_TOOL, wrapped, proxy=True)
+    return None
+
+
+def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
+    """True when the request offers any tool of ``server`` (any direct scheme) or a proxy tool."""
+    prefixes = (f"mcp__{server}__", f"{server}_", f"mcp_{server}_")
+    for tool in exposed:
+        if tool.namespace is not None:
+            if tool.namespace == f"mcp__{server}":
+                return True
+            continue
+        if tool.name in (PI_PROXY_TOOL, QWEN_PROXY_TOOL) or tool.name.startswith(prefixes):
+            return True
+    return False

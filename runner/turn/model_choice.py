@@ -1,0 +1,55 @@
+"""Which model a CLI talks to on this turn: scripted, live or (later) a replayed recording. Pure.
+
+The default is live when the harness's credentials are present on the host and scripted otherwise;
+whichever is used is stated in the output and the result. ``--model live`` without credentials is
+an error naming the variables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from runner.harnesses.profile import Profile
+
+Mode = Literal["none", "scripted", "live"]
+
+
+class ModelChoiceError(ValueError):
+    """The requested model mode cannot be used for this harness."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    mode: Mode
+    why: str
+    credential: str | None = None  # the host variable live mode takes its key from (never its value)
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"mode": self.mode, "why": self.why, "credential": self.credential}
+
+
+def choose_model(requested: str | None, profile: Profile, environ: Mapping[str, str]) -> ModelChoice:
+    if profile.model is None:
+        if requested not in (None, "scripted"):
+            raise ModelChoiceError(f"the {profile.id} harness talks to no model; --model {requested} does not apply")
+        return ModelChoice("none", f"the {profile.id} harness plays its script and talks to no model")
+    live = profile.model.live
+    present = next((name for name in (live.credentials if live else []) if environ.get(name)), None)
+    if requested == "scripted":
+        return ModelChoice("scripted", "--model scripted")
+    if requested == "live":
+        if live is None:
+            raise ModelChoiceError(f"the {profile.id} profile declares no live endpoint (model.live)")
+        if present is None:
+            raise ModelChoiceError(
+                f"--model live needs one of {', '.join(live.credentials)} set on the host; none is"
+            )
+        return ModelChoice("live", f"--model live, with the key from {present}", present)
+    if requested is not None:
+        raise ModelChoiceError(f"unknown --model {requested!r}: expected scripted or live")
+    if present is not None:
+        return ModelChoice("live", f"{present} is set on the host", present)
+    names = ", ".join(live.credentials) if live else "none declared"
+    return ModelChoice("scripted", f"no credential on the host ({names}): the scripted model plays the case")
