@@ -37,7 +37,7 @@ unit: venv
 	$(PYTEST) tests/unit -q
 
 integration: venv engine
-	$(PYTEST) tests/integration -q -m docker -p no:cacheprovider
+	$(PYTEST) tests/integration -q -p no:cacheprovider
 
 bench: setup
 	$(BIN)/python -m runner.bench
