@@ -1,13 +1,14 @@
 # The two commands of the README are the contract:
 #   make run    set everything up on a fresh machine (venv, Docker Engine, images) and run one turn
-#   make test   every test layer: lint and types, unit, integration (real engine, real MCP SDK)
+#   make test   every test layer: lint and types, unit, integration (real engine, real MCP SDK),
+#               end to end (each real vendor CLI against the scripted model)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 RUNNER := $(BIN)/runner
 PYTEST := $(BIN)/pytest
 
-.PHONY: run test setup venv engine images lint unit integration bench gc clean
+.PHONY: run test setup venv engine images lint unit integration e2e bench gc clean
 
 run: setup
 	$(RUNNER) exec --harness reference --case escalation
@@ -27,7 +28,7 @@ engine:
 images: venv engine
 	$(RUNNER) images build --all
 
-test: venv engine lint unit integration
+test: venv engine lint unit integration e2e
 
 lint: venv
 	$(BIN)/ruff check runner tests
@@ -38,6 +39,9 @@ unit: venv
 
 integration: venv engine
 	$(PYTEST) tests/integration -q -p no:cacheprovider
+
+e2e: venv engine
+	$(PYTEST) tests/e2e -q -p no:cacheprovider
 
 bench: setup
 	$(BIN)/python -m runner.bench

@@ -1,0 +1,50 @@
+"""Helpers shared by the integration and end-to-end layers: run the installed ``runner`` as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
+
+
+def runner_exec(tmp_path: Path, *args: str, expect_exit: int = 0) -> dict[str, Any]:
+    turn_tmp = tmp_path / "tmp"
+    turn_tmp.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(turn_tmp)}
+    proc = subprocess.run(
+        [RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
+        capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert proc.returncode == expect_exit, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, f"exactly one JSON object on stdout, got: {proc.stdout[:2000]}"
+    # no per-turn socket directory survives the turn
+    assert list(turn_tmp.iterdir()) == []
+    return json.loads(lines[0])
+
+
+def no_containers_left(engine: docker.DockerClient, report: dict[str, Any]) -> None:
+    cid = report.get("containerId")
+    assert cid, "the report names its container"
+    with pytest.raises(docker.errors.NotFound):
+        engine.containers.get(cid)
+
+
+def record_of(report: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(Path(report["files"]["record"]).read_text())
+
+
+def meta(report: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = report["outcome"]["metadata"]
+    return result
+
+
