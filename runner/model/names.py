@@ -18,8 +18,11 @@ scheme             exposed as                                  measured on
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
 =================  =========================================  ============================================
 
-Proxy schemes, used only when no direct name for that tool is exposed (the model calls a gateway
-tool and names the MCP tool in its arguments):
+Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
+(the CLI hides the MCP tools behind a gateway tool, and the model names the MCP tool in the
+gateway's arguments). A request that shows the server's tools directly *and* a gateway (Qwen with
+``alwaysLoadTools``, Pi with ``directTools``) has told the model which tools exist: a tool missing
+from its direct names is not offered, and is not called through the gateway either.
 
 ===============  ==============  ==========================================================  ==========
 scheme           tool called     arguments                                                   measured on
@@ -99,6 +102,8 @@ def resolve_tool(
     for scheme, name, namespace in direct_candidates(canonical, server):
         if ExposedTool(name, namespace) in tools:
             return ToolTarget(canonical, scheme, name, args, namespace)
+    if any(_direct_of_server(tool, server) for tool in tools):
+        return None
     portable = portable_name(canonical)
     if ExposedTool(PI_PROXY_TOOL) in tools:
         wrapped = {"tool": f"{server}_{portable}", "args": args}
@@ -109,14 +114,16 @@ def resolve_tool(
     return None
 
 
+def _direct_of_server(tool: ExposedTool, server: str) -> bool:
+    """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
+    if tool.namespace is not None:
+        return tool.namespace == f"mcp__{server}"
+    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_"))
+
+
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
     """True when the request offers any tool of ``server`` (any direct scheme) or a proxy tool."""
-    prefixes = (f"mcp__{server}__", f"{server}_", f"mcp_{server}_")
-    for tool in exposed:
-        if tool.namespace is not None:
-            if tool.namespace == f"mcp__{server}":
-                return True
-            continue
-        if tool.name in (PI_PROXY_TOOL, QWEN_PROXY_TOOL) or tool.name.startswith(prefixes):
-            return True
-    return False
+    return any(
+        _direct_of_server(tool, server) or (tool.namespace is None and tool.name in (PI_PROXY_TOOL, QWEN_PROXY_TOOL))
+        for tool in exposed
+    )

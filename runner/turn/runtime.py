@@ -49,6 +49,7 @@ from runner.turn.transcript import StreamSink
 from runner.turn.turndir import create_turn_dir, placeholder_values
 
 Progress = Any  # Callable[[str], None]
+LIVE_BASE_URL_ENV = "RUNNER_LIVE_BASE_URL"
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,12 @@ async def _serve_model(
         return None
     from runner.model import ModelEndpointConfig, serve_model
 
+    live = profile.model.live
+    if live is not None and os.environ.get(LIVE_BASE_URL_ENV):
+        # a gateway, a recording proxy, or (in the tests) a local upstream standing in for the vendor
+        live = live.model_copy(update={"base_url": os.environ[LIVE_BASE_URL_ENV]})
     config = ModelEndpointConfig(
-        mode=req.model.mode, actions=actions, live=profile.model.live, scrubber=scrubber,
+        mode=req.model.mode, actions=actions, live=live, scrubber=scrubber,
         placeholder_key=profile.model.placeholder_key,
     )
     return await stack.enter_async_context(

@@ -1,0 +1,45 @@
+"""The host-side model endpoint a vendor CLI reaches through ``model.sock``.
+
+``scripted`` plays a turn's action list in the CLI's own API dialect (OpenAI Responses, OpenAI Chat
+Completions, Anthropic Messages, Gemini); ``live`` forwards to the vendor API with the host's
+credential. Every exchange is written, scrubbed, to an exchange log.
+
+API::
+
+    config = ModelEndpointConfig(mode="scripted", actions=[...], scrubber=scrubber)
+    # or ModelEndpointConfig.from_profile(profile.model, mode=..., scrubber=..., actions=...)
+    async with serve_model(turn_dir / "model.sock", config, turn_dir / "model-exchanges.jsonl",
+                           server_name=profile.mcp_server_name) as handle:
+        ...  # handle.requests, handle.by_dialect, handle.side_requests, handle.stalls, ...
+    async with serve_model_tcp(config, log_path, host="127.0.0.1", port=0) as handle:
+        handle.url  # "http://127.0.0.1:<port>"
+
+Where the rules live: the step rule in :mod:`runner.model.script`, the tool-name rule in
+:mod:`runner.model.names`, the live URL and header rules in :mod:`runner.model.live`, what each CLI
+was measured to send and need in the docstring of each :mod:`runner.model.dialects` module, and the
+exchange-log record in :mod:`runner.model.exchange_log`. ``python -m runner.model`` runs it standalone.
+"""
+
+from runner.model.config import (
+    DEFAULT_MODEL,
+    DEFAULT_PLACEHOLDER_KEY,
+    LiveCredentialMissing,
+    ModelEndpointConfig,
+    ModelEndpointError,
+    ModelMode,
+)
+from runner.model.script import ScriptError
+from runner.model.server import ModelEndpointHandle, serve_model, serve_model_tcp
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_PLACEHOLDER_KEY",
+    "LiveCredentialMissing",
+    "ModelEndpointConfig",
+    "ModelEndpointError",
+    "ModelEndpointHandle",
+    "ModelMode",
+    "ScriptError",
+    "serve_model",
+    "serve_model_tcp",
+]

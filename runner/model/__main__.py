@@ -1,0 +1,79 @@
+"""Run the model endpoint standalone, for manual checks of a CLI against it.
+
+    python -m runner.model --actions script.json --port 8787 --log exchanges.jsonl
+    python -m runner.model --live-base-url https://api.openai.com/v1 --credential OPENAI_API_KEY \\
+        --auth bearer --uds /tmp/model.sock --log exchanges.jsonl
+
+``--actions`` is a JSON file holding an action list (or an object with an ``actions`` list, like the
+reference harness's script). Stops on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+from runner.harnesses.profile import LiveModel
+from runner.model.config import ModelEndpointConfig, ModelEndpointError, ModelMode
+from runner.model.server import serve_model, serve_model_tcp
+from runner.turn.scrub import Scrubber
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m runner.model", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--actions", type=Path, help="scripted mode: the action list (JSON)")
+    parser.add_argument("--live-base-url", help="live mode: the vendor API base URL")
+    parser.add_argument("--credential", action="append", default=[], help="live mode: host variable(s) to try")
+    parser.add_argument("--auth", choices=["bearer", "x-api-key", "x-goog-api-key"], default="bearer")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--uds", type=Path, help="listen on this unix socket instead of TCP")
+    parser.add_argument("--log", type=Path, default=Path("model-exchanges.jsonl"))
+    parser.add_argument("--server-name", default="sharedos")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    live = None
+    if args.live_base_url:
+        live = LiveModel(base_url=args.live_base_url, credentials=args.credential or ["API_KEY"], auth=args.auth)
+    actions = []
+    if args.actions:
+        data = json.loads(args.actions.read_text(encoding="utf-8"))
+        actions = data["actions"] if isinstance(data, dict) else data
+    try:
+        config = ModelEndpointConfig(
+            mode=ModelMode.LIVE if live else ModelMode.SCRIPTED, actions=actions, live=live,
+            scrubber=Scrubber(os.environ, args.credential),
+        )
+    except ModelEndpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    async def run() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            if args.uds:
+                async with serve_model(args.uds, config, args.log, server_name=args.server_name):
+                    print(f"serving {config.kind.value} on unix:{args.uds}; log {args.log}", file=sys.stderr)
+                    async for _ in signals:
+                        return
+            async with serve_model_tcp(
+                config, args.log, host=args.host, port=args.port, server_name=args.server_name
+            ) as handle:
+                print(f"serving {config.kind.value} on {handle.url}; log {args.log}", file=sys.stderr)
+                async for _ in signals:
+                    return
+
+    anyio.run(run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

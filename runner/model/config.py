@@ -1,0 +1,101 @@
+"""What the model endpoint is asked to be: its mode and what that mode needs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from runner.harnesses.profile import LiveModel, ModelEndpoint
+from runner.model.script import normalise_actions
+from runner.turn.scrub import Scrubber
+
+DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
+DEFAULT_MODEL = "runner-scripted"
+
+
+class ModelMode(StrEnum):
+    SCRIPTED = "scripted"  # a deterministic model playing the turn's action list
+    LIVE = "live"  # forwards to the vendor API with the host's credential
+    REPLAY = "replay"  # serves a recorded exchange log back (not implemented yet)
+
+
+class ModelEndpointError(ValueError):
+    """A model endpoint that cannot be started as configured."""
+
+
+class LiveCredentialMissing(ModelEndpointError):
+    def __init__(self, variables: list[str]) -> None:
+        super().__init__(
+            "live model mode needs a host credential, but none of these variables is set: " + ", ".join(variables)
+        )
+        self.variables = variables
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelEndpointConfig:
+    """``mode``; ``actions`` (scripted: action dicts or ``Action`` objects, validated here); ``live``
+    (live: where to forward and which host variable holds the credential); ``scrubber`` (everything
+    logged passes through it); ``placeholder_key`` (the only key the CLI holds); ``model`` (the model
+    id the scripted model reports when a request names none); ``environ`` (where live mode reads the
+    credential; default ``os.environ``)."""
+
+    mode: ModelMode | str  # "scripted" | "live" ("replay" later); stored as a ModelMode
+    scrubber: Scrubber
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    live: LiveModel | None = None
+    placeholder_key: str = DEFAULT_PLACEHOLDER_KEY
+    model: str = DEFAULT_MODEL
+    environ: Mapping[str, str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            mode = ModelMode(self.mode)
+        except ValueError:
+            raise ModelEndpointError(
+                f"unknown model mode {self.mode!r} (expected one of {', '.join(m.value for m in ModelMode)})"
+            ) from None
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "actions", normalise_actions(self.actions))
+        if mode is ModelMode.REPLAY:
+            raise ModelEndpointError("model mode 'replay' is not implemented yet")
+        if mode is ModelMode.LIVE:
+            if self.live is None:
+                raise ModelEndpointError("live model mode needs the profile's model.live settings (none given)")
+            resolve_credential(self.live, self.host_environ)  # fail at construction, naming the variables
+
+    @property
+    def kind(self) -> ModelMode:
+        """``mode`` as a :class:`ModelMode` (it is stored as one after construction)."""
+        return ModelMode(self.mode)
+
+    @property
+    def host_environ(self) -> Mapping[str, str]:
+        return os.environ if self.environ is None else self.environ
+
+    @classmethod
+    def from_profile(
+        cls,
+        endpoint: ModelEndpoint,
+        *,
+        mode: ModelMode | str,
+        scrubber: Scrubber,
+        actions: list[Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> ModelEndpointConfig:
+        """The config for a profile's ``model:`` section."""
+        return cls(
+            mode=ModelMode(mode), scrubber=scrubber, actions=list(actions or []), live=endpoint.live,
+            placeholder_key=endpoint.placeholder_key, model=endpoint.scripted_model, environ=environ,
+        )
+
+
+def resolve_credential(live: LiveModel, environ: Mapping[str, str]) -> tuple[str, str]:
+    """``(variable, value)`` of the first of ``live.credentials`` set (non-empty) in ``environ``."""
+    for name in live.credentials:
+        value = environ.get(name, "")
+        if value:
+            return name, value
+    raise LiveCredentialMissing(list(live.credentials))

@@ -1,0 +1,164 @@
+"""Gemini: ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (+ ``:generateContent``,
+``:countTokens``), what Gemini CLI speaks.
+
+Evidence (``reference/vendor-clis.md``, Gemini CLI 0.61.0 with ``GOOGLE_GEMINI_BASE_URL`` pointing at a
+scripted server, no path in the base URL):
+
+- Request: ``POST /v1beta/models/<model>:streamGenerateContent?alt=sse`` with ``{contents: [{role,
+  parts: [{text} | {functionCall} | {functionResponse}]}], tools: [{functionDeclarations: [...]}],
+  systemInstruction, generationConfig}``. In ``-p`` mode only these were made (no next-speaker
+  check, router or countTokens with that model name); the measured fake also answered
+  ``:generateContent``, ``:countTokens`` and JSON-mode (``responseMimeType: application/json``) side
+  calls, and so does this module (a JSON-mode side call gets the smallest object its
+  ``responseJsonSchema``/``responseSchema`` accepts; see :func:`minimal_instance`).
+- Tools are ``mcp_<server>_<tool>``; the MCP server receives the real names.
+- Response: SSE ``data:`` lines (no ``event:``), each a ``GenerateContentResponse``:
+  ``{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name", "args"}}]},
+  "finishReason": "STOP"}], "usageMetadata": {...}}``. One chunk per answer was enough.
+- Tool results come back as ``functionResponse`` parts (``response.output`` wrapped in
+  ``<untrusted_context>``, or ``response.error`` for an MCP isError); the step counts them.
+
+Without ``alt=sse`` the streaming method answers a JSON array of chunks, as the real API does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from runner.model.dialects.base import (
+    OUTPUT_TOKENS,
+    Dialect,
+    Json,
+    RenderContext,
+    Rendered,
+    RequestInfo,
+    as_dict,
+    as_list,
+    dumps,
+    estimate_tokens,
+)
+from runner.model.names import ExposedTool
+from runner.model.script import Reply, ToolCallReply
+from runner.model.sse import SseEvent
+
+PATH = re.compile(r"(?:^|/)models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent|countTokens)$")
+
+
+def parse_path(path: str) -> tuple[str, str] | None:
+    """``(model, method)`` of a Gemini model path, or None."""
+    match = PATH.search(path)
+    return (match["model"], match["method"]) if match else None
+
+
+def minimal_instance(schema: Json, depth: int = 0) -> Json:
+    """The smallest value a (JSON / OpenAPI-subset) schema accepts: required properties only, the
+    first enum value, zero, false, empty string/list. Good enough for a side call's JSON answer."""
+    schema = as_dict(schema)
+    if depth > 8:
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if as_list(schema.get(key)):
+            return minimal_instance(schema[key][0], depth + 1)
+    kind = str(schema.get("type", "object" if "properties" in schema else "string")).lower()
+    if kind == "object":
+        properties = as_dict(schema.get("properties"))
+        return {name: minimal_instance(properties.get(name), depth + 1) for name in as_list(schema.get("required"))}
+    return {"array": [], "integer": 0, "number": 0, "boolean": False, "null": None}.get(kind, "")
+
+
+class Gemini(Dialect):
+    name = "gemini"
+
+    def match_path(self, method: str, path: str) -> bool:
+        return method == "POST" and parse_path(path) is not None
+
+    def looks_like(self, body: Json) -> bool:
+        return isinstance(body, dict) and isinstance(body.get("contents"), list)
+
+    def count_tool_results(self, body: Json) -> int:
+        return sum(
+            1
+            for content in as_list(as_dict(body).get("contents"))
+            for part in as_list(as_dict(content).get("parts"))
+            if isinstance(part, dict) and ("functionResponse" in part or "function_response" in part)
+        )
+
+    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+        out: list[ExposedTool] = []
+        for tool in as_list(as_dict(body).get("tools")):
+            tool = as_dict(tool)
+            for declaration in as_list(tool.get("functionDeclarations", tool.get("function_declarations"))):
+                if isinstance(as_dict(declaration).get("name"), str):
+                    out.append(ExposedTool(declaration["name"]))
+        return out
+
+    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+        parsed = parse_path(info.path)
+        return parsed is not None and parsed[1] == "streamGenerateContent"
+
+    def model_name(self, info: RequestInfo, body: Json, default: str) -> str:
+        parsed = parse_path(info.path)
+        return parsed[0] if parsed else default
+
+    def auxiliary(self, info: RequestInfo, body: Json, model: str) -> Rendered | None:
+        parsed = parse_path(info.path)
+        if parsed and parsed[1] == "countTokens":
+            return Rendered(body={"totalTokens": estimate_tokens(body)})
+        return None
+
+    def side_text(self, body: Json, text: str) -> str:
+        config = as_dict(as_dict(body).get("generationConfig"))
+        if config.get("responseMimeType") == "application/json":
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            return dumps(minimal_instance(schema) if schema else {})
+        return text
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def _chunk(self, parts: list[Json], ctx: RenderContext) -> dict[str, Any]:
+        return {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {
+                "promptTokenCount": ctx.input_tokens,
+                "candidatesTokenCount": OUTPUT_TOKENS,
+                "totalTokenCount": ctx.input_tokens + OUTPUT_TOKENS,
+            },
+            "modelVersion": ctx.model,
+            "responseId": f"runner-{ctx.step}",
+        }
+
+    @staticmethod
+    def _call_parts(reply: ToolCallReply) -> list[Json]:
+        parts: list[Json] = [{"text": reply.preamble}] if reply.preamble else []
+        parts.append({"functionCall": {"name": reply.target.name, "args": reply.target.arguments}})
+        return parts
+
+    def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
+        return [SseEvent.json(self._chunk(self._call_parts(reply), ctx))]
+
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
+        return self._chunk(self._call_parts(reply), ctx)
+
+    def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
+        return [SseEvent.json(self._chunk([{"text": text}], ctx))]
+
+    def text_body(self, text: str, ctx: RenderContext) -> Json:
+        return self._chunk([{"text": text}], ctx)
+
+    def render(self, reply: Reply, ctx: RenderContext, *, stream: bool, info: RequestInfo) -> Rendered:
+        if stream and info.query.get("alt") != "sse":  # streaming without SSE: a JSON array of chunks
+            rendered = super().render(reply, ctx, stream=False, info=info)
+            return Rendered(status=rendered.status, body=[rendered.body])
+        return super().render(reply, ctx, stream=stream, info=info)
+
+    def error_body(self, status: int, message: str) -> Json:
+        kind = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 503: "UNAVAILABLE"}.get(
+            status, "INTERNAL"
+        )
+        return {"error": {"code": status, "message": message, "status": kind}}
+
+
+DIALECT = Gemini()

@@ -1,0 +1,163 @@
+"""OpenAI Chat Completions: ``POST {base}/chat/completions`` (+ ``GET {base}/models``).
+
+Evidence (``reference/vendor-clis.md``; Pi 0.73.1 + pi-mcp-adapter, Qwen Code 0.24.4, opencode 1.18.33,
+all against a scripted server whose base URL ended in ``/v1``):
+
+- All three POST ``/v1/chat/completions`` with ``stream: true``; Qwen also sends
+  ``stream_options.include_usage`` and ``max_tokens``. The measured fake also answered
+  non-streaming requests and ``GET /v1/models``; so does this module.
+- Tools are ``tools[] = {"type": "function", "function": {"name": ...}}``. Names seen:
+  opencode ``<server>_<tool>`` (plus ``list_mcp_resources`` & co.); Pi with ``directTools``
+  ``<server>_<tool>``, by default only the gateway ``mcp`` (arguments ``{tool, args}``, where
+  ``tool`` is ``<server>_<tool>``) next to ``mcp__<server>`` and ``mcpScript``; Qwen by default only
+  the proxies ``tool_search`` / ``tool_call`` (arguments ``{name: "mcp__<server>__<tool>",
+  arguments}``), with ``alwaysLoadTools`` also ``mcp__<server>__<tool>`` directly.
+- Tool results come back as ``role: "tool"`` messages (Pi prefixes ``Error: `` to an isError
+  result, Qwen sends a long "MCP tool ... reported tool error" text, opencode the plain text); the
+  step counts them (and legacy ``role: "function"`` messages).
+- opencode's first request is a title generator with no tools, Qwen adds a memory-extraction
+  request unless turned off: both are side requests here.
+
+The SSE stream is the standard one: ``chat.completion.chunk`` objects as bare ``data:`` lines (no
+``event:`` lines), the tool call's name first with empty arguments and then the arguments (the
+way the real API streams them), a chunk with ``finish_reason`` (``tool_calls`` | ``stop``), a
+usage chunk with empty ``choices`` when ``stream_options.include_usage`` is set, and
+``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.model.dialects.base import (
+    OUTPUT_TOKENS,
+    Dialect,
+    Json,
+    RenderContext,
+    Rendered,
+    RequestInfo,
+    as_dict,
+    as_list,
+    dumps,
+)
+from runner.model.names import ExposedTool
+from runner.model.script import ToolCallReply
+from runner.model.sse import SseEvent
+
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+class OpenAIChat(Dialect):
+    name = "openai-chat"
+
+    def match_path(self, method: str, path: str) -> bool:
+        path = path.rstrip("/")
+        if method == "POST":
+            return path.endswith("/chat/completions") or path == "chat/completions"
+        return method == "GET" and (path.endswith("/v1/models") or path in ("/models", "models"))
+
+    def looks_like(self, body: Json) -> bool:
+        """Messages without Anthropic-only features (top-level ``system``, content blocks such as
+        ``tool_use``/``tool_result``, flat ``{"name", "input_schema"}`` tools)."""
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return False
+        if "system" in body or "anthropic_version" in body:
+            return False
+        if any(isinstance(t, dict) and "input_schema" in t for t in as_list(body.get("tools"))):
+            return False
+        return not any(
+            isinstance(block, dict) and block.get("type") in ANTHROPIC_BLOCKS
+            for message in body["messages"]
+            for block in as_list(as_dict(message).get("content"))
+        )
+
+    def count_tool_results(self, body: Json) -> int:
+        return sum(
+            1
+            for message in as_list(as_dict(body).get("messages"))
+            if isinstance(message, dict) and message.get("role") in ("tool", "function")
+        )
+
+    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+        out: list[ExposedTool] = []
+        for tool in as_list(as_dict(body).get("tools")):
+            function = as_dict(as_dict(tool).get("function"))
+            if isinstance(function.get("name"), str):
+                out.append(ExposedTool(function["name"]))
+        for function in as_list(as_dict(body).get("functions")):  # the legacy form
+            if isinstance(as_dict(function).get("name"), str):
+                out.append(ExposedTool(function["name"]))
+        return out
+
+    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+        return as_dict(body).get("stream") is True
+
+    def auxiliary(self, info: RequestInfo, body: Json, model: str) -> Rendered | None:
+        if info.method == "GET":
+            return Rendered(body={"object": "list", "data": [
+                {"id": model, "object": "model", "created": 0, "owned_by": "runner"},
+            ]})
+        return None
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _usage(ctx: RenderContext) -> dict[str, int]:
+        return {
+            "prompt_tokens": ctx.input_tokens,
+            "completion_tokens": OUTPUT_TOKENS,
+            "total_tokens": ctx.input_tokens + OUTPUT_TOKENS,
+        }
+
+    @staticmethod
+    def _include_usage(ctx: RenderContext) -> bool:
+        return as_dict(ctx.body.get("stream_options")).get("include_usage") is True
+
+    def _chunks(self, deltas: list[dict[str, Any]], finish: str, ctx: RenderContext) -> list[SseEvent]:
+        base = {"id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion.chunk", "created": ctx.created,
+                "model": ctx.model}
+        events = [
+            SseEvent.json({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            for delta in deltas
+        ]
+        events.append(SseEvent.json({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}))
+        if self._include_usage(ctx):
+            events.append(SseEvent.json({**base, "choices": [], "usage": self._usage(ctx)}))
+        events.append(SseEvent("[DONE]"))
+        return events
+
+    def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
+        opening = {"index": 0, "id": reply.call_id, "type": "function",
+                   "function": {"name": reply.target.name, "arguments": ""}}
+        deltas: list[dict[str, Any]] = []
+        if reply.preamble:
+            deltas += [{"role": "assistant", "content": reply.preamble}, {"tool_calls": [opening]}]
+        else:
+            deltas.append({"role": "assistant", "content": None, "tool_calls": [opening]})
+        deltas.append({"tool_calls": [{"index": 0, "function": {"arguments": dumps(reply.target.arguments)}}]})
+        return self._chunks(deltas, "tool_calls", ctx)
+
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
+        call = {"id": reply.call_id, "type": "function",
+                "function": {"name": reply.target.name, "arguments": dumps(reply.target.arguments)}}
+        message = {"role": "assistant", "content": reply.preamble or None, "tool_calls": [call]}
+        return self._completion(message, "tool_calls", ctx)
+
+    def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
+        return self._chunks([{"role": "assistant", "content": ""}, {"content": text}], "stop", ctx)
+
+    def text_body(self, text: str, ctx: RenderContext) -> Json:
+        return self._completion({"role": "assistant", "content": text}, "stop", ctx)
+
+    def _completion(self, message: dict[str, Any], finish: str, ctx: RenderContext) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion", "created": ctx.created,
+            "model": ctx.model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": self._usage(ctx),
+        }
+
+    def error_body(self, status: int, message: str) -> Json:
+        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+
+DIALECT = OpenAIChat()

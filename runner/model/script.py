@@ -1,0 +1,195 @@
+"""The scripted model: plays a turn's action list in whatever dialect it is asked. Pure, stateless.
+
+Like a real model, the player keeps no state between requests: everything it answers is derived
+from the request alone, so retries, side requests and parallel requests cannot desynchronise it.
+
+**Step rule.** ``step`` is the number of tool results already present in the request's conversation
+(``function_call_output`` items, ``role: tool`` messages, ``tool_result`` blocks, ``functionResponse``
+parts: each dialect counts its own). The *plan* is computed from the action list and the request's
+own tool list (:func:`plan_for`):
+
+1. Walk the actions in order up to the first ``finish`` or ``hang`` (that action is the plan's
+   terminal; with neither, the terminal is a final text of :data:`DEFAULT_FINAL_TEXT`). Actions
+   after the terminal are never played.
+2. Each ``call`` whose tool the request exposes (:func:`runner.model.names.resolve_tool`) becomes
+   the next *playable* call; a ``call`` whose tool is not exposed at all is skipped, and the skip is
+   reported with its reason (it goes into the exchange log). ``exit`` and ``flood`` are things a
+   CLI process does, not a model: they are skipped too, with a reason.
+3. ``say`` texts are carried to the next playable call and sent as assistant text before it (or,
+   with no later playable call, before the ``finish`` text, separated by a blank line).
+
+Then step ``N`` answers the ``N``-th playable call (0-based) while ``N < len(calls)``, and the
+terminal otherwise: the ``finish`` text, or for ``hang`` a stall (the HTTP response is held open
+without an answer until the client goes away or the server stops). Because a skipped call is
+removed *before* indexing, the mapping is the same for every request of a turn as long as the CLI
+offers the same tools, and the number of tool results the CLI sends back always equals the number
+of playable calls answered so far.
+
+A request that carries none of the server's tools (:func:`runner.model.names.carries_server_tools`)
+is a side request (title generation, memory agents) and gets :data:`SIDE_TEXT`, whatever its step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runner.model.names import ExposedTool, ToolTarget, carries_server_tools, resolve_tool
+
+SIDE_TEXT = "OK."
+DEFAULT_FINAL_TEXT = "Done."
+ACTION_KINDS = frozenset({"call", "say", "flood", "exit", "hang", "finish"})
+
+
+class ScriptError(ValueError):
+    """An action list the scripted model cannot play."""
+
+
+@dataclass(frozen=True)
+class ToolCallReply:
+    target: ToolTarget
+    step: int
+    preamble: str | None = None
+
+    @property
+    def call_id(self) -> str:
+        return f"call_runner_{self.step}"
+
+
+@dataclass(frozen=True)
+class TextReply:
+    text: str
+    side: bool = False
+
+
+@dataclass(frozen=True)
+class StallReply:
+    """Hold the response open without answering."""
+
+
+Reply = ToolCallReply | TextReply | StallReply
+
+
+@dataclass(frozen=True)
+class Skipped:
+    index: int
+    action: dict[str, Any]
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "action": self.action, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    index: int  # position in the action list
+    target: ToolTarget
+    preamble: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    calls: tuple[PlannedCall, ...]
+    terminal: TextReply | StallReply
+    skipped: tuple[Skipped, ...] = ()
+    side: bool = False
+
+    def reply(self, step: int) -> Reply:
+        """What to answer at ``step`` (the number of tool results in the request)."""
+        if self.side:
+            return TextReply(SIDE_TEXT, side=True)
+        if 0 <= step < len(self.calls):
+            planned = self.calls[step]
+            return ToolCallReply(planned.target, step, planned.preamble)
+        return self.terminal
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One request's answer, with what the exchange log needs to explain it."""
+
+    step: int
+    reply: Reply
+    plan: Plan
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"step": self.step, "playable_calls": len(self.plan.calls)}
+        reply = self.reply
+        if isinstance(reply, ToolCallReply):
+            body["reply"] = "call"
+            body["call"] = {
+                "canonical": reply.target.canonical, "scheme": reply.target.scheme, "name": reply.target.name,
+                "namespace": reply.target.namespace, "call_id": reply.call_id,
+            }
+        elif isinstance(reply, TextReply):
+            body["reply"] = "side" if reply.side else "text"
+        else:
+            body["reply"] = "stall"
+        if self.plan.skipped:
+            body["skipped"] = [s.to_json() for s in self.plan.skipped]
+        return body
+
+
+def normalise_actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
+    """Action dicts (or ``runner.conformance.behaviours.Action`` objects), checked."""
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(actions):
+        action = item.to_json() if hasattr(item, "to_json") else item
+        if not isinstance(action, Mapping):
+            raise ScriptError(f"actions[{index}] is not an object")
+        action = dict(action)
+        kind = action.get("do")
+        if kind not in ACTION_KINDS:
+            raise ScriptError(f"actions[{index}]: unknown action {kind!r} (expected one of {sorted(ACTION_KINDS)})")
+        if kind == "call":
+            if not isinstance(action.get("tool"), str) or not action["tool"]:
+                raise ScriptError(f"actions[{index}]: call needs a string 'tool'")
+            if action.get("arguments") is not None and not isinstance(action["arguments"], Mapping):
+                raise ScriptError(f"actions[{index}]: call 'arguments' must be an object")
+        if kind in ("say", "finish") and action.get("text") is not None and not isinstance(action["text"], str):
+            raise ScriptError(f"actions[{index}]: {kind} 'text' must be a string")
+        out.append(action)
+    return out
+
+
+def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], server: str = "sharedos") -> Plan:
+    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``."""
+    tools = list(exposed)
+    side = not carries_server_tools(tools, server)
+    calls: list[PlannedCall] = []
+    skipped: list[Skipped] = []
+    says: list[str] = []
+    terminal: TextReply | StallReply | None = None
+    for index, raw in enumerate(actions):
+        action = dict(raw)
+        kind = action.get("do")
+        if kind == "call":
+            target = resolve_tool(str(action["tool"]), action.get("arguments"), tools, server)
+            if target is None:
+                reason = f"tool {action['tool']!r} is not among the request's tools under any known name"
+                skipped.append(Skipped(index, action, reason))
+                continue
+            calls.append(PlannedCall(index, target, "\n\n".join(says) if says else None))
+            says = []
+        elif kind == "say":
+            if action.get("text"):
+                says.append(str(action["text"]))
+        elif kind in ("exit", "flood"):
+            skipped.append(Skipped(index, action, f"{kind!r} is a CLI action a model cannot express"))
+        elif kind == "hang":
+            terminal = StallReply()
+            break
+        elif kind == "finish":
+            terminal = TextReply("\n\n".join([*says, str(action.get("text") or DEFAULT_FINAL_TEXT)]))
+            break
+    if terminal is None:
+        terminal = TextReply("\n\n".join([*says, DEFAULT_FINAL_TEXT]))
+    return Plan(tuple(calls), terminal, tuple(skipped), side)
+
+
+def decide(
+    actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], step: int, server: str = "sharedos"
+) -> Decision:
+    plan = plan_for(actions, exposed, server)
+    return Decision(step, plan.reply(step), plan)

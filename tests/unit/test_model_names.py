@@ -1,0 +1,121 @@
+"""Name matching: every scheme a measured CLI uses, both proxies, and what is not offered."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.model.names import ExposedTool, carries_server_tools, direct_candidates, resolve_tool
+
+ARGS = {"path": ["Workspace", "policy.md"]}
+
+
+def flat(*names: str) -> list[ExposedTool]:
+    return [ExposedTool(n) for n in names]
+
+
+@pytest.mark.parametrize(
+    ("exposed", "scheme", "name", "namespace"),
+    [
+        (flat("Bash", "mcp__sharedos__files_read"), "claude", "mcp__sharedos__files_read", None),  # Claude, Qwen
+        ([ExposedTool("exec_command"), ExposedTool("files_read", "mcp__sharedos")], "codex", "files_read",
+         "mcp__sharedos"),
+        (flat("read", "sharedos_files_read", "mcp"), "server-prefix", "sharedos_files_read", None),  # opencode, Pi
+        (flat("read_file", "mcp_sharedos_files_read"), "gemini", "mcp_sharedos_files_read", None),
+    ],
+)
+def test_direct_schemes(exposed: list[ExposedTool], scheme: str, name: str, namespace: str | None) -> None:
+    target = resolve_tool("files.read", ARGS, exposed)
+    assert target is not None
+    assert (target.scheme, target.name, target.namespace, target.proxy) == (scheme, name, namespace, False)
+    assert target.arguments == ARGS
+    assert target.canonical == "files.read"
+
+
+def test_pi_proxy_wraps_tool_and_args() -> None:
+    target = resolve_tool("files.read", ARGS, flat("read", "bash", "mcpScript", "mcp", "mcp__sharedos"))
+    assert target is not None
+    assert (target.scheme, target.name, target.proxy) == ("pi-proxy", "mcp", True)
+    assert target.arguments == {"tool": "sharedos_files_read", "args": ARGS}
+
+
+def test_qwen_proxy_wraps_name_and_arguments() -> None:
+    target = resolve_tool("sharedos.escalate", {"reason": "r"}, flat("read_file", "tool_search", "tool_call"))
+    assert target is not None
+    assert (target.scheme, target.name, target.proxy) == ("qwen-proxy", "tool_call", True)
+    assert target.arguments == {"name": "mcp__sharedos__sharedos_escalate", "arguments": {"reason": "r"}}
+
+
+def test_direct_name_wins_over_a_proxy() -> None:
+    # Qwen with alwaysLoadTools lists both the direct names and tool_call; Pi directTools lists mcp too
+    qwen = resolve_tool("files.read", ARGS, flat("tool_search", "tool_call", "mcp__sharedos__files_read"))
+    pi = resolve_tool("files.read", ARGS, flat("mcp", "sharedos_files_read"))
+    assert qwen is not None and qwen.scheme == "claude"
+    assert pi is not None and pi.scheme == "server-prefix"
+
+
+def test_no_proxy_once_the_server_shows_its_tools_directly() -> None:
+    # Qwen with alwaysLoadTools, Pi with directTools: a tool missing from the direct names is not offered
+    assert resolve_tool("sharedos.escalate", {}, flat("mcp__sharedos__files_read", "tool_call")) is None
+    assert resolve_tool("admin.grant.issue", {}, flat("sharedos_files_read", "mcp")) is None
+    codex = [ExposedTool("files_read", "mcp__sharedos"), ExposedTool("mcp")]
+    assert resolve_tool("sharedos.escalate", {}, codex) is None
+    # through a gateway alone, every tool is callable: the model cannot know what the gateway holds
+    assert resolve_tool("admin.grant.issue", {}, flat("mcp", "read")) is not None
+
+
+def test_canonical_name_with_dot_is_matched_too() -> None:
+    target = resolve_tool("files.read", ARGS, flat("mcp_sharedos_files.read"))
+    assert target is not None and target.name == "mcp_sharedos_files.read"
+
+
+def test_portable_form_is_tried_first() -> None:
+    target = resolve_tool("files.read", ARGS, flat("mcp__sharedos__files.read", "mcp__sharedos__files_read"))
+    assert target is not None and target.name == "mcp__sharedos__files_read"
+
+
+def test_not_offered() -> None:
+    assert resolve_tool("admin.grant.issue", {}, flat("mcp__sharedos__files_read")) is None
+    assert resolve_tool("files.read", ARGS, []) is None
+    # a namespace of another server does not count
+    assert resolve_tool("files.read", ARGS, [ExposedTool("files_read", "mcp__other")]) is None
+    # a bare name is not one of our schemes
+    assert resolve_tool("files.read", ARGS, flat("files_read")) is None
+
+
+def test_server_name_is_a_parameter() -> None:
+    target = resolve_tool("files.read", ARGS, flat("mcp__lab__files_read"), server="lab")
+    assert target is not None and target.name == "mcp__lab__files_read"
+    assert resolve_tool("files.read", ARGS, flat("mcp__lab__files_read")) is None
+    pi = resolve_tool("files.read", ARGS, flat("mcp"), server="lab")
+    assert pi is not None and pi.arguments["tool"] == "lab_files_read"
+
+
+def test_arguments_are_copied_not_shared() -> None:
+    target = resolve_tool("files.read", ARGS, flat("mcp__sharedos__files_read"))
+    assert target is not None and target.arguments == ARGS and target.arguments is not ARGS
+
+
+def test_candidate_order() -> None:
+    assert [c[0] for c in direct_candidates("files.read", "s")] == [
+        "claude", "codex", "server-prefix", "gemini", "claude", "codex", "server-prefix", "gemini",
+    ]
+    assert len(direct_candidates("echo", "s")) == 4  # no dot: one form only
+
+
+@pytest.mark.parametrize(
+    ("exposed", "expected"),
+    [
+        ([], False),
+        (flat("read_file", "write_file"), False),  # a memory agent
+        (flat("mcp__sharedos__files_read"), True),
+        ([ExposedTool("x", "mcp__sharedos")], True),
+        ([ExposedTool("x", "multi_agent_v1")], False),
+        (flat("sharedos_files_read"), True),
+        (flat("mcp_sharedos_files_read"), True),
+        (flat("mcp"), True),
+        (flat("tool_call"), True),
+        (flat("mcp__other__files_read"), False),
+    ],
+)
+def test_carries_server_tools(exposed: list[ExposedTool], expected: bool) -> None:
+    assert carries_server_tools(exposed) is expected
