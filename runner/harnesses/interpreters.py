@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
+from runner.harnesses import claude_code, codex, deepseek, gemini, opencode, pi, qwen
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, Step
 
 
@@ -56,6 +57,13 @@ def exit_code_only(frame: dict[str, Json]) -> list[Step]:
 INTERPRETERS: dict[str, Interpreter] = {
     "jsonl": jsonl,
     "exit-code": exit_code_only,
+    "codex": codex.interpret,
+    "claude-code": claude_code.interpret,
+    "pi": pi.interpret,
+    "gemini": gemini.interpret,
+    "qwen": qwen.interpret,
+    "opencode": opencode.interpret,
+    "deepseek": deepseek.interpret,
 }
 
 

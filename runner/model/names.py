@@ -31,6 +31,11 @@ scheme           tool called     arguments                                      
 ``qwen-proxy``   ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
 ===============  ==============  ==========================================================  ==========
 
+A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
+on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
+is not in the function-name alphabet; upstream saw DeepSeek do the same). After the exact names,
+each direct scheme is tried again with such a suffix (``_`` and 5-8 lowercase letters or digits).
+
 A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
 router would refuse it): :func:`resolve_tool` returns ``None`` and the player skips that call.
 
@@ -41,11 +46,13 @@ generation, memory agents, next-speaker checks) is a side request and gets a sho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PI_PROXY_TOOL = "mcp"
+HASH_SUFFIX = r"_[0-9a-z]{5,8}"
 QWEN_PROXY_TOOL = "tool_call"
 
 
@@ -90,6 +97,10 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("server-prefix", f"{server}_{form}", None),
             ("gemini", f"mcp_{server}_{form}", None),
         ]
+        if form.startswith(f"{server}_"):
+            # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
+            # already has: measured here, sharedos.escalate is exposed as `sharedos_escalate`
+            out.append(("server-prefix-deduplicated", form, None))
     return out
 
 
@@ -99,9 +110,15 @@ def resolve_tool(
     """The call to emit for ``canonical`` given the request's exposed tools, or ``None`` if not offered."""
     tools = set(exposed)
     args = dict(arguments or {})
-    for scheme, name, namespace in direct_candidates(canonical, server):
+    candidates = direct_candidates(canonical, server)
+    for scheme, name, namespace in candidates:
         if ExposedTool(name, namespace) in tools:
             return ToolTarget(canonical, scheme, name, args, namespace)
+    for scheme, name, namespace in candidates:
+        hashed = re.compile(re.escape(name) + HASH_SUFFIX)
+        match = sorted(t.name for t in tools if t.namespace == namespace and hashed.fullmatch(t.name))
+        if len(match) == 1:
+            return ToolTarget(canonical, f"{scheme}+hash", match[0], args, namespace)
     if any(_direct_of_server(tool, server) for tool in tools):
         return None
     portable = portable_name(canonical)

@@ -119,3 +119,23 @@ def test_candidate_order() -> None:
 )
 def test_carries_server_tools(exposed: list[ExposedTool], expected: bool) -> None:
     assert carries_server_tools(exposed) is expected
+
+
+def test_a_hash_suffix_added_by_normalisation_is_matched_exactly_once() -> None:
+    from runner.model.names import ExposedTool, resolve_tool
+
+    exposed = [ExposedTool("mcp__sharedos__files_read_1rtbejb"), ExposedTool("mcp__sharedos__files_read_list_0aaaaaa"),
+               ExposedTool("mcp__sharedos__sharedos_escalate_0h1rjq7"), ExposedTool("tool_call")]
+    target = resolve_tool("files.read", {"path": ["x"]}, exposed)
+    assert target is not None and (target.name, target.scheme) == ("mcp__sharedos__files_read_1rtbejb", "claude+hash")
+    escalate = resolve_tool("sharedos.escalate", {}, exposed)
+    assert escalate is not None and escalate.name == "mcp__sharedos__sharedos_escalate_0h1rjq7"
+    assert resolve_tool("files.stat", {}, exposed) is None  # not offered: no proxy fallback either
+
+
+def test_a_server_prefix_already_in_the_tool_name_is_not_repeated() -> None:
+    from runner.model.names import ExposedTool, resolve_tool
+
+    exposed = [ExposedTool("mcp"), ExposedTool("sharedos_files_read"), ExposedTool("sharedos_escalate")]
+    target = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
+    assert target is not None and (target.name, target.proxy) == ("sharedos_escalate", False)

@@ -1,0 +1,8 @@
+"""Google Gemini CLI (``gemini -p ... -o stream-json``): its stdout interpreter.
+
+Profile: ``harness_profiles/gemini.yaml``.
+"""
+
+from runner.harnesses.gemini.interpreter import interpret
+
+__all__ = ["interpret"]

@@ -1,0 +1,203 @@
+"""Every shipped harness profile loads, renders with a full placeholder set, and carries the measured
+traps of its CLI (shared/reference/vendor-clis.md) -- so removing one is a failing test, not a
+silent regression found in a container."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from runner.harnesses.interpreters import INTERPRETERS
+from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shipped_profiles_dir
+
+VENDORS = ["codex", "claude-code", "pi", "pi-direct", "gemini", "qwen", "opencode", "deepseek"]
+PROMPT = 'Call `files.read` with arguments: {"path": "a b"}; it costs $5 and is "quoted" \\ done.'
+VALUES = {
+    "prompt": PROMPT,
+    "prompt_json": json.dumps(PROMPT),
+    "turn_dir": "/run/runner",
+    "mcp_socket": "/run/runner/mcp.sock",
+    "script": "/run/runner/script.json",
+    "home": "/run/runner/home",
+    "model_url": "http://127.0.0.1:8787",
+    "model_port": "8787",
+    "api_key": "sk-runner-placeholder-not-a-key",
+    "model": "runner-scripted",
+}
+SOCAT = ["STDIO", "UNIX-CONNECT:/run/runner/mcp.sock"]
+
+
+def profile(name: str) -> Profile:
+    return load_profile(shipped_profiles_dir() / f"{name}.yaml")
+
+
+def parsed(name: str, path: str) -> Any:
+    text = profile(name).render_config_files(VALUES)[path]
+    if path.endswith(".toml"):
+        return tomllib.loads(text)
+    if path.endswith((".yml", ".yaml")):
+        return yaml.safe_load(text)
+    return json.loads(text)
+
+
+def test_the_placeholder_set_here_is_the_full_one() -> None:
+    assert set(VALUES) == PLACEHOLDERS
+
+
+@pytest.mark.parametrize("path", sorted(shipped_profiles_dir().glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_profile_loads_renders_and_its_config_files_parse(path: Path) -> None:
+    loaded = load_profile(path)
+    assert loaded.interpreter in INTERPRETERS
+    argv = loaded.render_argv(VALUES)
+    assert all("${" not in item for item in argv)
+    assert all("${" not in value for value in loaded.render_env(VALUES).values())
+    for relative, text in loaded.render_config_files(VALUES).items():
+        assert "${" not in text, relative
+        if relative.endswith(".toml"):
+            tomllib.loads(text)
+        elif relative.endswith(".json"):
+            json.loads(text)
+        elif relative.endswith((".yml", ".yaml")):
+            yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("name", VENDORS)
+def test_vendor_profiles_share_the_turn_contract(name: str) -> None:
+    loaded = profile(name)
+    argv = loaded.render_argv(VALUES)
+    assert argv[0] == "/usr/local/bin/runner-entry"
+    assert loaded.home == "turn"
+    assert loaded.model is not None and loaded.model.live is not None
+    assert loaded.credentials and set(loaded.credentials) <= set(loaded.model.live.credentials)
+    assert loaded.session_transcript and not loaded.session_transcript.startswith("/")
+    assert loaded.wind_down.signal_process_group
+    env = loaded.render_env(VALUES)
+    assert not {"HOME", "PWD", "RUNNER_CD", "RUNNER_MODEL_PORT"} & set(env)  # the runtime sets those
+    # the prompt reaches the CLI exactly once, verbatim, and nothing is handed to a shell
+    if loaded.prompt.via == "argv":
+        assert argv.count(PROMPT) == 1
+    else:
+        assert PROMPT not in argv
+    # no real credential ever enters the container: only the placeholder key
+    for variable in loaded.model.live.credentials:
+        assert env.get(variable) in (None, VALUES["api_key"])
+
+
+def test_only_deepseek_is_unavailable() -> None:
+    assert [name for name in VENDORS if profile(name).unavailable] == ["deepseek"]
+
+
+def test_codex_traps() -> None:
+    loaded = profile("codex")
+    config = parsed("codex", ".codex/config.toml")
+    server = config["mcp_servers"]["sharedos"]
+    assert (server["command"], server["args"]) == ("socat", SOCAT)
+    assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
+    provider = config["model_providers"][config["model_provider"]]
+    assert provider["wire_api"] == "responses" and provider["base_url"] == "http://127.0.0.1:8787/v1"
+    assert (provider["request_max_retries"], provider["stream_max_retries"]) == (0, 0)
+    assert loaded.render_env(VALUES)[provider["env_key"]] == VALUES["api_key"]
+    assert config["model"] == "runner-scripted" and loaded.model is not None
+    assert loaded.model.scripted_model == "runner-scripted" and loaded.model.dialect == "openai-responses"
+    assert config["features"]["plugins"] is False and config["analytics"]["enabled"] is False
+    assert config["otel"]["metrics_exporter"] == "none" and config["approval_policy"] == "never"
+    argv = loaded.render_argv(VALUES)
+    assert argv[argv.index("--disable") + 1] == "unbounded_connection_retries"
+    assert argv[-1] == PROMPT and loaded.prompt.via == "argv" and not loaded.prompt.keep_stdin_open
+    assert loaded.render_env(VALUES)["CODEX_HOME"] == "/run/runner/home/.codex"
+    assert loaded.session_transcript == ".codex/sessions"
+
+
+def test_claude_traps() -> None:
+    loaded = profile("claude-code")
+    argv = loaded.render_argv(VALUES)
+    env = loaded.render_env(VALUES)
+    assert env["ENABLE_TOOL_SEARCH"] == "false" and env["CLAUDE_CODE_MAX_RETRIES"] == "1"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8787"  # no /v1
+    assert argv[argv.index("--allowedTools") + 1] == "mcp__sharedos"
+    assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
+    assert argv[argv.index("--tools") + 1] == "" and "--strict-mcp-config" in argv
+    mcp_path = argv[argv.index("--mcp-config") + 1]
+    assert mcp_path.startswith(VALUES["home"] + "/")
+    mcp = parsed("claude-code", mcp_path.removeprefix(VALUES["home"] + "/"))
+    assert mcp["mcpServers"]["sharedos"] == {"type": "stdio", "command": "socat", "args": SOCAT}
+    assert loaded.mcp_startup_required and loaded.model is not None
+    assert loaded.model.dialect == "anthropic-messages"
+
+
+def test_pi_profiles_differ_only_in_direct_tools() -> None:
+    proxy, direct = profile("pi"), profile("pi-direct")
+    assert proxy.image == direct.image == "pi" and proxy.interpreter == direct.interpreter == "pi"
+    assert proxy.render_argv(VALUES) == direct.render_argv(VALUES)
+    argv = proxy.render_argv(VALUES)
+    assert argv[argv.index("--mode") + 1] == "json" and argv[-1] == PROMPT
+    assert argv[argv.index("-e") + 1] == "/usr/local/lib/node_modules/pi-mcp-adapter"
+    assert "--no-extensions" in argv and "--no-builtin-tools" in argv
+    proxy_server = parsed("pi", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
+    direct_server = parsed("pi-direct", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
+    assert "directTools" not in proxy_server and direct_server.pop("directTools") is True
+    assert proxy_server == direct_server
+    assert (proxy_server["command"], proxy_server["args"], proxy_server["lifecycle"]) == ("socat", SOCAT, "eager")
+    provider = parsed("pi", ".pi/agent/models.json")["providers"]["runner"]
+    assert provider["baseUrl"] == "http://127.0.0.1:8787/v1" and provider["api"] == "openai-completions"
+    assert parsed("pi", ".pi/agent/settings.json")["retry"]["enabled"] is False
+
+
+def test_gemini_traps() -> None:
+    loaded = profile("gemini")
+    env = loaded.render_env(VALUES)
+    assert env["GEMINI_CLI_NO_RELAUNCH"] == "true" and env["GOOGLE_GEMINI_BASE_URL"] == VALUES["model_url"]
+    assert env["GEMINI_API_KEY"] == VALUES["api_key"]
+    settings = parsed("gemini", ".gemini/settings.json")
+    assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
+    server = settings["mcpServers"]["sharedos"]
+    assert (server["command"], server["args"], server["trust"]) == ("socat", SOCAT, True)
+    argv = loaded.render_argv(VALUES)
+    assert argv[argv.index("-o") + 1] == "stream-json" and argv[argv.index("--approval-mode") + 1] == "yolo"
+    assert loaded.model is not None and loaded.model.dialect == "gemini"
+
+
+def test_qwen_traps() -> None:
+    loaded = profile("qwen")
+    settings = parsed("qwen", ".qwen/settings.json")
+    server = settings["mcpServers"]["sharedos"]
+    assert (server["command"], server["args"], server["alwaysLoadTools"]) == ("socat", SOCAT, True)
+    assert settings["memory"]["enableManagedAutoMemory"] is False
+    assert settings["security"]["auth"]["selectedType"] == "openai"
+    argv = loaded.render_argv(VALUES)
+    assert argv[argv.index("--approval-mode") + 1] == "yolo" and argv[argv.index("-o") + 1] == "stream-json"
+    assert loaded.render_env(VALUES)["OPENAI_BASE_URL"] == "http://127.0.0.1:8787/v1"
+    assert loaded.mcp_startup_required and loaded.wind_down.signal_process_group
+
+
+def test_opencode_traps() -> None:
+    loaded = profile("opencode")
+    assert loaded.prompt.via == "stdin-file" and PROMPT not in loaded.render_argv(VALUES)
+    env = loaded.render_env(VALUES)
+    assert env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
+    config = parsed("opencode", ".config/opencode/opencode.json")
+    assert config["mcp"]["sharedos"] == {"type": "local", "command": ["socat", *SOCAT], "enabled": True}
+    assert config["provider"]["runner"]["options"]["baseURL"] == "http://127.0.0.1:8787/v1"
+    assert config["model"] == config["small_model"] == "runner/runner-scripted"
+    argv = loaded.render_argv(VALUES)
+    assert argv[argv.index("-m") + 1] == "runner/runner-scripted"
+
+
+def test_deepseek_patch_inserts_the_mcp_client() -> None:
+    loaded = profile("deepseek")
+    argv = loaded.render_argv(VALUES)
+    assert argv[1:4] == ["dsh", "--profile", "headless"] and argv[-1] == PROMPT
+    patch_path = argv[argv.index("--patch") + 1].removeprefix(VALUES["home"] + "/")
+    (layer,) = parsed("deepseek", patch_path)
+    (entry,) = layer["insert"]
+    assert entry["id"] == "mcp-sharedos" and entry["name"] == "@deepseek-ai/dsh-mcp-client"
+    config = entry["config"]
+    assert (config["transport"], config["command"], config["args"]) == ("stdio", "socat", SOCAT)
+    assert config["failOnStartupError"] is True and config["serverName"] == "sharedos"
