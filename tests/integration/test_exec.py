@@ -166,3 +166,18 @@ def test_the_container_is_hardened(tmp_path: Path, engine: docker.DockerClient, 
         assert labels["runner.run"]
     finally:
         container.remove(force=True)
+
+
+def test_a_cli_whose_mcp_server_never_connected_is_an_infrastructure_error(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    shipped = (Path(__file__).resolve().parents[2] / "harness_profiles" / "reference.yaml").read_text()
+    profile = tmp_path / "lost.yaml"
+    lost = shipped.replace("id: reference", "id: lost").replace("${mcp_socket}", "/run/runner/nowhere.sock")
+    profile.write_text(lost)
+    report = runner_exec(tmp_path, "--profile", str(profile), "--case", "escalation", expect_exit=5)
+    problem = report["infrastructureError"]
+    assert problem["kind"] == "mcp_not_connected"
+    assert "not connected" in problem["detail"] and "nowhere.sock" in problem["detail"]  # the CLI's own words
+    assert report["mcp"]["sessionsInitialized"] == 0
+    no_containers_left(engine, report)

@@ -90,3 +90,17 @@ def test_profile_values_are_substituted_without_a_shell(tmp_path: Path) -> None:
 def test_every_shipped_profile_loads() -> None:
     exit_code, stdout, _ = run("harnesses")
     assert exit_code == 0 and "reference" in stdout and "ok" in stdout
+
+
+def test_an_unavailable_column_says_why_and_starts_nothing() -> None:
+    exit_code, _, stderr = run("exec", "--harness", "deepseek", "--case", "escalation")
+    assert exit_code == Exit.INFRASTRUCTURE
+    assert "deepseek column is unavailable" in stderr.replace("\n", "")
+
+
+def test_live_without_credentials_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "CODEX_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    exit_code, _, stderr = run("exec", "--harness", "codex", "--model", "live")
+    assert exit_code == Exit.USAGE
+    assert "OPENAI_API_KEY, CODEX_API_KEY" in stderr.replace("\n", "")
