@@ -37,6 +37,15 @@ class ImageReferenceError(EngineError):
     """An image reference given by the user is not acceptable (e.g. a tag without a digest)."""
 
 
+class ImageUnavailable(EngineError):
+    """An image whose recipe says it cannot be built on this machine; ``reason`` says why (from recipe.json)."""
+
+    def __init__(self, harness: str, reason: str) -> None:
+        super().__init__(f"the {harness} image cannot be built here: {reason}")
+        self.harness = harness
+        self.reason = reason
+
+
 def engine_address() -> str:
     return os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
 

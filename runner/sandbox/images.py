@@ -1,11 +1,20 @@
-"""Pinned images: the offline base and one image per harness, recorded in ``images/lock.json``.
+"""Pinned images: the offline bases and one image per harness, recorded in ``images/lock.json``.
 
-* Base: ``images/base/recipe.json`` drives mmdebstrap; the tarball is cached as
-  ``$RUNNER_CACHE_DIR/base/<recipe-hash>.tar`` and imported with labels ``runner.base.recipe`` and
-  ``runner.base.sha256``. ``RUNNER_BASE_IMAGE=name@sha256:…`` replaces it with a registry image.
-* Harness images: ``images/<harness>/`` holds a ``Dockerfile`` and a ``recipe.json`` naming the inputs
-  staged on the host (wheels, repo files, CA certs). The build runs offline (network ``none``) and is
-  labelled ``runner.recipe=<hash of every input>``; an image carrying that label is reused as is.
+* Bases: ``images/<base>/recipe.json`` (a directory with a recipe that has a ``suite`` and no Dockerfile:
+  ``base`` is bookworm with python3, ``base-node`` is trixie with nodejs) drives mmdebstrap; the tarball is
+  cached as ``$RUNNER_CACHE_DIR/base/<recipe-hash>.tar`` and imported with labels ``runner.base.recipe`` and
+  ``runner.base.sha256``. ``RUNNER_BASE_IMAGE=name@sha256:…`` (``RUNNER_BASE_NODE_IMAGE`` for ``base-node``,
+  see :func:`base_image_env`) replaces one with a registry image.
+* Harness images: ``images/<harness>/`` holds a ``Dockerfile`` and a ``recipe.json`` naming its base
+  (``"base"``, the default, or ``"base-node"``) and the inputs staged on the host (wheels, npm packages,
+  repo files, CA certs). The build runs offline (network ``none``) and is labelled
+  ``runner.recipe=<hash of every input>``; an image carrying that label is reused as is.
+* npm packages are installed on the host with ``npm install --global --prefix <stage>/npm-global`` once per
+  package list (``$RUNNER_CACHE_DIR/npm/<key>``); the stage's digest (every installed package's path, name and
+  version, plus the symlinks) is computed once and kept in ``<stage>/.complete``, so the warm path reads one
+  small file instead of hashing hundreds of megabytes. The context gets the tree as ``npm-global/``.
+* A recipe with an ``"unavailable": "<reason>"`` field is skipped by :func:`buildable_harnesses`, listed by
+  :func:`unavailable_images`, and :func:`ensure_image` raises :class:`ImageUnavailable` with that reason.
 """
 
 from __future__ import annotations
@@ -36,16 +45,20 @@ from runner.sandbox.engine import (
     ImageBuildError,
     ImageMissing,
     ImageReferenceError,
+    ImageUnavailable,
     call_with_retry,
 )
 
 Progress = Callable[[str], None]
 
 BASE_IMAGE_ENV = "RUNNER_BASE_IMAGE"
+DEFAULT_BASE = "base"
 CERTS_DIR = Path("/usr/local/share/ca-certificates")
 LOCK_VERSION = 1
 _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 _VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
+_NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -160,53 +173,83 @@ def _find_base(client: docker.DockerClient, recipe_hash: str) -> Image | None:
 # ---------------------------------------------------------------------------------------------- base
 
 
-def base_recipe_hash(root: Path | None = None) -> str:
-    return _hash_json(_load_json((root or repo_root()) / "images" / "base" / "recipe.json"))
+def base_image_env(name: str = DEFAULT_BASE) -> str:
+    """The variable that replaces base ``name`` with a registry image pinned by digest.
+
+    ``base`` -> ``RUNNER_BASE_IMAGE``, ``base-node`` -> ``RUNNER_BASE_NODE_IMAGE``.
+    """
+    return "RUNNER_" + re.sub(r"[^0-9A-Za-z]+", "_", name).upper() + "_IMAGE"
 
 
-def ensure_base(client: docker.DockerClient, progress: Progress | None = None) -> str:
-    """Return the id of the base image, importing the cached tarball or bootstrapping it first if needed."""
-    return _ensure_base(client, progress or _stderr, repo_root()).image_id
+def _is_base_dir(directory: Path) -> bool:
+    return (directory / "recipe.json").is_file() and not (directory / "Dockerfile").exists()
 
 
-def _pinned_ref() -> str | None:
-    ref = os.environ.get(BASE_IMAGE_ENV, "").strip()
+def _base_recipe(root: Path, name: str) -> dict[str, Any]:
+    directory = root / "images" / name
+    if not _is_base_dir(directory):
+        raise ImageMissing(
+            f"no base recipe {name!r}: {directory}/recipe.json is missing (or the directory holds a Dockerfile, "
+            f"which makes it a harness image, not a base)"
+        )
+    recipe = _load_json(directory / "recipe.json")
+    missing = [k for k in ("suite", "variant", "include", "source_date_epoch") if k not in recipe]
+    if missing:
+        raise ImageBuildError(f"base recipe {directory}/recipe.json lacks {', '.join(missing)}")
+    return recipe
+
+
+def base_recipe_hash(root: Path | None = None, name: str = DEFAULT_BASE) -> str:
+    return _hash_json(_base_recipe(root or repo_root(), name))
+
+
+def ensure_base(client: docker.DockerClient, progress: Progress | None = None, name: str = DEFAULT_BASE) -> str:
+    """Return the id of base ``name``, importing the cached tarball or bootstrapping it first if needed."""
+    return _ensure_base(client, progress or _stderr, repo_root(), name).image_id
+
+
+def _pinned_ref(name: str = DEFAULT_BASE) -> str | None:
+    env = base_image_env(name)
+    ref = os.environ.get(env, "").strip()
     if ref and not _DIGEST_REF.match(ref):
         raise ImageReferenceError(
-            f"{BASE_IMAGE_ENV}={ref!r} is not pinned by digest; give name@sha256:<64 hex digits> "
+            f"{env}={ref!r} is not pinned by digest; give name@sha256:<64 hex digits> "
             f"or unset it to use the offline base"
         )
     return ref or None
 
 
-def _ensure_base(client: docker.DockerClient, say: Progress, root: Path) -> _Base:
-    ref = _pinned_ref()
+def _ensure_base(client: docker.DockerClient, say: Progress, root: Path, name: str = DEFAULT_BASE) -> _Base:
+    ref = _pinned_ref(name)
     if ref:
         try:
             return _Base(_id(call_with_retry(client.images.get, ref)), ref)
         except docker.errors.ImageNotFound:
-            say(f"[base] pulling {ref}")
+            say(f"[{name}] pulling {ref}")
             try:
                 return _Base(_id(call_with_retry(client.images.pull, ref)), ref)
             except docker.errors.APIError as exc:
-                raise ImageMissing(f"{BASE_IMAGE_ENV}={ref} is not in the engine and cannot be pulled: {exc}") from exc
-    recipe = _load_json(root / "images" / "base" / "recipe.json")
+                env = base_image_env(name)
+                raise ImageMissing(f"{env}={ref} is not in the engine and cannot be pulled: {exc}") from exc
+    recipe = _base_recipe(root, name)
     rhash = _hash_json(recipe)
     found = _find_base(client, rhash)
     if found is None:
-        with _exclusive("base"):  # another process may be bootstrapping the same recipe
-            found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say)
+        with _exclusive(f"base-{name}"):  # another process may be bootstrapping the same recipe
+            found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say, name)
     return _Base(_id(found), "sha256:" + found.labels.get("runner.base.sha256", ""))
 
 
-def _import_base(client: docker.DockerClient, recipe: dict[str, Any], rhash: str, say: Progress) -> Image:
+def _import_base(
+    client: docker.DockerClient, recipe: dict[str, Any], rhash: str, say: Progress, name: str = DEFAULT_BASE
+) -> Image:
     tar = cache_dir() / "base" / f"{rhash}.tar"
     if not tar.exists():
-        _bootstrap(recipe, tar, say)
+        _bootstrap(recipe, tar, say, name)
     digest = _sha256_file(tar)
-    say(f"[base] importing {tar} ({tar.stat().st_size / 1e6:.0f} MB)")
+    say(f"[{name}] importing {tar} ({tar.stat().st_size / 1e6:.0f} MB)")
     changes = [*recipe.get("changes", []), f"LABEL runner.base.recipe={rhash}", f"LABEL runner.base.sha256={digest}"]
-    repository = str(recipe.get("repository", "runner/base"))
+    repository = str(recipe.get("repository", f"runner/{name}"))
     call_with_retry(client.api.import_image_from_file, str(tar), repository=repository, tag=rhash[:12], changes=changes)
     found = _find_base(client, rhash)
     if found is None:
@@ -224,13 +267,13 @@ def _mmdebstrap_argv(recipe: dict[str, Any], out: Path) -> list[str]:
     return [*argv, recipe["suite"], str(out), *recipe.get("sources", [])]
 
 
-def _bootstrap(recipe: dict[str, Any], tar: Path, say: Progress) -> None:
+def _bootstrap(recipe: dict[str, Any], tar: Path, say: Progress, name: str = DEFAULT_BASE) -> None:
     tar.parent.mkdir(parents=True, exist_ok=True)
     tmp = tar.with_name(f".{tar.stem}.{os.getpid()}.tar")  # mmdebstrap picks the format from ".tar"
     log = tar.with_suffix(".log")
     argv = _mmdebstrap_argv(recipe, tmp)
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(recipe["source_date_epoch"])}
-    say(f"[base] bootstrapping {recipe['suite']} with mmdebstrap (30-60 s; log {log})")
+    say(f"[{name}] bootstrapping {recipe['suite']} with mmdebstrap (30-60 s; log {log})")
     tail: list[str] = []
     try:
         with (
@@ -244,7 +287,7 @@ def _bootstrap(recipe: dict[str, Any], tar: Path, say: Progress) -> None:
                 logf.write(line)
                 tail = [*tail[-19:], line.rstrip()]
                 if line[:2] in ("I:", "W:", "E:"):  # mmdebstrap's own progress; dpkg chatter goes to the log only
-                    say("[base] " + line.rstrip())
+                    say(f"[{name}] " + line.rstrip())
     except FileNotFoundError as exc:
         raise ImageBuildError(
             "mmdebstrap is not installed; run scripts/ensure-docker.sh or apt-get install mmdebstrap"
@@ -270,6 +313,12 @@ class HarnessRecipe:
     build_args: dict[str, str]
     version_command: tuple[str, ...]
     cli_package: str | None
+    base: str = DEFAULT_BASE
+    unavailable: str | None = None
+
+
+def _is_harness_dir(directory: Path) -> bool:
+    return (directory / "Dockerfile").is_file() and (directory / "recipe.json").is_file()
 
 
 def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe:
@@ -277,17 +326,22 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
     if not (directory / "Dockerfile").is_file():
         raise ImageMissing(f"no image recipe for harness {harness!r}: {directory}/Dockerfile is missing")
     data = _load_json(directory / "recipe.json")
+    unavailable = data.get("unavailable")
+    if unavailable is not None and not (isinstance(unavailable, str) and unavailable.strip()):
+        raise ImageBuildError(f"{directory}/recipe.json: 'unavailable' must be a non-empty reason string")
     return HarnessRecipe(
         harness=harness,
         directory=directory,
         wheels=tuple(data.get("wheels", [])),
         wheel_python=str(data.get("wheel_python", "3.11")),
         wheel_platforms=tuple(data.get("wheel_platforms", ["manylinux_2_17_x86_64", "manylinux2014_x86_64"])),
-        npm=tuple(data.get("npm", [])),
+        npm=tuple(str(p) for p in data.get("npm", [])),
         files=tuple(data.get("files", [])),
         build_args={str(k): str(v) for k, v in data.get("build_args", {}).items()},
         version_command=tuple(data.get("version_command", [])),
         cli_package=data.get("cli_package"),
+        base=str(data.get("base", DEFAULT_BASE)),
+        unavailable=unavailable.strip() if unavailable else None,
     )
 
 
@@ -337,9 +391,121 @@ def _download_wheels(recipe: HarnessRecipe, target: Path, say: Progress) -> None
     os.replace(tmp, target)
 
 
-def _context_plan(recipe: HarnessRecipe, root: Path, wheels: Path | None) -> dict[str, Path | bytes]:
-    """Every file of the build context: relative path -> source file (or generated bytes)."""
-    plan: dict[str, Path | bytes] = {}
+@dataclass(frozen=True)
+class _Tree:
+    """A staged directory that goes into the build context as is (symlinks kept), hashed by its recorded digest."""
+
+    path: Path
+    digest: str
+
+
+def _npm_dir(recipe: HarnessRecipe) -> Path:
+    key = _hash_json({"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)})
+    return cache_dir() / "npm" / key[:24]
+
+
+def _npm_digest(stage: Path) -> str | None:
+    """The digest recorded when ``stage`` was completed, or None if it is not (fully) staged."""
+    try:
+        digest = (stage / ".complete").read_text().strip()
+    except OSError:
+        return None
+    return digest if _HEX64.match(digest) and (stage / "npm-global").is_dir() else None
+
+
+def _stage_npm(recipe: HarnessRecipe, say: Progress) -> _Tree:
+    """Install the recipe's npm packages on the host once per package list; later calls only read the digest."""
+    stage = _npm_dir(recipe)
+    digest = _npm_digest(stage)
+    if digest is None:
+        with _exclusive(f"npm-{stage.name}"):
+            digest = _npm_digest(stage) or _install_npm(recipe, stage, say)
+    return _Tree(stage / "npm-global", digest)
+
+
+def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
+    stage.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=stage.parent))
+    prefix = tmp / "npm-global"
+    argv = [
+        "npm",
+        "install",
+        "--global",
+        "--prefix",
+        str(prefix),
+        "--no-audit",
+        "--no-fund",
+        "--no-update-notifier",
+        "--loglevel=warn",
+        *recipe.npm,
+    ]
+    say(f"[{recipe.harness}] npm install --global: {' '.join(recipe.npm)} (cached under {stage})")
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except FileNotFoundError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError("npm is not installed on the host; the vendor images stage their CLIs with it") from exc
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError(
+            f"npm install for {recipe.harness} failed (exit {proc.returncode}):\n"
+            f"{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        )
+    inventory = _npm_inventory(prefix)
+    if not inventory["packages"]:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError(f"npm install for {recipe.harness} installed nothing under {prefix}")
+    digest = _hash_json(inventory)
+    (tmp / "npm.log").write_text(proc.stdout + proc.stderr)
+    (tmp / "installed.json").write_text(
+        json.dumps({"requested": list(recipe.npm), "digest": digest, **inventory}, indent=1) + "\n"
+    )
+    (tmp / ".complete").write_text(digest + "\n")
+    shutil.rmtree(stage, ignore_errors=True)
+    os.replace(tmp, stage)
+    return digest
+
+
+def _npm_inventory(prefix: Path) -> dict[str, list[list[str]]]:
+    """What a staged prefix holds, cheaply: every installed package (path, name, version) and every symlink.
+
+    Registry tarballs are immutable per name@version, so this identifies the content without reading it.
+    """
+    packages: list[list[str]] = []
+    links: list[list[str]] = []
+
+    def scan(node_modules: Path) -> None:
+        for entry in sorted(node_modules.iterdir()):
+            if entry.name.startswith("."):
+                continue
+            scoped = entry.name.startswith("@") and entry.is_dir() and not entry.is_symlink()
+            for pkg in sorted(entry.iterdir()) if scoped else [entry]:
+                rel = pkg.relative_to(prefix).as_posix()
+                if pkg.is_symlink():
+                    links.append([rel, os.readlink(pkg)])
+                    continue
+                with suppress(OSError, ValueError, AttributeError):
+                    manifest = json.loads((pkg / "package.json").read_text())
+                    packages.append([rel, str(manifest.get("name")), str(manifest.get("version"))])
+                if (pkg / "node_modules").is_dir():
+                    scan(pkg / "node_modules")
+
+    if (prefix / "lib" / "node_modules").is_dir():
+        scan(prefix / "lib" / "node_modules")
+    for entry in sorted((prefix / "bin").iterdir()) if (prefix / "bin").is_dir() else []:
+        rel = entry.relative_to(prefix).as_posix()
+        links.append([rel, os.readlink(entry) if entry.is_symlink() else "sha256:" + _sha256_file(entry)])
+    return {"packages": packages, "links": links}
+
+
+PlanEntry = Path | bytes | _Tree
+
+
+def _context_plan(
+    recipe: HarnessRecipe, root: Path, wheels: Path | None, npm: _Tree | None = None
+) -> dict[str, PlanEntry]:
+    """Every entry of the build context: relative path -> source file, generated bytes, or a staged tree."""
+    plan: dict[str, PlanEntry] = {}
     for p in sorted(recipe.directory.rglob("*")):
         rel = p.relative_to(recipe.directory)
         if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
@@ -356,8 +522,9 @@ def _context_plan(recipe: HarnessRecipe, root: Path, wheels: Path | None) -> dic
             plan[f"wheels/{w.name}"] = w
         plan["wheels/requirements.txt"] = ("\n".join(recipe.wheels) + "\n").encode()
     if recipe.npm:
-        # Extension point: stage `npm install -g --prefix <ctx>/npm-global <pkgs>` here, keyed like the wheels.
-        raise ImageBuildError(f"{recipe.harness}: npm packages in recipe.json are not supported yet")
+        if npm is None:
+            raise ImageBuildError(f"npm packages for {recipe.harness} are not staged (run ensure_image)")
+        plan["npm-global"] = npm
     for rel_src in recipe.files:
         src = root / rel_src
         if not src.is_file():
@@ -369,21 +536,31 @@ def _context_plan(recipe: HarnessRecipe, root: Path, wheels: Path | None) -> dic
     return plan
 
 
-def _recipe_hash(plan: dict[str, Path | bytes], base_identity: str, build_args: dict[str, str]) -> str:
-    entries = {
-        rel: hashlib.sha256(src).hexdigest() if isinstance(src, bytes) else _sha256_file(src)
-        for rel, src in plan.items()
-    }
+def _entry_digest(src: PlanEntry) -> str:
+    if isinstance(src, _Tree):
+        return "tree:" + src.digest
+    return hashlib.sha256(src).hexdigest() if isinstance(src, bytes) else _sha256_file(src)
+
+
+def _recipe_hash(plan: dict[str, PlanEntry], base_identity: str, build_args: dict[str, str]) -> str:
+    entries = {rel: _entry_digest(src) for rel, src in plan.items()}
     return _hash_json({"context": entries, "base": base_identity, "build_args": build_args})
 
 
 def ensure_image(client: docker.DockerClient, harness: str, progress: Progress | None = None) -> ImageRecord:
-    """Return the pinned image for ``harness``, building it offline only when its recipe hash is new."""
+    """Return the pinned image for ``harness``, building it offline only when its recipe hash is new.
+
+    Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
+    """
     say = progress or _stderr
     root = repo_root()
     recipe = load_harness_recipe(harness, root)
-    base = _ensure_base(client, say, root)
-    plan = _context_plan(recipe, root, _stage_wheels(recipe, say) if recipe.wheels else None)
+    if recipe.unavailable:
+        raise ImageUnavailable(harness, recipe.unavailable)
+    base = _ensure_base(client, say, root, recipe.base)
+    wheels = _stage_wheels(recipe, say) if recipe.wheels else None
+    npm = _stage_npm(recipe, say) if recipe.npm else None
+    plan = _context_plan(recipe, root, wheels, npm)
     rhash = _recipe_hash(plan, base.identity, recipe.build_args)
     tag = f"runner/{harness}:{rhash[:12]}"
     image = _find_built(client, harness, rhash, tag)
@@ -415,10 +592,23 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
     return record
 
 
+def _link_tree(src: Path, dest: Path) -> None:
+    """Replicate a staged tree in the build context: hard links (no copying hundreds of MB), symlinks as symlinks."""
+
+    def link(s: str, d: str) -> str:
+        try:
+            os.link(s, d)
+        except OSError:  # another filesystem, or links not allowed: copy
+            shutil.copy2(s, d)
+        return d
+
+    shutil.copytree(src, dest, symlinks=True, copy_function=link)
+
+
 def _build(
     client: docker.DockerClient,
     recipe: HarnessRecipe,
-    plan: dict[str, Path | bytes],
+    plan: dict[str, PlanEntry],
     base: _Base,
     rhash: str,
     tag: str,
@@ -429,11 +619,13 @@ def _build(
         for rel, src in plan.items():
             dest = Path(ctx, rel)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(src, bytes):
+            if isinstance(src, _Tree):
+                _link_tree(src.path, dest)
+            elif isinstance(src, bytes):
                 dest.write_bytes(src)
             else:
                 shutil.copyfile(src, dest)
-        say(f"[{recipe.harness}] building {tag} offline from {len(plan)} context files")
+        say(f"[{recipe.harness}] building {tag} offline from {len(plan)} context entries")
         image_id: str | None = None
         tail: list[str] = []
         try:
@@ -466,7 +658,12 @@ def _build(
 
 
 def _version_output(client: docker.DockerClient, image_id: str, command: Iterable[str], timeout: int = 60) -> str:
-    """Run the recipe's version command in a short-lived hardened container (no network), removed afterwards."""
+    """Run the recipe's version command in a short-lived hardened container (no network), removed afterwards.
+
+    It runs as the image's user with a read-only root, and a tmpfs on /tmp and on the home directory (the way turns
+    run), so a CLI that writes state on start still answers. The limits are loose enough for node and the
+    native CLIs (several hundred MB binaries, a dozen threads each).
+    """
     container = None
     try:
         container = client.containers.run(
@@ -477,9 +674,12 @@ def _version_output(client: docker.DockerClient, image_id: str, command: Iterabl
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             read_only=True,
-            tmpfs={"/tmp": "rw,size=16m,mode=1777"},
-            pids_limit=64,
-            mem_limit="256m",
+            tmpfs={
+                "/tmp": "rw,size=64m,mode=1777",
+                "/home/runner": "rw,size=64m,mode=0700,uid=1000,gid=1000",
+            },
+            pids_limit=256,
+            mem_limit="1g",
             labels={"runner.owner": "images"},
         )
         status = container.wait(timeout=timeout)
@@ -527,11 +727,13 @@ def current_recipe_hash(client: docker.DockerClient, harness: str, root: Path | 
     """The recipe hash ``ensure_image`` would compute now, without bootstrapping, downloading or building."""
     root = root or repo_root()
     recipe = load_harness_recipe(harness, root)
-    ref = _pinned_ref()
+    if recipe.unavailable:
+        raise ImageUnavailable(harness, recipe.unavailable)
+    ref = _pinned_ref(recipe.base)
     if ref:
         identity = ref
     else:
-        bhash = base_recipe_hash(root)
+        bhash = base_recipe_hash(root, recipe.base)
         found = _find_base(client, bhash)
         tar = cache_dir() / "base" / f"{bhash}.tar"
         if found is not None:
@@ -539,9 +741,12 @@ def current_recipe_hash(client: docker.DockerClient, harness: str, root: Path | 
         elif tar.exists():
             identity = "sha256:" + _sha256_file(tar)
         else:
-            raise ImageMissing(f"the base image for recipe {bhash[:12]} is not built")
+            raise ImageMissing(f"the base image {recipe.base!r} for recipe {bhash[:12]} is not built")
     wheels = _wheel_dir(recipe)
-    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None)
+    stage = _npm_dir(recipe)
+    digest = _npm_digest(stage)
+    npm = _Tree(stage / "npm-global", digest) if digest else None
+    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm)
     return _recipe_hash(plan, identity, recipe.build_args)
 
 
@@ -576,7 +781,18 @@ def verify_lock(client: docker.DockerClient, root: Path | None = None) -> list[s
     return problems
 
 
-def buildable_harnesses(root: Path | None = None) -> list[str]:
-    """Every image with a build context under ``images/`` (a directory holding a ``recipe.json``), base excluded."""
+def _harness_dirs(root: Path | None) -> list[Path]:
     images = (root or repo_root()) / "images"
-    return sorted(p.parent.name for p in images.glob("*/recipe.json") if p.parent.name != "base")
+    return sorted(p.parent for p in images.glob("*/recipe.json") if _is_harness_dir(p.parent))
+
+
+def buildable_harnesses(root: Path | None = None) -> list[str]:
+    """Every harness image under ``images/`` (a directory with a Dockerfile and a recipe.json) that can be built
+    here: bases (no Dockerfile) and recipes marked ``unavailable`` are left out."""
+    return [d.name for d in _harness_dirs(root) if not _load_json(d / "recipe.json").get("unavailable")]
+
+
+def unavailable_images(root: Path | None = None) -> dict[str, str]:
+    """Harness images whose recipe says they cannot be built here: {harness: reason}."""
+    reasons = {d.name: _load_json(d / "recipe.json").get("unavailable") for d in _harness_dirs(root)}
+    return {name: str(reason) for name, reason in reasons.items() if reason}

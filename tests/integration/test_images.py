@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import shutil
 import time
 import uuid
@@ -19,13 +20,25 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.engine import EngineUnavailable, ImageBuildError, ImageReferenceError, connect
+from runner.sandbox.engine import (
+    EngineUnavailable,
+    ImageBuildError,
+    ImageMissing,
+    ImageReferenceError,
+    ImageUnavailable,
+    connect,
+)
 from runner.sandbox.images import (
     ImageRecord,
+    base_image_env,
     base_recipe_hash,
+    buildable_harnesses,
+    current_recipe_hash,
     ensure_base,
     ensure_image,
+    load_harness_recipe,
     read_lock,
+    unavailable_images,
     verify_lock,
     write_lock,
 )
@@ -167,3 +180,67 @@ def test_unreachable_engine_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
     with pytest.raises(EngineUnavailable, match=r"ensure-docker\.sh"):
         connect(timeout=5)
+
+
+def test_node_base_is_imported_and_has_node_20(client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(REPO))
+    monkeypatch.delenv("RUNNER_BASE_NODE_IMAGE", raising=False)
+    image = client.images.get(ensure_base(client, progress=lambda _line: None, name="base-node"))
+    labels = image.labels
+    assert labels["runner.base.recipe"] == base_recipe_hash(REPO, "base-node") != base_recipe_hash(REPO)
+    assert image.attrs["RootFS"]["Layers"] == [f"sha256:{labels['runner.base.sha256']}"]
+    assert f"runner/base-node:{labels['runner.base.recipe'][:12]}" in image.tags
+    out = client.containers.run(
+        image.id,
+        [
+            "sh",
+            "-c",
+            "node --version; command -v socat; command -v tini; command -v npm || command -v python3 || echo absent",
+        ],
+        network_mode="none",
+        remove=True,
+    )
+    node, socat, tini, absent = out.decode().split()
+    assert node.startswith("v20.") or int(node[1:].split(".")[0]) > 20
+    assert (socat, tini, absent) == ("/usr/bin/socat", "/usr/bin/tini", "absent")
+
+
+def test_each_base_has_its_own_override_variable(client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert base_image_env() == "RUNNER_BASE_IMAGE"
+    assert base_image_env("base-node") == "RUNNER_BASE_NODE_IMAGE"
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(REPO))
+    monkeypatch.setenv("RUNNER_BASE_NODE_IMAGE", "node:20")
+    with pytest.raises(ImageReferenceError, match="RUNNER_BASE_NODE_IMAGE"):
+        ensure_base(client, name="base-node")
+    with pytest.raises(ImageMissing, match="no base recipe 'reference'"):
+        ensure_base(client, name="reference")
+
+
+def test_image_directories_are_sorted_into_bases_harnesses_and_unavailable() -> None:
+    buildable = buildable_harnesses(REPO)
+    unavailable = unavailable_images(REPO)
+    assert {"reference", "claude-code", "codex", "pi", "gemini", "qwen", "opencode"} <= set(buildable)
+    assert not {"base", "base-node", "common", "deepseek"} & set(buildable)
+    assert set(unavailable) == {"deepseek"} and "dsh" in unavailable["deepseek"]
+    for name in buildable:
+        recipe = load_harness_recipe(name, REPO)
+        assert recipe.base in ("base", "base-node")
+        assert all("@" in spec[1:] for spec in recipe.npm), f"{name}: npm specs must pin a version"
+
+
+def test_unavailable_recipe_raises_before_any_work(
+    client: docker.DockerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _copy_recipes(tmp_path)
+    recipe = root / "images" / "reference" / "recipe.json"
+    data = json.loads(recipe.read_text())
+    recipe.write_text(json.dumps({**data, "unavailable": "needs a licence this machine lacks"}))
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(root))
+    assert buildable_harnesses(root) == []
+    assert unavailable_images(root) == {"reference": "needs a licence this machine lacks"}
+    with pytest.raises(ImageUnavailable, match="needs a licence this machine lacks") as caught:
+        ensure_image(client, "reference", progress=lambda line: pytest.fail(f"tried to build: {line}"))
+    assert (caught.value.harness, caught.value.reason) == ("reference", "needs a licence this machine lacks")
+    with pytest.raises(ImageUnavailable):
+        current_recipe_hash(client, "reference")
+    assert not (root / "images" / "lock.json").exists()

@@ -1,0 +1,394 @@
+"""The vendor CLI images against the real Docker Engine: offline builds on the node base, the pinned CLI versions as
+a turn runs them (uid 1000, network none, read-only root, tmpfs HOME), runner-entry's model-port forwarding, Pi's
+MCP adapter, the warm path, and DeepSeek's "unavailable" recipe.
+
+The images are built in a temporary copy of the image recipes (RUNNER_REPO_ROOT) with a per-run line inserted
+after FROM that fails if the build can resolve names, so every image really builds offline on each run and is
+removed afterwards. The bases and the npm stages are shared with normal use ($RUNNER_CACHE_DIR): the first run on
+a machine also stages the CLIs with npm (about a minute) and bootstraps the node base (about 30 s).
+RUNNER_TEST_REUSE_VENDOR_IMAGES=1 skips the nonce line, so the images `runner images build --all` made are reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import socketserver
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import pytest
+from docker.types import Mount
+
+from runner.sandbox.engine import EngineUnavailable, ImageUnavailable, connect
+from runner.sandbox.images import (
+    ImageRecord,
+    buildable_harnesses,
+    ensure_image,
+    load_harness_recipe,
+    unavailable_images,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
+
+REPO = Path(__file__).resolve().parents[2]
+
+# harness -> (command on PATH, pinned npm package, pinned version, where the command must resolve to)
+VENDORS: dict[str, tuple[str, str, str, str]] = {
+    "claude-code": (
+        "claude",
+        "@anthropic-ai/claude-code",
+        "2.1.328",
+        "/usr/local/lib/node_modules/@anthropic-ai/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude",
+    ),
+    "codex": (
+        "codex",
+        "@openai/codex",
+        "0.169.0",
+        "/usr/local/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/"
+        "x86_64-unknown-linux-musl/bin/codex",
+    ),
+    "pi": (
+        "pi",
+        "@mariozechner/pi-coding-agent",
+        "0.73.1",
+        "/usr/local/lib/node_modules/@mariozechner/pi-coding-agent/dist/cli.js",
+    ),
+    "gemini": (
+        "gemini",
+        "@google/gemini-cli",
+        "0.61.0",
+        "/usr/local/lib/node_modules/@google/gemini-cli/bundle/gemini.js",
+    ),
+    "qwen": ("qwen", "@qwen-code/qwen-code", "0.24.4", "/usr/local/lib/node_modules/@qwen-code/qwen-code/cli-entry.js"),
+    "opencode": ("opencode", "opencode-ai", "1.18.33", "/usr/local/lib/node_modules/opencode-ai/bin/opencode.exe"),
+}
+PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"
+HOME = "/home/runner"
+TURN_MOUNT = "/run/runner"
+
+
+# ------------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def client() -> docker.DockerClient:
+    try:
+        return connect()
+    except EngineUnavailable as exc:
+        pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    dest = tmp_path_factory.mktemp("repo")
+    for name in ("base", "base-node", "common", "deepseek", *VENDORS):
+        shutil.copytree(REPO / "images" / name, dest / "images" / name)
+    (dest / "harness_profiles").mkdir()
+    if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):
+        nonce = uuid.uuid4().hex
+        for name in VENDORS:
+            dockerfile = dest / "images" / name / "Dockerfile"
+            lines = dockerfile.read_text().splitlines()
+            at = next(i for i, line in enumerate(lines) if line.startswith("FROM ")) + 1
+            # Fails the build if the build container can resolve names; the nonce defeats the layer cache.
+            lines.insert(at, f"RUN ! getent hosts deb.debian.org && echo offline-build-{nonce}")
+            dockerfile.write_text("\n".join(lines) + "\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_REPO_ROOT", str(dest))
+        for var in ("RUNNER_BASE_IMAGE", "RUNNER_BASE_NODE_IMAGE"):
+            mp.delenv(var, raising=False)
+        yield dest
+
+
+@pytest.fixture(scope="module")
+def built(client: docker.DockerClient, root: Path) -> Iterator[dict[str, tuple[ImageRecord, float]]]:
+    records: dict[str, tuple[ImageRecord, float]] = {}
+    try:
+        for harness in VENDORS:
+            started = time.monotonic()
+            record = ensure_image(client, harness, progress=lambda _line: None)
+            records[harness] = (record, time.monotonic() - started)
+        yield records
+    finally:
+        if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):
+            for record, _ in records.values():
+                with contextlib.suppress(docker.errors.APIError):
+                    client.images.remove(record.image_id, force=True)
+
+
+def _run(
+    client: docker.DockerClient,
+    image_id: str,
+    command: list[str],
+    *,
+    environment: dict[str, str] | None = None,
+    mounts: list[Mount] | None = None,
+    timeout: int = 120,
+) -> tuple[int, str, str]:
+    """Run ``command`` the way a turn runs a CLI: uid 1000, no network, read-only root, tmpfs HOME and /tmp."""
+    container = client.containers.run(
+        image_id,
+        command,
+        detach=True,
+        user="1000:1000",
+        network_mode="none",
+        read_only=True,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        tmpfs={"/tmp": "rw,size=64m,mode=1777", HOME: "rw,size=256m,mode=0700,uid=1000,gid=1000"},
+        environment={"HOME": HOME, **(environment or {})},
+        mounts=mounts or [],
+        init=True,
+        pids_limit=512,
+        mem_limit="2g",
+        labels={"runner.owner": "test-vendor-images"},
+    )
+    try:
+        status = container.wait(timeout=timeout)
+        out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+        err = container.logs(stdout=False, stderr=True).decode(errors="replace")
+    finally:
+        with contextlib.suppress(docker.errors.APIError):
+            container.remove(force=True)
+    return int(status["StatusCode"]), out, err
+
+
+# --------------------------------------------------------------------------------- host socket servers
+
+
+class _EchoHandler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        data = self.rfile.read()  # until the client half-closes
+        self.wfile.write(b"echo: " + data)
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+@contextlib.contextmanager
+def _serve(directory: Path, name: str, handler: type[socketserver.BaseRequestHandler]) -> Iterator[Path]:
+    """A unix-socket server in ``directory`` (made 0755, the socket 0666: the container user is uid 1000)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    path = directory / name
+    server = _UnixServer(str(path), handler)
+    path.chmod(0o666)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        server.shutdown()
+        server.server_close()
+        path.unlink(missing_ok=True)
+
+
+class _FakeChatModel(BaseHTTPRequestHandler):
+    """OpenAI chat completions, streamed: answers every request with the text FINAL and records the request."""
+
+    protocol_version = "HTTP/1.1"
+    requests: list[dict[str, Any]] = []  # noqa: RUF012 (one list per test, reset by the test)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        type(self).requests.append({"path": self.path, "body": body})
+        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "m")}
+        events = [
+            {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "FINAL"}}]},
+            {
+                **chunk,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+        ]
+        payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(payload.encode())))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload.encode())
+        self.close_connection = True
+
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def address_string(self) -> str:  # unix sockets have no client address
+        return "unix"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _free_port_hint() -> int:
+    """Any port works inside the container's own network namespace; vary it to catch hard-coded ports."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---------------------------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("harness", list(VENDORS))
+def test_image_builds_offline_with_the_pinned_cli(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]], harness: str
+) -> None:
+    record, seconds = built[harness]
+    _, package, version, _ = VENDORS[harness]
+    print(f"{harness}: ensure_image {seconds:.1f} s, {record.version_output!r}")
+    assert f"{package}@{version}" in load_harness_recipe(harness).npm
+    assert (record.cli_package, record.cli_version) == (package, version)
+    image = client.images.get(record.image_id)
+    assert image.labels["runner.image"] == harness
+    assert image.labels["runner.recipe"] == record.recipe_hash
+    assert image.attrs["Config"]["User"] == "1000:1000"
+    assert image.attrs["Config"]["WorkingDir"] == HOME
+
+
+@pytest.mark.parametrize("harness", list(VENDORS))
+def test_cli_on_path_prints_its_version_as_a_turn_runs_it(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]], harness: str
+) -> None:
+    record, _ = built[harness]
+    command, _, version, target = VENDORS[harness]
+    rc, out, err = _run(
+        client,
+        record.image_id,
+        ["sh", "-c", f'id -u; readlink -f "$(command -v {command})"; node --version; {command} --version 2>&1'],
+    )
+    assert rc == 0, err
+    uid, resolved, node, *version_lines = out.strip().splitlines()
+    print(f"{harness}: {command} -> {resolved}; node {node}; {' '.join(version_lines)}")
+    assert uid == "1000"
+    assert resolved == target
+    assert node.startswith("v") and int(node[1:].split(".")[0]) >= 20
+    assert version in " ".join(version_lines)
+
+
+@pytest.mark.parametrize("harness", list(VENDORS))
+def test_runner_entry_forwards_the_model_port_and_changes_directory(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]], harness: str, tmp_path: Path
+) -> None:
+    record, _ = built[harness]
+    port = _free_port_hint()
+    with _serve(tmp_path / "turn", "model.sock", _EchoHandler) as sock:
+        rc, out, err = _run(
+            client,
+            record.image_id,
+            [
+                "runner-entry",
+                "sh",
+                "-c",
+                'echo "cwd=$(pwd) PWD=$PWD"; printf ping | socat -t 5 - "TCP:127.0.0.1:$RUNNER_MODEL_PORT"',
+            ],
+            environment={"RUNNER_MODEL_PORT": str(port), "RUNNER_CD": "/tmp"},
+            mounts=[Mount(TURN_MOUNT, str(sock.parent), type="bind", read_only=True)],
+        )
+    assert rc == 0, err
+    assert out.splitlines() == ["cwd=/tmp PWD=/tmp", "echo: ping"], (out, err)
+
+
+def test_runner_entry_without_a_port_just_execs_and_rejects_a_bad_port(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]]
+) -> None:
+    record, _ = built["gemini"]
+    rc, out, _ = _run(
+        client, record.image_id, ["runner-entry", "sh", "-c", 'echo "$(cat /proc/$PPID/comm) $(id -u) $PWD"']
+    )
+    assert rc == 0
+    parent, uid, pwd = out.split()
+    assert (uid, pwd) == ("1000", HOME)
+    assert parent in ("docker-init", "tini")  # runner-entry exec'd the command: its parent is the init
+    rc, _, err = _run(client, record.image_id, ["runner-entry", "true"], environment={"RUNNER_MODEL_PORT": "http"})
+    assert rc == 125 and "not a port number" in err
+    rc, _, err = _run(client, record.image_id, ["runner-entry", "true"], environment={"RUNNER_CD": "/nonexistent"})
+    assert rc != 0 and "RUNNER_CD" in err
+    rc, _, err = _run(client, record.image_id, ["runner-entry"])
+    assert rc == 125 and "usage" in err
+
+
+def test_pi_loads_the_mcp_adapter_offline(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]], tmp_path: Path
+) -> None:
+    """The adapter's flag shows in --help, and a real turn against a fake model offers the adapter's `mcp` tool."""
+    record, _ = built["pi"]
+    assert "pi-mcp-adapter 2.36.0 (loaded)" in (record.version_output or "")
+    port = _free_port_hint()
+    models = {
+        "providers": {
+            "fake": {
+                "baseUrl": f"http://127.0.0.1:{port}/v1",
+                "api": "openai-completions",
+                "apiKey": "sk-fake",
+                "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+                "models": [{"id": "fake-model", "reasoning": False, "input": ["text"]}],
+            }
+        }
+    }
+    script = (
+        'mkdir -p "$HOME/.pi/agent" && printf %s "$PI_MODELS" > "$HOME/.pi/agent/models.json" && '
+        f"pi --offline --no-extensions -e {PI_ADAPTER} --help 2>&1 | grep -e --mcp-config && "
+        f"exec pi --offline --mode json --no-session --no-extensions -e {PI_ADAPTER} "
+        '--provider fake --model fake-model "Say FINAL."'
+    )
+    _FakeChatModel.requests = []
+    with _serve(tmp_path / "turn", "model.sock", _FakeChatModel) as sock:
+        rc, out, err = _run(
+            client,
+            record.image_id,
+            ["runner-entry", "sh", "-c", script],
+            environment={"RUNNER_MODEL_PORT": str(port), "RUNNER_CD": "/tmp", "PI_MODELS": json.dumps(models)},
+            mounts=[Mount(TURN_MOUNT, str(sock.parent), type="bind", read_only=True)],
+        )
+    assert rc == 0, f"{out}\n{err}"
+    assert "--mcp-config" in out
+    assert "Failed to load extension" not in out + err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert any(e.get("type") == "agent_end" for e in events), out
+    assert _FakeChatModel.requests, "pi never reached the model through runner-entry's forwarder"
+    tools = {t["function"]["name"] for r in _FakeChatModel.requests for t in r["body"].get("tools", [])}
+    print(f"pi offered the model: {sorted(tools)}")
+    assert "mcp" in tools  # pi-mcp-adapter's gateway tool
+
+
+def test_warm_ensure_for_every_image_takes_seconds(
+    client: docker.DockerClient, root: Path, built: dict[str, tuple[ImageRecord, float]]
+) -> None:
+    harnesses = buildable_harnesses(root)
+    assert sorted(harnesses) == sorted(VENDORS)
+    before = {i.id for i in client.images.list(filters={"label": "runner.image"})}
+    started = time.monotonic()
+    again = {h: ensure_image(client, h, progress=lambda _line: None) for h in harnesses}
+    elapsed = time.monotonic() - started
+    print(f"warm ensure_image for {len(harnesses)} images: {elapsed:.2f} s")
+    assert {h: r.image_id for h, r in again.items()} == {h: built[h][0].image_id for h in harnesses}
+    assert {i.id for i in client.images.list(filters={"label": "runner.image"})} == before
+    assert elapsed < 5, f"warm ensure_image for all images took {elapsed:.2f} s"
+
+
+def test_deepseek_is_unavailable_with_its_reason(client: docker.DockerClient, root: Path) -> None:
+    reason = json.loads((root / "images" / "deepseek" / "recipe.json").read_text())["unavailable"]
+    assert "deepseek" not in buildable_harnesses(root)
+    assert unavailable_images(root) == {"deepseek": reason}
+    started = time.monotonic()
+    with pytest.raises(ImageUnavailable) as caught:
+        ensure_image(client, "deepseek", progress=lambda line: pytest.fail(f"tried to build: {line}"))
+    assert time.monotonic() - started < 2
+    assert caught.value.harness == "deepseek"
+    assert caught.value.reason == reason
+    assert reason in str(caught.value)
