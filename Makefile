@@ -1,5 +1,6 @@
 # The two commands of the README are the contract:
-#   make run    set everything up on a fresh machine (venv, Docker Engine, images) and run one turn
+#   make run    set everything up on a fresh machine (venv, Docker Engine, images) and run one turn:
+#               the real Codex CLI, in its pinned image, against the scripted model
 #   make test   every test layer: lint and types, unit, integration (real engine, real MCP SDK),
 #               end to end (each real vendor CLI against the scripted model)
 PYTHON ?= python3
@@ -11,7 +12,7 @@ PYTEST := $(BIN)/pytest
 .PHONY: run test setup venv engine images lint unit integration e2e bench gc clean
 
 run: setup
-	$(RUNNER) exec --harness reference --case escalation
+	$(RUNNER) exec --harness codex --case escalation
 
 setup: venv engine images
 

@@ -250,9 +250,14 @@ def images_build(
     all_: Annotated[bool, typer.Option("--all", help="Build every image under images/.")] = False,
 ) -> None:
     """Build (or reuse from cache) the pinned images, offline, and record them in images/lock.json."""
-    from runner.sandbox.images import buildable_harnesses, ensure_image
+    from runner.sandbox.images import buildable_harnesses, ensure_image, unavailable_images
 
     wanted = buildable_harnesses() if all_ or not harness else harness
+    unavailable = unavailable_images()
+    for name, reason in sorted(unavailable.items()):
+        if all_ or not harness or name in wanted:
+            err.print(f"[yellow]{name}: unavailable[/] — {reason}", highlight=False)
+    wanted = [name for name in wanted if name not in unavailable]
     try:
         client = connect()
         for name in wanted:
