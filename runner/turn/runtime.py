@@ -28,7 +28,7 @@ import docker
 
 import runner
 from runner.conformance.behaviours import Behaviour, actions_for
-from runner.conformance.cases import Case
+from runner.conformance.cases import Case, Condition
 from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
@@ -63,6 +63,17 @@ class TurnRequest:
     model: ModelChoice
     deadline: float | None = None  # seconds; the profile's default when None
     keep: bool = False
+    condition_id: str | None = None  # the row's condition; the case's first when None
+
+    @property
+    def condition(self) -> Condition:
+        if self.condition_id is None:
+            return self.case.condition
+        for condition in self.case.conditions:
+            if condition.id == self.condition_id:
+                return condition
+        known = ", ".join(c.id for c in self.case.conditions)
+        raise ValueError(f"the case {self.case.id} has no condition {self.condition_id!r} (known: {known})")
 
 
 @dataclass
@@ -111,7 +122,7 @@ class TurnReport:
 
 async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Progress = lambda _: None) -> TurnReport:
     started = time.monotonic()
-    profile, case, condition = req.profile, req.case, req.case.condition
+    profile, case, condition = req.profile, req.case, req.condition
     execution_id = f"{case.id}.{condition.id}.{profile.id}"
     deadline = req.deadline if req.deadline is not None else profile.default_deadline_seconds
     scrubber = Scrubber(os.environ, profile.credentials)
@@ -298,7 +309,7 @@ def _write_artifacts(
 
     files = {
         "record": dump("record.json", record),
-        "result": dump("result.json", result.to_json()),
+        "executionResult": dump("execution-result.json", result.to_json()),
         "script": dump("script.json", script),
         "stdout": str(out / "stdout.log"),
         "stderr": str(out / "stderr.log"),

@@ -1,0 +1,1 @@
+"""The conformance matrix around single turns: cells, runs, reports, reproduction, CI plans."""

@@ -1,0 +1,50 @@
+"""The cells of a matrix: rows (case × condition) by columns (harnesses), with the filters every
+command shares (``--harness ID,...|all``, ``--case ID,...|all``). Pure apart from reading profiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.conformance.cases import CASES, Case, Condition, get_case
+from runner.harnesses.profile import Profile, find_profile, known_harnesses
+
+
+@dataclass(frozen=True)
+class Cell:
+    case: Case
+    condition: Condition
+    profile: Profile
+
+    @property
+    def id(self) -> str:
+        return f"{self.case.id}.{self.condition.id}.{self.profile.id}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "case": self.case.id, "condition": self.condition.id, "column": self.profile.id}
+
+
+def split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def select_harnesses(spec: str, profiles_dir: Path | None = None) -> list[Profile]:
+    """``all`` (every profile found, unavailable ones included: they are reported, not run) or a list."""
+    names = known_harnesses(profiles_dir) if spec == "all" else split(spec)
+    return [find_profile(name, profiles_dir) for name in names]
+
+
+def select_cases(spec: str) -> list[Case]:
+    return list(CASES.values()) if spec == "all" else [get_case(name) for name in split(spec)]
+
+
+def cells(harnesses: str = "all", cases: str = "all", profiles_dir: Path | None = None) -> list[Cell]:
+    """Every cell, row-major in case-set order, columns in profile order (reference first)."""
+    profiles = sorted(select_harnesses(harnesses, profiles_dir), key=lambda p: (p.id != "reference", p.id))
+    return [
+        Cell(case, condition, profile)
+        for case in select_cases(cases)
+        for condition in case.conditions
+        for profile in profiles
+    ]
