@@ -72,6 +72,7 @@ def new_run_id() -> str:
 def exec_(
     harness: Annotated[str, typer.Option(help="Harness id (a profile in harness_profiles/), e.g. reference.")] = "",
     case: Annotated[str, typer.Option(help="Case id, e.g. escalation or escalation-refused.")] = "escalation",
+    condition: Annotated[str | None, typer.Option(help="The row's condition (default: the case's first).")] = None,
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
     deadline: Annotated[float | None, typer.Option(help="Turn deadline in seconds (default: the profile's).")] = None,
     keep: Annotated[bool, typer.Option(help="Keep the container after the turn, for inspection.")] = False,
@@ -109,40 +110,55 @@ def exec_(
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     try:
         choice = choose_model(model, profile, os.environ)
-    except ModelChoiceError as error:
+        condition_obj = _condition(case_obj, condition)
+    except (ModelChoiceError, ValueError) as error:
         fail(Exit.USAGE, str(error), as_json)
 
-    from runner.sandbox.images import ensure_image
-    from runner.turn.runtime import TurnRequest, run_turn
+    from runner.matrix.cell import CellOptions, run_cell
+    from runner.matrix.cells import Cell
 
     run_id = new_run_id()
-    target = out_dir or Path("runs") / run_id / f"{case_obj.id}.{case_obj.condition.id}.{profile.id}"
+    cell = Cell(case_obj, condition_obj, profile)
+    target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else (lambda msg: err.print(f"[dim]…[/] {msg}", highlight=False))
     if choice.mode != "none":
         err.print(f"[bold]model: {choice.mode}[/] ({choice.why})", highlight=False)
+    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True)
     try:
         client = connect()
-        image = ensure_image(client, profile.image, progress=progress)
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error), as_json)
-    request = TurnRequest(
-        case=case_obj, profile=profile, behaviour=behaviour_obj, image=image,
-        out_dir=target, run_id=run_id, model=choice, deadline=deadline, keep=keep,
-    )
-    report = _run_interruptible(run_turn, client, request, progress, run_id, as_json)
+    job = lambda: run_cell(client, cell, target, options, progress)  # noqa: E731
+    result, report = interruptible(job, client, run_id, keep, as_json)
+    body = {**(report.to_json() if report else {}), "cell": result["cell"], "grade": result.get("grade"),
+            "pins": result["pins"], "repro": result["repro"]}
+    body["infrastructureError"] = result.get("infrastructureError")
     if as_json:
-        print(json.dumps(report.to_json(), ensure_ascii=False))
+        print(json.dumps(body, ensure_ascii=False))
+    elif report is not None:
+        _print_summary(report, result)
     else:
-        _print_summary(report)
-    if report.infrastructure_error is not None:
-        problem = report.infrastructure_error
+        out.print(result.get("grade", {}).get("evidence", ""))
+    if result.get("infrastructureError"):
+        problem = result["infrastructureError"]
         text = f"infrastructure error ({problem['kind']}): {problem['detail']}"
         err.print(f"[bold red]runner:[/] {text}", highlight=False)
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
 
-def _run_interruptible(run_turn: Any, client: Any, request: Any, progress: Any, run_id: str, as_json: bool) -> Any:
-    """Run the turn; Ctrl-C or SIGTERM cancels it, and its teardown still removes the container."""
+def _condition(case: Any, condition_id: str | None) -> Any:
+    if condition_id is None:
+        return case.condition
+    for candidate in case.conditions:
+        if candidate.id == condition_id:
+            return candidate
+    known = ", ".join(c.id for c in case.conditions)
+    raise ValueError(f"the case {case.id} has no condition {condition_id!r} (known: {known})")
+
+
+def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool) -> Any:
+    """Run ``job()`` (a coroutine factory); Ctrl-C or SIGTERM cancels it, and its teardown still
+    removes every container of the run."""
     from runner.sandbox.container import RUN_LABEL, remove_labelled
 
     result: list[Any] = []
@@ -159,7 +175,7 @@ def _run_interruptible(run_turn: Any, client: Any, request: Any, progress: Any, 
                         return
 
             tg.start_soon(watch_signals)
-            result.append(await run_turn(client, request, progress))
+            result.append(await job())
             tg.cancel_scope.cancel()
 
     try:
@@ -167,13 +183,14 @@ def _run_interruptible(run_turn: Any, client: Any, request: Any, progress: Any, 
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error), as_json)
     finally:
-        remove_labelled(client, f"{RUN_LABEL}={run_id}") if not request.keep else None
+        if not keep:
+            remove_labelled(client, f"{RUN_LABEL}={run_id}")
     if interrupted or not result:
-        fail(Exit.INTERRUPTED, "interrupted; the turn's container and socket directory were removed", as_json)
+        fail(Exit.INTERRUPTED, "interrupted; the run's containers and socket directories were removed", as_json)
     return result[0]
 
 
-def _print_summary(report: Any) -> None:
+def _print_summary(report: Any, cell: dict[str, Any]) -> None:
     data = report.to_json()
     meta = data["outcome"]["metadata"]
     status = data["status"]
@@ -187,6 +204,8 @@ def _print_summary(report: Any) -> None:
     table.add_row("harness outcome", str(meta.get("harnessOutcome", "(no ask: the CLI's own outcome is the turn's)"))
                   + (f"  ({meta['harnessErrorCode']})" if meta.get("harnessErrorCode") else ""))
     table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
+    if cell.get("grade"):
+        table.add_row("cell grade", str(cell["grade"].get("evidence")))
     table.add_row("harness", f"{data['harness']} · behaviour {data['behaviour']} · exit {data['exitCode']}"
                   + ("  · stopped at the deadline" if data["deadlineHit"] else ""))
     table.add_row("model", f"{data['model']['mode']}  ({data['model']['why']})")
@@ -202,6 +221,7 @@ def _print_summary(report: Any) -> None:
         for line in tail[-12:]:
             out.print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     out.print(f"[bold]files[/]  {Path(data['files']['record']).parent}")
+    out.print(f"[bold]repro[/]  {cell['repro']}", highlight=False, markup=False)
     if data["kept"]:
         out.print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")
 
