@@ -221,9 +221,208 @@ def _print_summary(report: Any, cell: dict[str, Any]) -> None:
         for line in tail[-12:]:
             out.print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     out.print(f"[bold]files[/]  {Path(data['files']['record']).parent}")
-    out.print(f"[bold]repro[/]  {cell['repro']}", highlight=False, markup=False)
+    out.print("[bold]repro[/]  ", end="")
+    out.print(cell["repro"], highlight=False, markup=False, soft_wrap=True)
     if data["kept"]:
         out.print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")
+
+
+def _matrix_cells(harness: str, case: str, profiles_dir: Path | None, as_json: bool = False) -> list[Any]:
+    from runner.matrix.cells import cells
+
+    try:
+        return cells(harness, case, profiles_dir)
+    except (UnknownCase, UnknownHarness) as error:
+        fail(Exit.UNKNOWN, str(error), as_json)
+    except ProfileError as error:
+        fail(Exit.PROFILE, str(error), as_json)
+
+
+@app.command()
+def run(
+    harness: Annotated[str, typer.Option(help="Columns: harness ids separated by commas, or all.")] = "all",
+    case: Annotated[str, typer.Option(help="Rows: case ids separated by commas, or all.")] = "all",
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Cells at once.")] = 2,
+    per_harness: Annotated[int, typer.Option(min=1, help="Cells of one CLI at once.")] = 1,
+    out_dir: Annotated[Path, typer.Option("--out", help="The run directory (one subdirectory per cell).")]
+    = Path("runs/matrix"),
+    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
+    model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per column).")] = None,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
+    profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+) -> None:
+    """Run a matrix of cells (rows = cases, columns = CLIs), resuming finished cells, then report it.
+
+    Example: runner run --harness all --case all -j 2
+    """
+    from runner.matrix import report as rep
+    from runner.matrix.cell import CellOptions, planned_pins, run_cell
+    from runner.matrix.run import run_matrix
+
+    try:
+        behaviour_obj = parse_behaviour(behaviour)
+    except UnknownBehaviour as error:
+        fail(Exit.UNKNOWN, str(error))
+    chosen = _matrix_cells(harness, case, profiles_dir)
+    run_id = new_run_id()
+    options = CellOptions(behaviour_obj, model, None, False, run_id)
+    try:
+        client = connect()
+        for profile in {c.profile.id: c.profile for c in chosen}.values():
+            choose_model(model, profile, os.environ)
+    except ModelChoiceError as error:
+        fail(Exit.USAGE, str(error))
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error))
+    from runner.sandbox.images import ensure_image
+
+    images: dict[str, Any] = {}
+
+    def planned(cell: Any) -> dict[str, Any]:
+        if cell.profile.unavailable or cell.case.not_implemented:
+            return planned_pins(cell, options)
+        if cell.profile.image not in images:
+            images[cell.profile.image] = ensure_image(client, cell.profile.image)
+        return planned_pins(cell, options, images[cell.profile.image])
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=False) as bar:
+        task = bar.add_task(f"{len(chosen)} cells", total=len(chosen))
+        running: set[str] = set()
+
+        def events(kind: str, cell: Any, result: dict[str, Any] | None) -> None:
+            if kind == "started":
+                running.add(cell.id)
+            elif kind in ("finished", "reused"):
+                running.discard(cell.id)
+                bar.advance(task)
+                status = rep.status(result or {})
+                err.print(f"  {cell.id}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
+            elif kind == "retrying":
+                err.print(f"  {cell.id}: infrastructure error, retrying", highlight=False)
+            bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
+
+        summary = interruptible(
+            lambda: run_matrix(chosen, out_dir, lambda cell, d: _cell_only(run_cell(client, cell, d, options)),
+                               planned, jobs=jobs, per_harness=per_harness, retries=retries, events=events),
+            client, run_id, False, False,
+        )
+    loaded = rep.load_cells([out_dir / c.id for c in chosen if (out_dir / c.id / "result.json").exists()])
+    (out_dir / "manifest.json").write_text(json.dumps(rep.manifest(loaded), indent=2) + "\n")
+    (out_dir / "report.md").write_text(rep.markdown(loaded))
+    (out_dir / "junit.xml").write_text(rep.junit(loaded))
+    out.print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
+              f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}")
+    if summary.infrastructure:
+        raise typer.Exit(int(Exit.INFRASTRUCTURE))
+
+
+async def _cell_only(job: Any) -> dict[str, Any]:
+    result, _ = await job
+    return dict(result)
+
+
+@app.command()
+def report(
+    dirs: Annotated[list[Path], typer.Argument(help="Cell directories, or directories holding them.")],
+    markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here (else to stdout).")] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    manifest: Annotated[Path | None, typer.Option(help="Write the manifest (JSON) here.")] = None,
+    expected_failures: Annotated[Path | None, typer.Option(help="Known failures (YAML): the gate passes on them.")]
+    = None,
+) -> None:
+    """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one."""
+    from runner.matrix import report as rep
+
+    try:
+        existing = [d for d in dirs if d.exists()]
+        loaded = rep.load_cells(existing) if existing else []
+        expected = rep.load_expected(expected_failures) if expected_failures else []
+    except rep.ReportError as error:
+        fail(Exit.USAGE, str(error))
+    verdict = rep.gate(loaded, expected)
+    text = rep.markdown(loaded, verdict)
+    if markdown:
+        markdown.write_text(text)
+    else:
+        print(text)
+    if junit:
+        junit.write_text(rep.junit(loaded))
+    if manifest:
+        manifest.write_text(json.dumps(rep.manifest(loaded, verdict), indent=2) + "\n")
+    err.print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
+              f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
+    if not verdict.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def repro(
+    path: Annotated[Path, typer.Argument(help="A cell directory (or its result.json).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where the rerun goes (default: PATH/repro-<id>).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Rerun the cell an artifact describes with the same pins, and say which pins differ.
+
+    A live cell is replayed from its recorded model exchanges, offline. Exit 0 when the grade is
+    reproduced, 1 when it differs.
+    """
+    from runner.conformance.hashing import comparable
+    from runner.matrix.artifact import read_cell
+    from runner.matrix.cell import CellOptions, run_cell
+    from runner.matrix.cells import Cell
+
+    directory = path.parent if path.is_file() else path
+    recorded = read_cell(directory)
+    if recorded is None:
+        fail(Exit.USAGE, f"{directory}: no readable result.json", as_json)
+    pins = recorded.get("pins", {})
+    try:
+        case_obj = get_case(recorded["cell"]["case"])
+        profile = find_profile(recorded["cell"]["column"])
+        condition_obj = _condition(case_obj, recorded["cell"]["condition"])
+        behaviour_obj = parse_behaviour(pins.get("behaviour", "cooperative"))
+    except (UnknownCase, UnknownHarness, UnknownBehaviour, ValueError) as error:
+        fail(Exit.UNKNOWN, str(error), as_json)
+    mode = pins.get("modelMode")
+    model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
+    run_id = new_run_id()
+    options = CellOptions(behaviour_obj, model, None, False, run_id, run_unsupported=True)
+    target = out_dir or directory / f"repro-{run_id}"
+    client = connect()
+    cell = Cell(case_obj, condition_obj, profile)
+    result, _ = interruptible(lambda: run_cell(client, cell, target, options), client, run_id, False, as_json)
+    differing = [k for k in comparable(pins, result["pins"]) if k != "modelMode" or mode != "live"]
+    was, now = recorded.get("grade", {}).get("status"), result.get("grade", {}).get("status")
+    if as_json:
+        print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
+    else:
+        out.print(f"recorded grade: {was}; rerun: {now}  ({target})")
+        for key in differing:
+            out.print(f"  pin not matched: {key}: {pins.get(key)!r} → {result['pins'].get(key)!r}", highlight=False)
+    if was != now:
+        raise typer.Exit(1)
+
+
+@app.command()
+def matrix(
+    output_format: Annotated[str, typer.Option("--format", help="github: JSON for strategy.matrix.")] = "github",
+    harness: Annotated[str, typer.Option(help="Columns, as for runner run.")] = "all",
+    case: Annotated[str, typer.Option(help="Rows, as for runner run.")] = "all",
+    profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+) -> None:
+    """Print the cell list for a CI matrix (the same cells and filters as runner run)."""
+    from runner.matrix.github import MatrixTooLarge, dumps, github_matrix
+
+    if output_format != "github":
+        fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
+    try:
+        print(dumps(github_matrix(_matrix_cells(harness, case, profiles_dir))))
+    except MatrixTooLarge as error:
+        fail(Exit.USAGE, str(error))
 
 
 @app.command()

@@ -132,10 +132,13 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
     envelope = Envelope(world, execution_id, RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__))
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     instructions = instructions_for(world.grants)
-    prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued)
+    prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
     envelope.annotate("promptHash", prompt_hash(instructions, prompt))
 
-    actions = [a.to_json() for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued)]
+    actions = [
+        a.to_json()
+        for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
+    ]
     script: dict[str, object] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}
     model_id = _model_id(profile, req.model)
     values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
