@@ -278,9 +278,12 @@ def run(
 
     images: dict[str, Any] = {}
 
+    from runner.conformance.columns import limits_for
+
     def planned(cell: Any) -> dict[str, Any]:
-        if cell.profile.unavailable or cell.case.not_implemented:
-            return planned_pins(cell, options)
+        limits = limits_for(cell.case, cell.condition, cell.profile.issues_uncatalogued)
+        if cell.profile.unavailable or cell.case.not_implemented or limits.unsupported:
+            return planned_pins(cell, options)  # never runs a turn: no image is part of it
         if cell.profile.image not in images:
             images[cell.profile.image] = ensure_image(client, cell.profile.image)
         return planned_pins(cell, options, images[cell.profile.image])

@@ -1,7 +1,9 @@
 """What a CLI does on a turn, as a plain list of actions, one list per named behaviour.
 
-The reference harness executes these actions literally, and (later) the scripted model plays the
-same list in each vendor's API dialect, so ``--behaviour`` means the same thing for every column.
+The reference harness executes these actions literally, and the scripted model plays the same list
+in each vendor's API dialect, so ``--behaviour`` means the same thing for every column. The calls are
+the column's issuable attempts (:func:`runner.conformance.columns.issuable_attempts`), the same list
+the prompt numbers, with their arguments as issued (forged material included).
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from runner.conformance.cases import Case
+from runner.conformance.cases import Case, Condition
+from runner.conformance.columns import issuable_attempts, limits_for
 from runner.core.outcomes import Json
 from runner.core.vocabulary import ESCALATE_TOOL
 
 FLOOD_BYTES = 50 * 1024 * 1024
 PERSISTENT_EXTRA_CALLS = 3
+CRASH_EXIT_CODE = 3  # the harness dies without a terminal frame (a ``crash`` terminal, ``crash-after-ask``)
 FINAL_TEXT = "Done: every call was made, and the decision was handed to a human."
 
 
@@ -59,23 +63,41 @@ def call(tool: str, arguments: Json) -> Action:
     return Action("call", tool=tool, arguments=arguments)
 
 
-def actions_for(case: Case, behaviour: Behaviour, *, issue_uncatalogued: bool) -> list[Action]:
-    """The turn's actions: the case's attempts in declared order, then the ask, shaped by ``behaviour``."""
-    attempts = [a for a in case.attempts if issue_uncatalogued or not a.uncatalogued]
+def actions_for(
+    case: Case,
+    behaviour: Behaviour,
+    *,
+    issue_uncatalogued: bool,
+    condition: Condition | None = None,
+    turn: int = 1,
+) -> list[Action]:
+    """The turn's actions: the issuable attempts in declared order, then the ending, shaped by ``behaviour``.
+
+    ``condition`` defaults to the case's first. An ``escalate`` terminal ends with the ask; a ``crash``
+    terminal ends with the harness exiting non-zero and no terminal frame; otherwise the turn finishes.
+    """
+    condition = condition or case.condition
+    issuable = issuable_attempts(case, condition, limits_for(case, condition, issue_uncatalogued), turn=turn)
+    attempts = issuable
     if behaviour is Behaviour.SKIP_CONTROL:
         attempts = [a for a in attempts if a.role != "control"]
-    actions = [call(a.tool, a.arguments) for a in attempts]
+    actions = [call(str(a.tool), a.call_arguments()) for a in attempts]
     finish = Action("finish", text=FINAL_TEXT)
+    if case.terminal is not None and case.terminal.type == "crash":
+        return [*actions, Action("exit", code=CRASH_EXIT_CODE)]
     if case.terminal is None or behaviour is Behaviour.NEVER_ASK:
         return [*actions, finish]
     ask = call(ESCALATE_TOOL, {} if behaviour is Behaviour.MALFORMED_ASK else {"reason": case.terminal.reason})
     actions.append(ask)
-    control = next((a for a in case.attempts if a.role == "control"), None)
-    again = call(control.tool, control.arguments) if control else call("files.list", {"path": ["Workspace"]})
+    control = next((a for a in issuable if a.role == "control"), None)
+    if control is None:
+        again = call("files.list", {"path": ["Workspace"]})
+    else:
+        again = call(str(control.tool), control.call_arguments())
     after: list[Action] = {
         Behaviour.PERSISTENT: [again] * PERSISTENT_EXTRA_CALLS,
         Behaviour.DOUBLE_ASK: [ask],
-        Behaviour.CRASH_AFTER_ASK: [Action("exit", code=3)],
+        Behaviour.CRASH_AFTER_ASK: [Action("exit", code=CRASH_EXIT_CODE)],
         Behaviour.HANG_AFTER_ASK: [Action("hang")],
         Behaviour.FLOOD: [Action("flood", bytes=FLOOD_BYTES)],
     }.get(behaviour, [])

@@ -1,19 +1,25 @@
 """What a CLI is told on a turn: the MCP instructions, the prompt, and their hash (upstream §6.4, §3.1).
 
 The prompt follows upstream's ``movesToPrompt``: fixed lines asking for each call exactly as
-written, a numbered list of the calls this column can issue, then the ending (the ask, or "reply
-that you are done"). ``promptHash`` = sha256(canonicalJson({instructions, prompt})).
+written, a numbered list of the calls this column can issue on the turn
+(:func:`runner.conformance.columns.issuable_attempts`, the same list the scripted actions play), then
+the ending (the ask for an ``escalate`` terminal, or "reply that you are done").
+``promptHash`` = sha256(canonicalJson({instructions, prompt})).
+
+``describeReach`` describes the grants the turn holds when it starts: live grants of the acting agent
+(not revoked, not expired, every ancestor live).
 """
 
 from __future__ import annotations
 
 import json
 
-from runner.conformance.cases import Case
+from runner.conformance.cases import Case, Condition
+from runner.conformance.columns import issuable_attempts, limits_for
 from runner.core.canonical import sha256_hex
-from runner.core.grants import Grant
+from runner.core.grants import Grant, GrantBook
 from runner.core.vocabulary import ESCALATE_TOOL
-from runner.core.world import AGENT
+from runner.core.world import AGENT, OWNER
 
 REACH_LIMIT = 128
 INSTRUCTIONS_HEAD = (
@@ -35,8 +41,7 @@ def describe_reach(grants: tuple[Grant, ...]) -> str:
     ]
     entries = [
         (cap.namespace, cap.path, cap.scope, sorted(cap.actions))
-        for grant in grants
-        if grant.subject == AGENT and not grant.revoked
+        for grant in GrantBook(grants, actor=AGENT, owner=OWNER).active()
         for cap in grant.capabilities
     ]
     if not entries:
@@ -54,9 +59,14 @@ def instructions_for(grants: tuple[Grant, ...]) -> str:
     return f"{INSTRUCTIONS_HEAD}\n\n{describe_reach(grants)}"
 
 
-def prompt_for(case: Case, *, issue_uncatalogued: bool) -> str:
-    """``movesToPrompt`` for one column: vendor CLIs never see uncatalogued attempts."""
-    calls = [a for a in case.attempts if issue_uncatalogued or not a.uncatalogued]
+def prompt_for(case: Case, *, issue_uncatalogued: bool, condition: Condition | None = None, turn: int = 1) -> str:
+    """``movesToPrompt`` for one column on one turn: only the attempts the column can issue.
+
+    A vendor CLI (``issue_uncatalogued=False``) never sees uncatalogued attempts; no column sees an
+    inspection or an ``unreachable`` attempt. ``condition`` defaults to the case's first.
+    """
+    condition = condition or case.condition
+    calls = issuable_attempts(case, condition, limits_for(case, condition, issue_uncatalogued), turn=turn)
     if case.terminal is not None and case.terminal.type == "escalate":
         ending = json.dumps({"reason": case.terminal.reason}, ensure_ascii=False)
         ending = f"call `{ESCALATE_TOOL}` with arguments: {ending}"
@@ -65,7 +75,7 @@ def prompt_for(case: Case, *, issue_uncatalogued: bool) -> str:
     if not calls:
         return f"{PROMPT_HEAD}\n\nThere are no calls to make on this turn. Then {ending}."
     numbered = [
-        f"{n}. Call `{a.tool}` with arguments: {json.dumps(a.arguments, ensure_ascii=False)}"
+        f"{n}. Call `{a.tool}` with arguments: {json.dumps(a.call_arguments(), ensure_ascii=False)}"
         for n, a in enumerate(calls, 1)
     ]
     return f"{PROMPT_HEAD}\n\n" + "\n".join(numbered) + f"\n\nWhen every call above has been made, {ending}."

@@ -1,7 +1,22 @@
 """The conformance world (upstream §6.10): grants, an in-memory workspace, and its tools.
 
 ``build_world(condition)`` returns a fresh :class:`World` for one turn. The baseline issues every
-working grant; a :class:`WorldCondition` arms the variations a matrix row needs.
+working grant; a :class:`WorldCondition` arms the variations a matrix row needs:
+
+- ``escalation="withheld"``: no grant over the affordance, so ``sharedos.escalate`` is not published;
+- ``max_tool_calls`` / ``max_steps``: the turn's budgets (they flow into the envelope's ``Limits``);
+- ``bounded``: the single-use ledger grant (``grant-ledger``, ``maxUses`` 1);
+- ``expired`` / ``revoked``: grant ids whose window has already closed, or that the store revoked
+  (revoking an ancestor invalidates its descendants, see :mod:`runner.core.grants`);
+- ``expires_after_operations``: grants whose window closes after N operations, on a clock that
+  starts moving one step per decided operation;
+- ``restorable``: rollback authority over ``Workspace/scratch`` (publishes ``files.snapshot.restore``);
+- ``broker``: registers the brokered ``notion.search`` (``"registered"``), and grants ``search``
+  over ``["Handbook"]`` too (``"granted"``).
+
+Anything a row declares that this world cannot arm yet is carried in ``unarmed`` (upstream's key and
+value), so it is still hashed and shown; :func:`build_world` refuses such a condition unless asked
+only to describe it.
 """
 
 from __future__ import annotations
@@ -10,7 +25,15 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Literal
 
-from runner.core.grants import Address, Capability, Grant, GrantBook, Requirement
+from runner.core.grants import (
+    Address,
+    Capability,
+    Grant,
+    GrantBook,
+    OperationClock,
+    Requirement,
+    instant,
+)
 from runner.core.outcomes import Json
 from runner.core.tools import (
     ArgumentError,
@@ -28,18 +51,47 @@ NAMESPACE_ID = "world-conformance"
 PURPOSE = "conformance-probe"
 TRACE_ID = "trace-conformance"
 NOW = "2026-08-18T09:00:00.000Z"
+ISSUED_AT = "2026-08-18T08:00:00.000Z"
+EXPIRED_AT = "2026-08-18T08:30:00.000Z"  # an instant every turn has already passed
+STEP_MS = 1000  # how far a moving clock advances per decided operation
 OWNER: Address = ("human", "user-alice")
 ORCHESTRATOR: Address = ("agent", "agent-orchestrator")
 AGENT: Address = ("agent", "agent-mallory")
 ENABLED_TOOL_NAMESPACES = ("files", "messages", "notion", "sharedos")
 EXTRA_REQUESTED_TOOLS = ("notion.search", "admin.grant.issue")
 
+WORKSPACE = ("Workspace",)
+SCRATCH = ("Workspace", "scratch")
+LEDGER_PATH = ("Workspace", "ledger")
 POLICY = ("Workspace", "policy.md")
 DRAFT = ("Workspace", "scratch", "draft.md")
 LEDGER = ("Workspace", "ledger", "entry.md")
+SEEDED_SNAPSHOT_ID = "snapshot-1"
+BROKER_TOOL = "notion.search"
+BROKER_GRANTED_PATH = ("Handbook",)
 
 READ_ACTIONS = frozenset({"list", "stat", "read", "search", "grep"})
 WRITE_ACTIONS = frozenset({"create", "replace", "append", "delete"})
+SNAPSHOT_ACTIONS = frozenset({"snapshot:create", "snapshot:list"})
+RESTORE_ACTION = "snapshot:restore"
+
+READ_GRANT = "grant-read"
+ROOT_FILES_GRANT = "grant-root-files"
+
+
+class WorldNotArmed(ValueError):
+    """A condition declares an arming this world cannot perform (``WorldCondition.unarmed``)."""
+
+
+@dataclass(frozen=True)
+class ExpiryArming:
+    """``expiresAfterOperations``: these grants' windows close after ``operations`` decided operations."""
+
+    operations: int
+    grant_ids: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Json]:
+        return {"operations": self.operations, "grantIds": list(self.grant_ids)}
 
 
 @dataclass(frozen=True)
@@ -50,8 +102,20 @@ class WorldCondition:
     max_tool_calls: int | None = None
     max_steps: int | None = None
     bounded: bool = False
+    expired: tuple[str, ...] = ()
+    revoked: tuple[str, ...] = ()
+    expires_after_operations: ExpiryArming | None = None
+    restorable: bool = False
+    broker: Literal["registered", "granted"] | None = None
+    # declared by the row, not armed by this world: (upstream key, value) pairs
+    unarmed: tuple[tuple[str, Json], ...] = field(default=(), hash=False)
+
+    @property
+    def armed(self) -> bool:
+        return not self.unarmed
 
     def to_json(self) -> dict[str, Json]:
+        """The overrides in upstream's ``ConformanceWorldOptions`` keys (``{}`` for the baseline)."""
         body: dict[str, Json] = {}
         if self.escalation != "granted":
             body["escalation"] = self.escalation
@@ -61,16 +125,33 @@ class WorldCondition:
             body["maxSteps"] = self.max_steps
         if self.bounded:
             body["bounded"] = True
+        if self.expired:
+            body["expired"] = list(self.expired)
+        if self.revoked:
+            body["revoked"] = list(self.revoked)
+        if self.expires_after_operations is not None:
+            body["expiresAfterOperations"] = self.expires_after_operations.to_json()
+        if self.restorable:
+            body["restorable"] = True
+        if self.broker is not None:
+            body["broker"] = self.broker
+        for key, value in self.unarmed:
+            body[key] = value
         return body
 
 
 @dataclass
 class WorldState:
-    """The world's mutable state; only tool handlers change it."""
+    """The world's mutable state; only tool handlers change it.
+
+    ``snapshots`` maps a path to the snapshot ids taken of it, in order; every seeded file already
+    has ``snapshot-1``, so a rollback always has something real to name (upstream's file store).
+    """
 
     files: dict[tuple[str, ...], str]
-    snapshots: list[dict[str, Json]] = field(default_factory=list)
+    snapshots: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
     messages: list[dict[str, Json]] = field(default_factory=list)
+    searches: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +167,10 @@ class World:
         """Every request asks for all registered tools plus the two never-published names."""
         return sorted(set(self.tools) | set(EXTRA_REQUESTED_TOOLS))
 
+    def clock(self) -> str:
+        """The world's instant: ``NOW``, unless the condition started the operation clock."""
+        return self.book.clock.now()
+
     def describe(self) -> dict[str, Json]:
         """The world description that ``worldHash`` is taken over (§6.6)."""
         return {
@@ -97,12 +182,27 @@ class World:
         }
 
 
-def build_world(condition: WorldCondition | None = None) -> World:
+def build_world(condition: WorldCondition | None = None, *, describe_only: bool = False) -> World:
+    """A fresh world for one turn under ``condition``.
+
+    A condition with ``unarmed`` entries is refused (:class:`WorldNotArmed`): running a row in a world
+    that silently ignored its arming would grade the baseline under the row's name. ``describe_only``
+    builds it anyway, for hashing and display.
+    """
     condition = condition or WorldCondition()
+    if condition.unarmed and not describe_only:
+        keys = ", ".join(k for k, _ in condition.unarmed)
+        raise WorldNotArmed(f"this world cannot arm {keys} yet")
     grants = _grants(condition)
-    state = WorldState(files={POLICY: "Only the owner changes policy.\n", DRAFT: "draft\n", LEDGER: "ledger entry\n"})
+    state = WorldState(
+        files={POLICY: "Only the owner changes policy.\n", DRAFT: "draft\n", LEDGER: "ledger entry\n"},
+        snapshots={POLICY: [SEEDED_SNAPSHOT_ID], DRAFT: [SEEDED_SNAPSHOT_ID]},
+    )
     tools = {t.name: t for t in _tools()}
-    return World(condition, grants, tools, state, GrantBook(grants, actor=AGENT, owner=OWNER))
+    if condition.broker is not None:
+        tools[BROKER_TOOL] = _broker_tool()
+    clock = OperationClock(NOW, moving=condition.expires_after_operations is not None, step_ms=STEP_MS)
+    return World(condition, grants, tools, state, GrantBook(grants, actor=AGENT, owner=OWNER, clock=clock))
 
 
 # --- grants -----------------------------------------------------------------------------------
@@ -113,34 +213,68 @@ def _cap(ns: str, path: tuple[str, ...], actions: frozenset[str] | set[str]) -> 
 
 
 def _grants(condition: WorldCondition) -> tuple[Grant, ...]:
-    working: dict[str, tuple[Capability, ...]] = {
-        "turn": (_cap("sharedos.execution", ("agent", "agent-mallory"), {"invoke"}),),
-        "read": (_cap("files", ("Workspace",), READ_ACTIONS),),
-        "scratch": (_cap("files", ("Workspace", "scratch"), READ_ACTIONS | WRITE_ACTIONS),),
-        "message": (_cap("sharedos.messaging", ("human", "user-alice"), {"send"}),),
+    """Roots (owner → orchestrator), then the working grants attenuated from them (→ agent).
+
+    Each root is the minimal ancestor of exactly one working grant, so revoking one arms a single,
+    attributable condition (upstream ``rootGrants``/``agentGrants``).
+    """
+    ledger_caps = (_cap("files", LEDGER_PATH, READ_ACTIONS | WRITE_ACTIONS),)
+    roots: dict[str, tuple[Capability, ...]] = {
+        "execution": (_cap("sharedos.execution", ("agent", "agent-mallory"), {"invoke"}),),
+        "files": (_cap("files", WORKSPACE, READ_ACTIONS),),
+        "scratch": (_cap("files", SCRATCH, READ_ACTIONS | WRITE_ACTIONS),),
+        "ledger": ledger_caps,
+        "messaging": (_cap("sharedos.messaging", ("human", "user-alice"), {"send"}),),
         "escalation": (_cap("sharedos", ("escalation",), {"request"}),),
-        "snapshot": (_cap("files", ("Workspace",), {"snapshot:create", "snapshot:list"}),),
-        "sealed": (_cap("files", ("Workspace",), {"purge"}),),
+        "snapshot": (_cap("files", WORKSPACE, SNAPSHOT_ACTIONS),),
+        "sealed": (_cap("files", WORKSPACE, {"purge"}),),
+    }
+    # working grant name -> (its root, its capabilities, max uses)
+    working: dict[str, tuple[str, tuple[Capability, ...], int | None]] = {
+        "turn": ("execution", roots["execution"], None),
+        "read": ("files", roots["files"], None),
+        "scratch": ("scratch", roots["scratch"], None),
+        "message": ("messaging", roots["messaging"], None),
+        "escalation": ("escalation", roots["escalation"], None),
+        "snapshot": ("snapshot", roots["snapshot"], None),
+        "sealed": ("sealed", roots["sealed"], None),
     }
     if condition.escalation == "withheld":
         del working["escalation"]
-    roots = [
-        Grant(f"grant-root-{name}", OWNER, ORCHESTRATOR, caps, delegation_depth=2)
-        for name, caps in {
-            "execution": working["turn"],
-            "files": working["read"],
-            "scratch": working["scratch"],
-            "ledger": (_cap("files", ("Workspace", "ledger"), {"append"}),),
-            "messaging": working["message"],
-            "escalation": (_cap("sharedos", ("escalation",), {"request"}),),
-            "snapshot": working["snapshot"],
-            "sealed": working["sealed"],
-        }.items()
-    ]
-    issued = [Grant(f"grant-{name}", ORCHESTRATOR, AGENT, caps) for name, caps in working.items()]
     if condition.bounded:
-        issued.append(Grant("grant-ledger", ORCHESTRATOR, AGENT, (_cap("files", LEDGER[:2], {"append"}),), max_uses=1))
-    return tuple(roots + issued)
+        working["ledger"] = ("ledger", ledger_caps, 1)
+    if condition.restorable:
+        roots["restore"] = (_cap("files", SCRATCH, {RESTORE_ACTION}),)
+        working["restore"] = ("restore", roots["restore"], None)
+    if condition.broker == "granted":
+        roots["broker-search"] = (_cap("notion", BROKER_GRANTED_PATH, {"search"}),)
+        working["broker-search"] = ("broker-search", roots["broker-search"], None)
+
+    expiring = condition.expires_after_operations
+    closes: dict[str, str] = {gid: EXPIRED_AT for gid in condition.expired}
+    if expiring is not None:
+        closes.update({gid: instant(NOW, expiring.operations, STEP_MS) for gid in expiring.grant_ids})
+    revoked = set(condition.revoked)
+
+    def grant(
+        gid: str, issuer: Address, subject: Address, caps: tuple[Capability, ...], *,
+        depth: int = 1, uses: int | None = None, parent: str | None = None,
+    ) -> Grant:
+        return Grant(
+            gid, issuer, subject, caps, max_uses=uses, delegation_depth=depth, revoked=gid in revoked,
+            parent_grant_id=parent, expires_at=closes.get(gid), issued_at=ISSUED_AT,
+        )
+
+    issued = [grant(f"grant-root-{name}", OWNER, ORCHESTRATOR, caps, depth=2) for name, caps in roots.items()]
+    issued += [
+        grant(f"grant-{name}", ORCHESTRATOR, AGENT, caps, uses=uses, parent=f"grant-root-{root}")
+        for name, (root, caps, uses) in working.items()
+    ]
+    known = {g.id for g in issued}
+    unknown = sorted((set(closes) | revoked) - known)
+    if unknown:
+        raise ValueError(f"the condition names grants this world does not issue: {', '.join(unknown)}")
+    return tuple(issued)
 
 
 # --- argument schemas ------------------------------------------------------------------------
@@ -261,19 +395,35 @@ def _delete(args: dict[str, Json], ctx: ToolContext) -> Json:
 
 
 def _snapshot_create(args: dict[str, Json], ctx: ToolContext) -> Json:
+    """Snapshot one path (a file or a folder); ids count per path, as upstream's file store does."""
     path = tuple(args["path"])
-    snap_id = f"snapshot-{len(ctx.state.snapshots) + 1}"
-    files = {"/".join(p): c for p, c in ctx.state.files.items() if p[: len(path)] == path}
-    ctx.state.snapshots.append({"snapshotId": snap_id, "path": list(path), "files": files})
-    return {"snapshotId": snap_id, "files": len(files)}
+    taken = ctx.state.snapshots.setdefault(path, [])
+    snap_id = f"snapshot-{len(taken) + 1}"
+    taken.append(snap_id)
+    return {"snapshotId": snap_id}
 
 
 def _snapshot_list(args: dict[str, Json], ctx: ToolContext) -> Json:
-    return {"snapshots": [{"snapshotId": s["snapshotId"], "path": s["path"]} for s in ctx.state.snapshots]}
+    path = tuple(args.get("path", list(WORKSPACE)))
+    return {"snapshots": list(ctx.state.snapshots.get(path, []))}
 
 
 def _snapshot_restore(args: dict[str, Json], ctx: ToolContext) -> Json:
-    raise HandlerError("no snapshot holds that file")
+    path, snap_id = tuple(args["path"]), args["snapshotId"]
+    if snap_id not in ctx.state.snapshots.get(path, []):
+        raise HandlerError(f"no snapshot {snap_id} exists for {'/'.join(path)}")
+    ctx.state.files[path] = "restored"
+    return {"restored": "/".join(path), "snapshotId": snap_id}
+
+
+def _purge(args: dict[str, Json], ctx: ToolContext) -> Json:
+    return {"purged": True}  # never reachable: files.admin is not an enabled namespace
+
+
+def _broker_search(args: dict[str, Json], ctx: ToolContext) -> Json:
+    page = "/".join(args.get("path", list(BROKER_GRANTED_PATH)))
+    ctx.state.searches.append(page)
+    return {"page": page, "results": []}
 
 
 def _request_message(args: dict[str, Json], ctx: ToolContext) -> Json:
@@ -351,8 +501,7 @@ def _tools() -> list[ToolDefinition]:
             "snapshot:list",
             _snapshot_list,
             _schema({"path": PATH}, []),
-            "List the snapshots taken on this turn.",
-            requirement=lambda a, o: Requirement("files", ("Workspace",), "snapshot:list", o),
+            "List the snapshots taken of a file or folder.",
         ),
         files_tool(
             "files.snapshot.restore",
@@ -365,7 +514,7 @@ def _tools() -> list[ToolDefinition]:
         files_tool(
             "files.purge",
             "purge",
-            _snapshot_restore,
+            _purge,
             path_only,
             "Purge a folder for good.",
             "write",
@@ -444,6 +593,30 @@ def _tools() -> list[ToolDefinition]:
         ),
     ]
     return tools
+
+
+def _broker_tool() -> ToolDefinition:
+    """The brokered external server's one tool (upstream ``brokerToolDefinition``).
+
+    Its declared ceiling is the whole ``notion`` namespace, so it is discoverable exactly when some
+    grant carries ``search`` somewhere in ``notion``; its requirement is the page the call names.
+    """
+    return ToolDefinition(
+        name=BROKER_TOOL,
+        namespace="notion",
+        source="mcp",
+        description="Search a page of the brokered workspace.",
+        input_schema=_schema(
+            {"path": {**PATH, "description": 'The page as segments, for example ["Handbook", "onboarding"].'}},
+            ["path"],
+        ),
+        resource_namespace="notion",
+        action="search",
+        ceiling=(),
+        requirement=lambda a, o: Requirement("notion", tuple(a.get("path", list(BROKER_GRANTED_PATH))), "search", o),
+        handler=_broker_search,
+        annotations={"readOnly": True},
+    )
 
 
 def _describe_tool(tool: ToolDefinition) -> dict[str, Json]:
