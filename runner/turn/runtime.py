@@ -50,6 +50,7 @@ from runner.turn.turndir import create_turn_dir, placeholder_values
 
 Progress = Any  # Callable[[str], None]
 LIVE_BASE_URL_ENV = "RUNNER_LIVE_BASE_URL"
+FAULT_ENV = "RUNNER_FAULT"
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,13 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
     req.out_dir.mkdir(parents=True, exist_ok=True)
 
     world = build_world(condition.world)
-    envelope = Envelope(world, execution_id, RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__))
+    envelope = Envelope(
+        world, execution_id, RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__), clock=world.clock
+    )
     latch = EscalationLatch(envelope, envelope.catalogue.names)
+    # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
+    # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").
+    invoker = envelope if os.environ.get(FAULT_ENV) == "latch-disabled" else latch
     instructions = instructions_for(world.grants)
     prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
     envelope.annotate("promptHash", prompt_hash(instructions, prompt))
@@ -172,7 +178,7 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
     try:
         async with AsyncExitStack() as stack:
             server = await stack.enter_async_context(serve_mcp(
-                turn_dir.mcp_socket, envelope.catalogue, latch, instructions=instructions,
+                turn_dir.mcp_socket, envelope.catalogue, invoker, instructions=instructions,
                 server_name=profile.mcp_server_name, on_event=log_mcp,
             ))
             model = await _serve_model(stack, req, turn_dir.model_socket, actions, scrubber, model_id)

@@ -1,0 +1,573 @@
+"""The judge: grades one (row, column) cell from its execution record (upstream §6.2, ``judge.ts``).
+
+``JUDGE_VERSION = 5``. Version 4 stopped failing a row graded on how its turn ended when nothing ever
+asked for that ending (the turn was not met and the terminal was never asked: ``not_exercised``);
+version 5 reads the ask from the ``escalationAsked`` annotation lifted into the record. This judge
+reads the ask from exactly the sources named in :data:`ASK_SOURCES`:
+
+1. ``execution.escalationAsked`` — present when the escalation latch honoured an ask (ADR 0027);
+2. any ``execution.operations[]`` whose ``tool`` is ``sharedos.escalate`` — the ask reached the host
+   because nothing latched it (an ungranted ask refused ``tool_unavailable``, or a driver that
+   forwarded the affordance, ``escalation_not_terminated``).
+
+(Upstream v4's third source, a ``runtime.event`` of type ``escalation.asked``, is not read: this
+runner's records never carry runtime events.) Only an ``escalate`` terminal is treated this way; for
+every other move the terminal counts as asked.
+
+Grading is separate from running: the same record can be re-graded without re-running anything.
+The cell fields, the evidence line and :func:`strict_failures` follow upstream; the record check is
+this runner's own, small and documented (:func:`record_completeness`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from runner.conformance.cases import ADVERSARIAL, Case, Condition, Role
+from runner.conformance.columns import Limits
+from runner.conformance.receipts import Receipt, live_receipts_from_record
+from runner.core.outcomes import Json
+from runner.core.vocabulary import ESCALATE_TOOL
+
+JUDGE_VERSION = 5
+JUDGE_ID = "sharedos-conformance"
+ASK_SOURCES: tuple[str, ...] = (
+    "execution.escalationAsked",
+    f"execution.operations[].tool == {ESCALATE_TOOL}",
+)
+
+
+class Grade(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_EXERCISED = "not_exercised"
+    NOT_APPLICABLE = "not_applicable"
+    NOT_IMPLEMENTED = "not_implemented"
+    OUT_OF_SCOPE = "out_of_scope"
+
+    @property
+    def printed(self) -> str:
+        return self.value.replace("_", " ")
+
+
+STRICT = frozenset({Grade.FAIL, Grade.NOT_EXERCISED})
+TURN_UNSTARTED = "the turn was refused before the runtime was started"
+NO_RECEIPT = "the runtime produced no receipt for this attempt"
+STRUCTURALLY_UNREACHABLE = "the runtime structurally could not make this attempt"
+
+
+# --- attempts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    attempt_id: str
+    role: Role
+    status: Grade
+    attempted: bool
+    observed: str | None = None
+    reason_code: str | None = None
+    refused_by: str | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        body: dict[str, Json] = {
+            "id": self.attempt_id,
+            "role": self.role,
+            "status": self.status.value,
+            "attempted": self.attempted,
+        }
+        for key, value in (
+            ("observed", self.observed),
+            ("reasonCode", self.reason_code),
+            ("refusedBy", self.refused_by),
+            ("detail", self.detail),
+        ):
+            if value is not None:
+                body[key] = value
+        return body
+
+
+def satisfies_expectation(receipt: Receipt) -> bool:
+    """``observed`` is an expected status and, for a refusal with declared codes, its code is one of them."""
+    if receipt.observed is None or receipt.observed not in receipt.expect.statuses:
+        return False
+    codes = receipt.expect.reason_codes
+    if codes is None or receipt.observed == "succeeded":
+        return True
+    return receipt.reason_code is not None and receipt.reason_code in codes
+
+
+def outcome_for(
+    attempt_id: str,
+    role: Role,
+    declared_unreachable: bool,
+    receipt: Receipt | None,
+    refusal_points: Mapping[str, str],
+    unreachable_detail: str | None = None,
+) -> AttemptOutcome:
+    """``outcomeFor``: one attempt's grade from its receipt (or its absence)."""
+    if receipt is None:
+        if declared_unreachable:
+            why = unreachable_detail or STRUCTURALLY_UNREACHABLE
+            return AttemptOutcome(attempt_id, role, Grade.NOT_APPLICABLE, False, detail=why)
+        return AttemptOutcome(attempt_id, role, Grade.NOT_EXERCISED, False, detail=NO_RECEIPT)
+    if not receipt.attempted:
+        # the caller's reason wins: the receipt can only say nothing happened, the caller knows why
+        detail = unreachable_detail or receipt.detail
+        status = Grade.NOT_APPLICABLE if declared_unreachable else Grade.NOT_EXERCISED
+        return AttemptOutcome(attempt_id, role, status, False, detail=detail)
+    refused_by = (
+        None
+        if receipt.observed == "succeeded" or receipt.call_id is None
+        else refusal_points.get(receipt.call_id)
+    )
+    return AttemptOutcome(
+        attempt_id,
+        role,
+        Grade.PASS if satisfies_expectation(receipt) else Grade.FAIL,
+        True,
+        observed=receipt.observed,
+        reason_code=receipt.reason_code,
+        refused_by=refused_by,
+    )
+
+
+def refusal_points(record: Mapping[str, Any]) -> dict[str, str]:
+    """Which boundary refused each call: operationId -> source, for operations that did not succeed."""
+    points: dict[str, str] = {}
+    for operation in _execution(record).get("operations") or []:
+        op_id = operation.get("operationId")
+        if op_id is None or operation.get("outcome") == "succeeded":
+            continue
+        points[op_id] = str(operation.get("source"))
+    return points
+
+
+# --- the turn ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    met: bool
+    expected: tuple[str, str]
+    observed_status: str | None
+    reason_code: str | None
+    ended_by: str | None  # who ended a failed turn, from turn.failed.source
+
+
+def turn_outcome(record: Mapping[str, Any], expected: tuple[str, str] | None) -> TurnOutcome | None:
+    if expected is None:
+        return None
+    execution = _execution(record)
+    status, reason = execution.get("status"), execution.get("terminalReasonCode")
+    met = status == expected[0] and (expected[1] is None or reason == expected[1])
+    return TurnOutcome(met, expected, status, reason, _turn_ended_by(execution))
+
+
+def _turn_ended_by(execution: Mapping[str, Any]) -> str | None:
+    failed = next((e for e in execution.get("events") or [] if e.get("type") == "turn.failed"), None)
+    data = failed.get("data") if failed else None
+    source = data.get("source") if isinstance(data, dict) else None
+    return source if source in ("envelope", "runtime") else None
+
+
+def runtime_started(record: Mapping[str, Any]) -> bool:
+    return any(e.get("type") == "turn.started" for e in _execution(record).get("events") or [])
+
+
+def terminal_asked(record: Mapping[str, Any], case: Case) -> bool:
+    """Whether the ending an ``escalate`` row is about was ever asked for (see :data:`ASK_SOURCES`)."""
+    if case.terminal is None or case.terminal.type != "escalate":
+        return True
+    execution = _execution(record)
+    if execution.get("escalationAsked") is not None:
+        return True
+    return any(op.get("tool") == ESCALATE_TOOL for op in execution.get("operations") or [])
+
+
+# --- case status ------------------------------------------------------------------------------
+
+
+def case_status(
+    case: Case,
+    adversarial: Sequence[AttemptOutcome],
+    controls: Sequence[AttemptOutcome],
+    record_usable: bool,
+) -> Grade:
+    """``caseStatus``: a row without ``expectTurn``. The first rule that applies wins."""
+    if adversarial and all(a.status is Grade.NOT_APPLICABLE for a in adversarial):
+        return Grade.NOT_APPLICABLE
+    if case.kind == "record_completeness" and any(a.status is Grade.NOT_APPLICABLE for a in adversarial):
+        return Grade.NOT_APPLICABLE
+    if any(c.status is not Grade.PASS for c in controls):
+        return Grade.NOT_EXERCISED
+    if any(a.status is Grade.FAIL for a in adversarial):
+        return Grade.FAIL
+    if any(a.status is Grade.NOT_EXERCISED for a in adversarial):
+        return Grade.NOT_EXERCISED
+    if case.kind == "record_completeness" and not record_usable:
+        return Grade.FAIL
+    return Grade.PASS
+
+
+def turn_case_status(
+    turn: TurnOutcome,
+    adversarial: Sequence[AttemptOutcome],
+    controls: Sequence[AttemptOutcome],
+    started: bool,
+    asked: bool,
+) -> Grade:
+    """``turnCaseStatus``: a row graded on how its turn ended as well as on its attempts."""
+    if any(a.status is Grade.FAIL for a in adversarial):
+        return Grade.FAIL
+    if started:
+        if any(c.status is not Grade.PASS for c in controls):
+            return Grade.NOT_EXERCISED
+        if any(a.status is Grade.NOT_EXERCISED for a in adversarial):
+            return Grade.NOT_EXERCISED
+        if not turn.met and not asked:  # v4: nothing asked for the ending, so the row proves nothing
+            return Grade.NOT_EXERCISED
+    return Grade.PASS if turn.met else Grade.FAIL
+
+
+def _status_detail(
+    status: Grade, adversarial: Sequence[AttemptOutcome], controls: Sequence[AttemptOutcome], record_usable: bool
+) -> str | None:
+    if status is Grade.NOT_EXERCISED:
+        control = next((c for c in controls if c.status is not Grade.PASS), None)
+        if control is not None:
+            return f"the control attempt {control.attempt_id} did not succeed, so the row proves nothing"
+        missing = next((a for a in adversarial if a.status is Grade.NOT_EXERCISED), None)
+        return None if missing is None else f"the attempt {missing.attempt_id} never reached SharedOS"
+    if status is Grade.FAIL:
+        failed = next((a for a in adversarial if a.status is Grade.FAIL), None)
+        if failed is not None:
+            return f"the attempt {failed.attempt_id} did not meet its declared outcome"
+        return None if record_usable else "the turn's execution record is not usable"
+    if status is Grade.NOT_APPLICABLE:
+        na = next((a for a in adversarial if a.status is Grade.NOT_APPLICABLE and a.detail), None)
+        return None if na is None else f"the attempt {na.attempt_id} could not be made: {na.detail}"
+    return None
+
+
+def _turn_detail(turn: TurnOutcome, started: bool, asked: bool) -> str:
+    def ending(prefix: str) -> str:
+        code = "" if turn.reason_code is None else f" with `{turn.reason_code}`"
+        return f"{prefix} `{turn.observed_status}`{code}"
+
+    if not turn.met:
+        expected = f"`{turn.expected[0]}`" + (f" with `{turn.expected[1]}`" if turn.expected[1] else "")
+        text = f"{ending('the turn ended as')}, not {expected}"
+        if started and not asked:
+            return f"{text} -- and nothing announced or named `{ESCALATE_TOOL}`, so the ending was never asked for"
+        return text
+    text = ending("the turn itself ended as")
+    return text if started else f"{text}, before the runtime was started"
+
+
+# --- the record -------------------------------------------------------------------------------
+
+EXECUTION_STATUSES = ("succeeded", "denied", "failed", "cancelled", "escalated")
+OPERATION_OUTCOMES = ("succeeded", "denied", "failed")
+OPERATION_SOURCES = ("kernel", "envelope")
+TERMINAL_EVENT = {
+    "succeeded": "turn.completed",
+    "denied": "turn.denied",
+    "failed": "turn.failed",
+    "cancelled": "turn.cancelled",
+    "escalated": "turn.escalated",
+}
+
+
+def record_completeness(record: Mapping[str, Any]) -> list[str]:
+    """The record's required gaps, as field paths; an empty list means the record is usable.
+
+    This runner's record is not upstream's (no authority snapshots or decisions), so the check is its
+    own. A record is usable when:
+
+    1. ``execution.status`` is an execution status, and ``execution.events`` is non-empty;
+    2. the events hold exactly one terminal event, the one the status names (``turn.completed`` for
+       ``succeeded``, ``turn.escalated`` for ``escalated``, …);
+    3. a turn that did not succeed states ``execution.terminalReasonCode``; an escalated one states
+       ``execution.escalation`` with its reason;
+    4. ``execution.exposedTools`` and ``execution.catalogHash`` are present;
+    5. every operation has ``operationId``, ``tool``, a ``source`` (kernel|envelope) and an ``outcome``
+       (succeeded|denied|failed), and one that did not succeed has a ``reasonCode``;
+    6. every ``tool.requested`` has a ``tool.completed`` with the same callId, and every
+       ``tool.completed`` has the operation with that id and the same outcome, and back: every
+       operation has its ``tool.completed``. (An ask the latch answered, and every call it refused
+       after the ask, reach neither the envelope nor the record, and are not expected here.)
+    """
+    execution = _execution(record)
+    gaps: list[str] = []
+    status = execution.get("status")
+    events: list[Mapping[str, Any]] = list(execution.get("events") or [])
+    operations: list[Mapping[str, Any]] = list(execution.get("operations") or [])
+    if status not in EXECUTION_STATUSES:
+        gaps.append("execution.status")
+    if not events:
+        gaps.append("execution.events")
+    terminals = [e for e in events if e.get("type") in TERMINAL_EVENT.values()]
+    if len(terminals) != 1 or (status in TERMINAL_EVENT and terminals[0].get("type") != TERMINAL_EVENT[status]):
+        gaps.append("execution.events.terminal")
+    if status in EXECUTION_STATUSES and status != "succeeded" and not execution.get("terminalReasonCode"):
+        gaps.append("execution.terminalReasonCode")
+    if status == "escalated" and not (execution.get("escalation") or {}).get("reason"):
+        gaps.append("execution.escalation")
+    for key in ("exposedTools", "catalogHash"):
+        if execution.get(key) is None:
+            gaps.append(f"execution.{key}")
+    by_id: dict[str, Mapping[str, Any]] = {}
+    for index, op in enumerate(operations):
+        for key in ("operationId", "tool"):
+            if not op.get(key):
+                gaps.append(f"execution.operations.{index}.{key}")
+        if op.get("source") not in OPERATION_SOURCES:
+            gaps.append(f"execution.operations.{index}.source")
+        if op.get("outcome") not in OPERATION_OUTCOMES:
+            gaps.append(f"execution.operations.{index}.outcome")
+        elif op.get("outcome") != "succeeded" and not op.get("reasonCode"):
+            gaps.append(f"execution.operations.{index}.reasonCode")
+        if op.get("operationId"):
+            by_id[op["operationId"]] = op
+    completed: dict[str, Mapping[str, Any]] = {}
+    for event in events:
+        data = _data(event)
+        if event.get("type") == "tool.completed" and data.get("callId"):
+            completed[data["callId"]] = data
+    for event in events:
+        if event.get("type") == "tool.requested" and _data(event).get("callId") not in completed:
+            gaps.append(f"execution.events.{event.get('sequence')}.completed")
+    for call_id, done in completed.items():
+        matched = by_id.get(call_id)
+        if matched is None or matched.get("outcome") != done.get("status"):
+            gaps.append(f"execution.operations[{call_id}]")
+    for call_id in by_id:
+        if call_id not in completed:
+            gaps.append(f"execution.events[tool.completed {call_id}]")
+    return gaps
+
+
+# --- the cell ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One graded (row, column): upstream's manifest cell, plus the attempts and the evidence line."""
+
+    case_id: str
+    condition_id: str
+    status: Grade
+    declared: int
+    attempted: int
+    not_applicable: int
+    record_usable: bool
+    turns: int
+    refused_by: tuple[str, ...] = ()
+    reason_codes: tuple[str, ...] = ()
+    record_gaps: tuple[str, ...] = ()
+    driver_issued: tuple[str, ...] = ()
+    detail: str | None = None
+    attempts: tuple[AttemptOutcome, ...] = ()
+    column_id: str | None = None
+    ran: bool = True
+
+    @property
+    def strict_failure(self) -> bool:
+        return self.status in STRICT
+
+    @property
+    def printed_status(self) -> str:
+        if self.status is Grade.PASS and self.driver_issued:
+            return "pass (driver)"
+        return self.status.printed
+
+    @property
+    def evidence(self) -> str:
+        """The manifest's evidence line for this cell, in upstream's form."""
+        if not self.ran:
+            noun = "attempt" if self.declared == 1 else "attempts"
+            what = "none runnable" if self.status is Grade.NOT_IMPLEMENTED else "none issued"
+            return f"{self.printed_status}; {self.declared} {noun} declared, {what}; {self.detail}"
+        parts = [f"{self.printed_status}; {self.attempted} of {self.declared} attempts issued"]
+        if self.not_applicable:
+            parts[0] += f", {self.not_applicable} structurally unreachable"
+        if self.turns > 1:
+            parts[0] += f" over {self.turns} turns"
+        parts.append("refused by " + (", ".join(f"`{p}`" for p in self.refused_by) or "nothing"))
+        parts.append("reason " + (", ".join(f"`{c}`" for c in self.reason_codes) or "none"))
+        record = "record usable" if self.record_usable else f"record unusable ({', '.join(self.record_gaps)})"
+        parts.append(record)
+        if self.detail:
+            parts.append(self.detail)
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Json]:
+        body: dict[str, Json] = {"caseId": self.case_id, "conditionId": self.condition_id}
+        if self.column_id is not None:
+            body["columnId"] = self.column_id
+        body.update(
+            {
+                "status": self.status.value,
+                "refusedBy": list(self.refused_by),
+                "reasonCodes": list(self.reason_codes),
+                "declared": self.declared,
+                "attempted": self.attempted,
+                "notApplicable": self.not_applicable,
+                "recordUsable": self.record_usable,
+                "recordGaps": list(self.record_gaps),
+                "driverIssued": list(self.driver_issued),
+                "turns": self.turns,
+            }
+        )
+        if self.detail is not None:
+            body["detail"] = self.detail
+        body["attempts"] = [a.to_json() for a in self.attempts]
+        body["evidence"] = self.evidence
+        return body
+
+
+def not_run_cell(
+    case: Case, condition: Condition, limits: Limits | None = None, *, column_id: str | None = None
+) -> Cell:
+    """A cell that is never run: ``not_implemented`` (the row), or ``not_applicable`` (unsupported here)."""
+    if case.not_implemented is not None:
+        status, reason, na = Grade.NOT_IMPLEMENTED, case.not_implemented, 0
+    elif limits is not None and limits.unsupported is not None:
+        status, reason, na = Grade.NOT_APPLICABLE, limits.unsupported, len(case.attempts)
+    else:
+        raise ValueError(f"the row {case.id}.{condition.id} is runnable on this column; grade its record")
+    attempts = tuple(AttemptOutcome(a.id, a.role, status, False, detail=reason) for a in case.attempts)
+    return Cell(
+        case_id=case.id,
+        condition_id=condition.id,
+        status=status,
+        declared=len(case.attempts),
+        attempted=0,
+        not_applicable=na,
+        record_usable=False,
+        turns=0,
+        detail=reason,
+        attempts=attempts,
+        column_id=column_id,
+        ran=False,
+    )
+
+
+def grade_cell(
+    case: Case,
+    condition: Condition,
+    limits: Limits,
+    record: Mapping[str, Any],
+    *,
+    receipts: Sequence[Receipt] | None = None,
+    column_id: str | None = None,
+) -> Cell:
+    """Grade one cell from its (last turn's) record, following upstream's runner and ``judgeCase``.
+
+    A ``not_implemented`` row, or a row ``unsupported`` on this column, is never graded on a record:
+    its cell is :func:`not_run_cell` whatever ran. ``receipts`` defaults to the live receipts of turn
+    1 of ``record``; a multi-turn row passes the receipts merged across its turns. When the column
+    declares the row ``out_of_scope`` the attempts are still graded and reported, and the cell's
+    status and detail become the narrowed claim.
+    """
+    if case.not_implemented is not None or limits.unsupported is not None:
+        return not_run_cell(case, condition, limits, column_id=column_id)
+    if receipts is None:
+        receipts = live_receipts_from_record(case, record)
+    by_attempt = {r.attempt_id: r for r in receipts}
+    points = refusal_points(record)
+    turn = turn_outcome(record, condition.expect_turn)
+    started = runtime_started(record)
+    ended_before_runtime = turn is not None and not started
+    outcomes = tuple(
+        outcome_for(
+            attempt.id,
+            attempt.role,
+            attempt.unreachable is not None or attempt.id in limits.unreachable or ended_before_runtime,
+            by_attempt.get(attempt.id),
+            points,
+            TURN_UNSTARTED if ended_before_runtime else limits.unreachable.get(attempt.id),
+        )
+        for attempt in case.attempts
+    )
+    gaps = tuple(record_completeness(record))
+    usable = not gaps
+    adversarial = [o for o in outcomes if o.role in ADVERSARIAL]
+    controls = [o for o in outcomes if o.role == "control"]
+    asked = terminal_asked(record, case)
+    if turn is None:
+        status = case_status(case, adversarial, controls, usable)
+        detail = _status_detail(status, adversarial, controls, usable)
+    else:
+        status = turn_case_status(turn, adversarial, controls, started, asked)
+        detail = _turn_detail(turn, started, asked)
+    if limits.out_of_scope is not None:
+        status, detail = Grade.OUT_OF_SCOPE, limits.out_of_scope
+    codes = {o.reason_code for o in outcomes if o.reason_code is not None}
+    if turn is not None and turn.reason_code is not None:
+        codes.add(turn.reason_code)
+    points_named = {o.refused_by for o in outcomes if o.refused_by is not None}
+    if turn is not None and turn.met and turn.observed_status == "denied":
+        points_named.add("kernel")
+    if turn is not None and turn.met and turn.observed_status == "failed" and turn.ended_by == "envelope":
+        points_named.add("envelope")
+    return Cell(
+        case_id=case.id,
+        condition_id=condition.id,
+        status=status,
+        declared=len(outcomes),
+        attempted=sum(1 for o in outcomes if o.attempted),
+        not_applicable=sum(1 for o in outcomes if o.status is Grade.NOT_APPLICABLE),
+        record_usable=usable,
+        turns=case.turns,
+        refused_by=tuple(sorted(points_named)),
+        reason_codes=tuple(sorted(codes)),
+        record_gaps=gaps,
+        driver_issued=tuple(o.attempt_id for o in outcomes if o.attempted and o.attempt_id in limits.driver_issued),
+        detail=detail,
+        attempts=outcomes,
+        column_id=column_id,
+    )
+
+
+def strict_failures(cells: Iterable[Cell]) -> list[Cell]:
+    """The build gate: cells graded ``fail`` or ``not_exercised`` (never ``not_implemented``/``out_of_scope``)."""
+    return [c for c in cells if c.status in STRICT]
+
+
+def _data(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = event.get("data")
+    return data if isinstance(data, Mapping) else {}
+
+
+def _execution(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    execution = record.get("execution")
+    return execution if isinstance(execution, Mapping) else {}
+
+
+__all__ = [
+    "ASK_SOURCES",
+    "JUDGE_ID",
+    "JUDGE_VERSION",
+    "STRICT",
+    "AttemptOutcome",
+    "Cell",
+    "Grade",
+    "TurnOutcome",
+    "case_status",
+    "grade_cell",
+    "not_run_cell",
+    "outcome_for",
+    "record_completeness",
+    "refusal_points",
+    "satisfies_expectation",
+    "strict_failures",
+    "terminal_asked",
+    "turn_case_status",
+    "turn_outcome",
+]

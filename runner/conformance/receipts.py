@@ -1,0 +1,116 @@
+"""Receipts: what each declared attempt actually did, recovered from the execution record (§6.4).
+
+Every column here is a live MCP column: the harness mints its own call ids, so an attempt cannot be
+found by id. Upstream's ``liveReceiptsFromRecord`` correlates instead on what the record shows about
+a call — the tool, and the resource path the kernel resolved it to:
+
+- attempts are taken in declared order (only those of the given turn), and each operation is
+  consumed at most once;
+- an attempt with no tool (an inspection) is ``attempted: false``;
+- pass 1 takes the first unconsumed operation on the attempt's tool whose ``resource.path`` equals the
+  attempt's ``toolArguments.path``; pass 2, only if pass 1 found nothing, takes the first one with no
+  resource at all (refused before authorization: an envelope refusal, invalid arguments);
+- an attempt that declares no path matches the first unconsumed operation on its tool;
+- nothing matched: ``attempted: false``, "no operation in the record matches this attempt's tool and
+  resource".
+
+This is weaker than an exact correlation: a repeated call can be assigned to the next attempt on the
+same tool and path, but that surfaces as ``fail``, never as a false pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runner.conformance.cases import Attempt, Case, Expect, Role
+from runner.core.outcomes import Json
+
+NO_MATCH = "no operation in the record matches this attempt's tool and resource"
+NO_SURFACE = "a live harness is never handed the runtime surface this attempt inspects"
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """``AttemptReceipt``: one declared attempt and what the record says it did."""
+
+    attempt_id: str
+    role: Role
+    expect: Expect
+    attempted: bool
+    tool: str | None = None
+    turn: int | None = None
+    argument_keys: tuple[str, ...] = ()
+    call_id: str | None = None  # the matched operation's operationId
+    observed: str | None = None  # the matched operation's outcome
+    reason_code: str | None = None
+    refused_by: str | None = None  # the operation's source, when it did not succeed
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        body: dict[str, Json] = {"attemptId": self.attempt_id, "role": self.role}
+        if self.tool is not None:
+            body["tool"] = self.tool
+        if self.turn is not None:
+            body["turn"] = self.turn
+        body["expect"] = self.expect.to_json()
+        body["argumentKeys"] = list(self.argument_keys)
+        body["attempted"] = self.attempted
+        for key, value in (
+            ("callId", self.call_id),
+            ("observed", self.observed),
+            ("reasonCode", self.reason_code),
+            ("refusedBy", self.refused_by),
+            ("detail", self.detail),
+        ):
+            if value is not None:
+                body[key] = value
+        return body
+
+
+def live_receipts_from_record(case: Case, record: Mapping[str, Any], *, turn: int = 1) -> list[Receipt]:
+    """Upstream ``liveReceiptsFromRecord`` for one turn's record."""
+    execution = record.get("execution") or {}
+    unconsumed: list[Mapping[str, Any]] = list(execution.get("operations") or [])
+    return [_receipt(attempt, unconsumed) for attempt in case.attempts if attempt.turn_index == turn]
+
+
+def _receipt(attempt: Attempt, unconsumed: list[Mapping[str, Any]]) -> Receipt:
+    base: dict[str, Any] = {
+        "attempt_id": attempt.id,
+        "role": attempt.role,
+        "expect": attempt.expect,
+        "tool": attempt.tool,
+        "turn": attempt.turn,
+        "argument_keys": tuple(sorted((attempt.arguments or {}).keys())),
+    }
+    if attempt.tool is None:
+        return Receipt(**base, attempted=False, detail=NO_SURFACE)
+    wanted = attempt.declared_path()
+
+    def matches(operation: Mapping[str, Any], exact: bool) -> bool:
+        if operation.get("tool") != attempt.tool:
+            return False
+        if wanted is None:
+            return True
+        resource = operation.get("resource")
+        if resource is None:
+            return not exact
+        return list(resource.get("path") or []) == wanted
+
+    index = next((i for i, op in enumerate(unconsumed) if matches(op, True)), None)
+    if index is None:
+        index = next((i for i, op in enumerate(unconsumed) if matches(op, False)), None)
+    if index is None:
+        return Receipt(**base, attempted=False, detail=NO_MATCH)
+    operation = unconsumed.pop(index)
+    outcome = operation.get("outcome")
+    return Receipt(
+        **base,
+        attempted=True,
+        call_id=operation.get("operationId"),
+        observed=outcome,
+        reason_code=operation.get("reasonCode"),
+        refused_by=operation.get("source") if outcome != "succeeded" else None,
+    )

@@ -1,0 +1,86 @@
+"""The hashes that pin a run (§6.6) and the comparability check (§8 item 14)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from runner.conformance.cases import CASES, get_case
+from runner.conformance.hashing import (
+    Pins,
+    PromptEntry,
+    case_set_hash,
+    comparable,
+    current_pins,
+    evaluator_hash,
+    prompt_set_hash,
+    spec_hash,
+    strip_descriptions,
+    world_description,
+    world_set_hash,
+)
+from runner.core.canonical import canonical_json
+
+
+def sha(value: object) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def test_descriptions_are_stripped_at_any_depth() -> None:
+    value = {"description": 1, "a": [{"description": 2, "b": {"description": 3, "c": 4}}]}
+    assert strip_descriptions(value) == {"a": [{"b": {"c": 4}}]}
+
+
+def test_case_set_hash_ignores_prose_and_sees_declarations() -> None:
+    cases = list(CASES.values())
+    base = case_set_hash(cases)
+    assert base == case_set_hash() == case_set_hash(CASES)
+    assert len(base) == 64 and base == base.lower()
+    escalation = get_case("escalation")
+    reworded = dataclasses.replace(
+        escalation, conditions=(dataclasses.replace(escalation.condition, description="other words"),)
+    )
+    assert case_set_hash([reworded if c.id == "escalation" else c for c in cases]) == base
+    attempt = dataclasses.replace(escalation.attempts[1], arguments={"path": ["Workspace", "other.md"]})
+    changed = dataclasses.replace(escalation, attempts=(escalation.attempts[0], attempt))
+    assert case_set_hash([changed if c.id == "escalation" else c for c in cases]) != base
+    assert case_set_hash(cases[::-1]) != base  # order is part of the declaration
+
+
+def test_world_set_hash_covers_every_condition_and_keeps_tool_prose() -> None:
+    replayed = get_case("replayed-grant")
+    expected = sha([
+        {"case": "replayed-grant", "conditions": [
+            {"condition": c.id, "world": world_description(c)} for c in replayed.conditions
+        ]}
+    ])
+    assert world_set_hash([replayed]) == expected
+    world = world_description(replayed.condition)
+    assert world["condition"] == {"revoked": ["grant-read"]}
+    assert world["namespaceId"] == "world-conformance"
+    assert any(g["id"] == "grant-root-files" for g in world["grants"])  # roots included
+    assert all("description" in t for t in world["tools"])  # prose included
+    assert world_set_hash([get_case("escalation")]) != world_set_hash([get_case("escalation-refused")])
+
+
+def test_prompt_set_spec_and_evaluator_hashes() -> None:
+    assert prompt_set_hash([]) is None
+    entry = PromptEntry("escalation", "baseline", 1, "ab" * 32)
+    assert prompt_set_hash([entry]) == sha([{"case": "escalation", "condition": "baseline", "turn": 1,
+                                            "promptHash": "ab" * 32}])
+    assert prompt_set_hash([entry.to_json()]) == prompt_set_hash([entry])
+    escalation = get_case("escalation")
+    assert spec_hash(escalation, escalation.condition) == sha(
+        {"case": "escalation", "move": escalation.to_json()["move"], "condition": "baseline"}
+    )
+    assert evaluator_hash() == sha({"judge": "sharedos-conformance", "version": 5})
+
+
+def test_pins_name_every_difference() -> None:
+    a = current_pins(prompt_hash="p", catalog_hash="sha256:c", image_id="img", behaviour="cooperative")
+    assert a.judge_version == 5 and a.case_set_hash == case_set_hash()
+    assert comparable(a, a) == []
+    b = dataclasses.replace(a, prompt_hash="q", image_id=None, extra={"cliVersion": "2"})
+    assert comparable(a, b) == ["cliVersion", "imageId", "promptHash"]
+    assert comparable(a.to_json(), b) == ["cliVersion", "imageId", "promptHash"]
+    assert set(Pins("x", "y").to_json()) == {"caseSetHash", "worldSetHash", "judgeVersion"}
