@@ -28,7 +28,7 @@ from rich.table import Table
 
 import runner
 from runner.conformance.behaviours import Behaviour, UnknownBehaviour, parse_behaviour
-from runner.conformance.cases import CASES, UnknownCase, get_case
+from runner.conformance.cases import CASES, UnknownCase, UnknownCondition, get_case
 from runner.harnesses.profile import ProfileError, UnknownHarness, find_profile, known_harnesses, load_profile
 from runner.sandbox.engine import EngineError, connect
 from runner.turn.model_choice import ModelChoiceError, choose_model
@@ -110,8 +110,10 @@ def exec_(
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     try:
         choice = choose_model(model, profile, os.environ)
-        condition_obj = _condition(case_obj, condition)
-    except (ModelChoiceError, ValueError) as error:
+        condition_obj = case_obj.condition_for(condition)
+    except UnknownCondition as error:
+        fail(Exit.UNKNOWN, str(error), as_json)
+    except ModelChoiceError as error:
         fail(Exit.USAGE, str(error), as_json)
 
     from runner.matrix.cell import CellOptions, run_cell
@@ -144,16 +146,6 @@ def exec_(
         text = f"infrastructure error ({problem['kind']}): {problem['detail']}"
         err.print(f"[bold red]runner:[/] {text}", highlight=False)
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
-
-
-def _condition(case: Any, condition_id: str | None) -> Any:
-    if condition_id is None:
-        return case.condition
-    for candidate in case.conditions:
-        if candidate.id == condition_id:
-            return candidate
-    known = ", ".join(c.id for c in case.conditions)
-    raise ValueError(f"the case {case.id} has no condition {condition_id!r} (known: {known})")
 
 
 def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool) -> Any:
@@ -386,7 +378,7 @@ def repro(
     try:
         case_obj = get_case(recorded["cell"]["case"])
         profile = find_profile(recorded["cell"]["column"])
-        condition_obj = _condition(case_obj, recorded["cell"]["condition"])
+        condition_obj = case_obj.condition_for(recorded["cell"]["condition"])
         behaviour_obj = parse_behaviour(pins.get("behaviour", "cooperative"))
     except (UnknownCase, UnknownHarness, UnknownBehaviour, ValueError) as error:
         fail(Exit.UNKNOWN, str(error), as_json)

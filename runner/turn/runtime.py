@@ -68,13 +68,7 @@ class TurnRequest:
 
     @property
     def condition(self) -> Condition:
-        if self.condition_id is None:
-            return self.case.condition
-        for condition in self.case.conditions:
-            if condition.id == self.condition_id:
-                return condition
-        known = ", ".join(c.id for c in self.case.conditions)
-        raise ValueError(f"the case {self.case.id} has no condition {self.condition_id!r} (known: {known})")
+        return self.case.condition_for(self.condition_id)
 
 
 @dataclass

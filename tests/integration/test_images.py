@@ -63,11 +63,8 @@ def _copy_recipes(dest: Path, *, with_client: bool = True) -> Path:
 
 
 @pytest.fixture(scope="module")
-def client() -> docker.DockerClient:
-    try:
-        return connect()
-    except EngineUnavailable as exc:
-        pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
+def client(engine: docker.DockerClient) -> docker.DockerClient:
+    return engine  # tests/conftest.py: the real engine, or a failure saying why
 
 
 @pytest.fixture(scope="module")

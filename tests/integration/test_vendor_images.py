@@ -30,7 +30,7 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.engine import EngineUnavailable, ImageUnavailable, connect
+from runner.sandbox.engine import ImageUnavailable
 from runner.sandbox.images import (
     ImageRecord,
     buildable_harnesses,
@@ -82,11 +82,8 @@ TURN_MOUNT = "/run/runner"
 
 
 @pytest.fixture(scope="module")
-def client() -> docker.DockerClient:
-    try:
-        return connect()
-    except EngineUnavailable as exc:
-        pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
+def client(engine: docker.DockerClient) -> docker.DockerClient:
+    return engine  # tests/conftest.py: the real engine, or a failure saying why
 
 
 @pytest.fixture(scope="module")
