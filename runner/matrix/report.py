@@ -163,10 +163,25 @@ def manifest(cells: list[dict[str, Any]], gate_result: Gate | None = None) -> di
         "caseSetHash": first.get("caseSetHash"),
         "worldSetHash": first.get("worldSetHash"),
         "columns": [{"id": col, "promptSetHash": _prompt_set(cells, col)} for col in columns],
-        "rows": [rows[k] for k in sorted(rows)],
+        "rows": [rows[k] for k in sorted(rows, key=_suite_order)],
         "comparability": comparability(cells),
         "gate": gate_result.to_json() if gate_result else None,
     }
+
+
+def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
+    """Rows in the case set's own order (upstream's suite order), unknown ones last."""
+    from runner.conformance.cases import CASES
+
+    order = list(CASES)
+    case = CASES.get(key[0])
+    conditions = [c.id for c in case.conditions] if case else []
+    return (
+        order.index(key[0]) if case else len(order),
+        conditions.index(key[1]) if key[1] in conditions else 0,
+        key[0],
+        key[1],
+    )
 
 
 def _prompt_set(cells: list[dict[str, Any]], column: str) -> str | None:
