@@ -3,6 +3,7 @@
     python -m runner.model --actions script.json --port 8787 --log exchanges.jsonl
     python -m runner.model --live-base-url https://api.openai.com/v1 --credential OPENAI_API_KEY \\
         --auth bearer --uds /tmp/model.sock --log exchanges.jsonl
+    python -m runner.model --replay runs/x/model-exchanges.jsonl --port 8787 --log replayed.jsonl
 
 ``--actions`` is a JSON file holding an action list (or an object with an ``actions`` list, like the
 reference harness's script). Stops on SIGINT/SIGTERM.
@@ -29,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m runner.model", description=__doc__.split("\n\n")[0])
     parser.add_argument("--actions", type=Path, help="scripted mode: the action list (JSON)")
     parser.add_argument("--live-base-url", help="live mode: the vendor API base URL")
+    parser.add_argument("--replay", type=Path, help="replay mode: a recorded exchange log to serve back")
     parser.add_argument("--credential", action="append", default=[], help="live mode: host variable(s) to try")
     parser.add_argument("--auth", choices=["bearer", "x-api-key", "x-goog-api-key"], default="bearer")
     parser.add_argument("--host", default="127.0.0.1")
@@ -48,10 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.actions:
         data = json.loads(args.actions.read_text(encoding="utf-8"))
         actions = data["actions"] if isinstance(data, dict) else data
+    mode = ModelMode.REPLAY if args.replay else ModelMode.LIVE if live else ModelMode.SCRIPTED
     try:
         config = ModelEndpointConfig(
-            mode=ModelMode.LIVE if live else ModelMode.SCRIPTED, actions=actions, live=live,
-            scrubber=Scrubber(os.environ, args.credential),
+            mode=mode, actions=actions, live=live, scrubber=Scrubber(os.environ, args.credential),
+            recording=args.replay,
         )
     except ModelEndpointError as err:
         print(f"error: {err}", file=sys.stderr)

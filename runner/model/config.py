@@ -6,11 +6,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from runner.harnesses.profile import LiveModel, ModelEndpoint
 from runner.model.script import normalise_actions
 from runner.turn.scrub import Scrubber
+
+if TYPE_CHECKING:
+    from runner.model.replay import RecordedExchange
 
 DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
 DEFAULT_MODEL = "runner-scripted"
@@ -19,7 +23,7 @@ DEFAULT_MODEL = "runner-scripted"
 class ModelMode(StrEnum):
     SCRIPTED = "scripted"  # a deterministic model playing the turn's action list
     LIVE = "live"  # forwards to the vendor API with the host's credential
-    REPLAY = "replay"  # serves a recorded exchange log back (not implemented yet)
+    REPLAY = "replay"  # serves a recorded exchange log back, stopping at the first divergence
 
 
 class ModelEndpointError(ValueError):
@@ -40,15 +44,18 @@ class ModelEndpointConfig:
     (live: where to forward and which host variable holds the credential); ``scrubber`` (everything
     logged passes through it); ``placeholder_key`` (the only key the CLI holds); ``model`` (the model
     id the scripted model reports when a request names none); ``environ`` (where live mode reads the
-    credential; default ``os.environ``)."""
+    credential; default ``os.environ``); ``recording`` (replay: the exchange log to serve back, read
+    and checked here, see :mod:`runner.model.replay`)."""
 
-    mode: ModelMode | str  # "scripted" | "live" ("replay" later); stored as a ModelMode
+    mode: ModelMode | str  # "scripted" | "live" | "replay"; stored as a ModelMode
     scrubber: Scrubber
     actions: list[dict[str, Any]] = field(default_factory=list)
     live: LiveModel | None = None
     placeholder_key: str = DEFAULT_PLACEHOLDER_KEY
     model: str = DEFAULT_MODEL
     environ: Mapping[str, str] | None = field(default=None, repr=False)
+    recording: Path | None = None
+    exchanges: tuple[RecordedExchange, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
@@ -60,7 +67,16 @@ class ModelEndpointConfig:
         object.__setattr__(self, "mode", mode)
         object.__setattr__(self, "actions", normalise_actions(self.actions))
         if mode is ModelMode.REPLAY:
-            raise ModelEndpointError("model mode 'replay' is not implemented yet")
+            if self.recording is None:
+                raise ModelEndpointError(
+                    "replay model mode needs a recording (the model-exchanges.jsonl of an earlier turn); none given"
+                )
+            from runner.model.replay import load_recording
+
+            object.__setattr__(self, "recording", Path(self.recording))
+            object.__setattr__(self, "exchanges", load_recording(Path(self.recording)))
+        elif self.recording is not None:
+            raise ModelEndpointError(f"a recording is served only in replay mode, not in {mode.value} mode")
         if mode is ModelMode.LIVE:
             if self.live is None:
                 raise ModelEndpointError("live model mode needs the profile's model.live settings (none given)")
@@ -84,11 +100,13 @@ class ModelEndpointConfig:
         scrubber: Scrubber,
         actions: list[Any] | None = None,
         environ: Mapping[str, str] | None = None,
+        recording: Path | None = None,
     ) -> ModelEndpointConfig:
         """The config for a profile's ``model:`` section."""
         return cls(
             mode=ModelMode(mode), scrubber=scrubber, actions=list(actions or []), live=endpoint.live,
             placeholder_key=endpoint.placeholder_key, model=endpoint.scripted_model, environ=environ,
+            recording=recording,
         )
 
 

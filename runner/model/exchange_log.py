@@ -1,11 +1,23 @@
 """The exchange log: one JSON line per model request, scrubbed, with a bounded copy of the answer.
 
-Each record holds the request (method, path, query, headers with credentials redacted, JSON body),
-the dialect, the scripted model's ``step`` and decision (or, live, the upstream URL), the response
-(status; for a stream the SSE events, each ``{"event"?, "data"}`` with ``data`` parsed as JSON when
-it is JSON; otherwise the body), how the exchange ended, and its duration. The copy of a response
-(and of a request body) stops at :data:`MAX_CAPTURE_BYTES` with a truncation note; the client still
-gets everything.
+Each record holds ``request_seq`` (the request's number in arrival order, 1-based; ``seq`` is the
+line's number in write order, which is completion order), the request (method, path, query,
+headers with credentials redacted, the JSON body, decoded first when the client gzip- or
+deflate-compressed it), the dialect, the scripted model's ``step`` and decision (or, live, the
+upstream URL; replay, the recorded exchange it served or the divergence), the response, how the
+exchange ended, and its duration.
+
+The response is ``status``, ``content_type`` and, where the endpoint passes on more than that,
+``headers`` (credential headers redacted); then for a stream ``stream: true`` and the SSE
+``events`` (the shape in :mod:`runner.model.sse`: parsed JSON plus, only where re-encoding would
+not give the same text back, the exact ``raw`` text), otherwise ``body`` (the parsed JSON, with
+``raw`` likewise when its compact encoding is not the text sent) or ``chunks`` (the text, when it is
+not JSON), and ``bytes`` (the size as sent). A compressed upstream answer is logged decoded
+(gzip, deflate; ``content_encoding`` says so); another encoding is not copied (``not_captured``
+says why). So a complete record holds everything replay mode needs to send the answer again.
+
+The copy of a response (and of a request body) stops at :data:`MAX_CAPTURE_BYTES` with a
+``truncated`` note; the client still gets everything, but such an exchange cannot be replayed.
 
 Every string in a record passes through the turn's :class:`~runner.turn.scrub.Scrubber` (and the
 live credential itself is replaced, whatever its length), and so does the finished line; headers
@@ -15,13 +27,15 @@ that carry credentials are redacted by name regardless of their value.
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
+import zlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from runner.model.sse import SseEvent, SseParser
+from runner.model.sse import SseEvent, SseParser, compact_json
 from runner.turn.scrub import Scrubber
 
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
@@ -51,6 +65,22 @@ def classify_auth(headers: Iterable[tuple[str, str]], placeholder: str) -> str:
     return "placeholder" if all(v == placeholder for v in stripped) else "other"
 
 
+def decode_body(raw: bytes, encoding: str) -> bytes | None:
+    """A request body with its ``content-encoding`` (gzip, deflate) undone; None if that fails or
+    the encoding is another one."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    try:
+        if encoding == "gzip":
+            return gzip.decompress(raw)
+        if encoding == "deflate":
+            return zlib.decompress(raw)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
+
+
 def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> Any:
     """A request body for the log: the parsed JSON, else text; bounded."""
     if len(raw) > limit:
@@ -65,28 +95,49 @@ def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> Any:
 
 
 class Capture:
-    """A bounded copy of one response as it is sent: SSE events, or the raw body."""
+    """A bounded copy of one response as it is sent: SSE events, or the body.
 
-    def __init__(self, *, sse: bool, limit: int = MAX_CAPTURE_BYTES) -> None:
+    ``encoding`` is the response's ``content-encoding``: gzip and deflate are decoded for the copy
+    (the bound applies to the decoded bytes), any other encoding is not copied at all."""
+
+    def __init__(self, *, sse: bool, limit: int = MAX_CAPTURE_BYTES, encoding: str = "") -> None:
         self.sse = sse
         self.limit = limit
-        self.total = 0
-        self.kept = 0
+        self.total = 0  # bytes as sent
+        self.kept = 0  # (decoded) bytes copied
+        self.over = False
         self.events: list[dict[str, Any]] = []
         self._chunks: list[bytes] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._parser = SseParser()
+        self.encoding = encoding.strip().lower()
+        self.not_captured: str | None = None
+        self._inflater: Any = None
+        if self.encoding == "gzip":
+            self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif self.encoding == "deflate":
+            self._inflater = zlib.decompressobj()
+        elif self.encoding not in ("", "identity"):
+            self.not_captured = f"the response's content-encoding {self.encoding!r} is not decoded for the log"
 
     @property
     def truncated(self) -> bool:
-        return self.total > self.kept
+        return self.over
 
     def add(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = self.limit - self.kept
-        if room <= 0:
+        if self.over or self.not_captured:
             return
-        piece = chunk[:room]
+        room = self.limit - self.kept
+        piece = chunk
+        if self._inflater is not None:
+            try:
+                piece = self._inflater.decompress(chunk, room + 1)
+            except zlib.error as err:
+                self.not_captured = f"the response's {self.encoding} body could not be decoded: {err}"
+                return
+        if len(piece) > room:
+            piece, self.over = piece[:room], True
         self.kept += len(piece)
         if self.sse:
             self.events += [e.to_log() for e in self._parser.feed(self._decoder.decode(piece))]
@@ -99,21 +150,28 @@ class Capture:
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"bytes": self.total}
+        if self.not_captured:
+            body["not_captured"] = self.not_captured
+            return body
+        if self._inflater is not None:
+            body["content_encoding"] = self.encoding
         if self.sse:
             if not self.truncated:
                 self.events += [e.to_log() for e in self._parser.feed(self._decoder.decode(b"", final=True))]
                 self.events += [e.to_log() for e in self._parser.flush()]
             body["events"] = self.events
         else:
-            raw = b"".join(self._chunks)
-            text = raw.decode("utf-8", "replace")
+            text = b"".join(self._chunks).decode("utf-8", "replace")
             try:
-                body["body"] = json.loads(text) if text and not self.truncated else None
+                parsed = json.loads(text) if text and not self.truncated else None
             except ValueError:
-                body["body"] = None
-            if body["body"] is None:
+                parsed = None
+            if parsed is None:
                 body["chunks"] = [c.decode("utf-8", "replace") for c in self._chunks]
-                del body["body"]
+            else:
+                body["body"] = parsed
+                if compact_json(parsed) != text:
+                    body["raw"] = text
         if self.truncated:
             body["truncated"] = f"response of {self.total} bytes; the copy stops after {self.kept} bytes"
         return body
@@ -138,13 +196,14 @@ class ExchangeLog:
             text = text.replace(secret, f"[scrubbed:{name}]")
         return text
 
-    def _scrub_value(self, value: Any) -> Any:
+    def scrub_value(self, value: Any) -> Any:
+        """``value`` with every string in it (keys too) scrubbed, as a record is before it is written."""
         if isinstance(value, str):
             return self.scrub(value)
         if isinstance(value, dict):
-            return {self.scrub(str(k)): self._scrub_value(v) for k, v in value.items()}
+            return {self.scrub(str(k)): self.scrub_value(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self._scrub_value(v) for v in value]
+            return [self.scrub_value(v) for v in value]
         return value
 
     def write(self, record: dict[str, Any]) -> None:
@@ -152,7 +211,7 @@ class ExchangeLog:
             return
         self.count += 1
         full = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "seq": self.count, **record}
-        line = self.scrub(json.dumps(self._scrub_value(full), ensure_ascii=False, separators=(",", ":")))
+        line = self.scrub(json.dumps(self.scrub_value(full), ensure_ascii=False, separators=(",", ":")))
         self._file.write(line + "\n")
         self._file.flush()
 

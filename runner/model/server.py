@@ -7,20 +7,19 @@ socket this module binds itself (a unix socket for a turn, TCP for tests and sta
 Routing: the request's dialect is found by its path (:func:`runner.model.dialects.dialect_for`),
 whatever prefix precedes the dialect's own suffix. ``HEAD``/``GET .../api/hello`` (Claude Code's
 preconnect) is answered 200. In scripted mode anything else is a 404; in live mode every request is
-forwarded (the dialect only labels it). Every exchange is appended to the exchange log.
+forwarded (the dialect only labels it); in replay mode every request is answered from the recording
+(:mod:`runner.model.replay`). Every exchange is appended to the exchange log.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import logging
 import os
 import socket
 import stat
 import time
-import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -40,16 +39,25 @@ from starlette.types import Receive, Scope, Send
 from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.dialects import Dialect, RenderContext, RequestInfo, dialect_for, guess_dialect
 from runner.model.dialects.base import Rendered, estimate_tokens
-from runner.model.exchange_log import Capture, ExchangeLog, body_for_log, classify_auth, redact_headers
+from runner.model.exchange_log import (
+    Capture,
+    ExchangeLog,
+    body_for_log,
+    classify_auth,
+    decode_body,
+    redact_headers,
+)
 from runner.model.live import LiveForwarder, forward_response_headers
+from runner.model.replay import Divergence, Replayer, answer_for, is_preconnect
 from runner.model.script import Decision, StallReply, plan_for
+from runner.model.sse import SSE_HEADERS
 
 logger = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT = 10.0
 SHUTDOWN_GRACE = 2  # seconds in-flight answers get when the endpoint stops; then they are cancelled
 METHODS = ["GET", "POST", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"]
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+DIVERGENCE_STATUS = 409
 
 
 @dataclass
@@ -67,6 +75,8 @@ class ModelEndpointHandle:
     skipped_calls: int = 0  # calls the latest non-side request's plan skipped
     upstream_errors: int = 0
     last_step: int | None = None
+    replayed: int = 0  # replay: recorded exchanges served
+    divergence: dict[str, Any] | None = None  # replay: {"step", "path", "what", "field"?} of the first divergence
     stopping: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
 
@@ -133,20 +143,23 @@ class _ObservedStream(StreamingResponse):
                     logger.exception("could not log a model exchange")
 
 
-def _parse_json(raw: bytes, encoding: str) -> Any:
-    """The request's JSON (gzip/deflate request bodies decoded), or None."""
+def _parse_json(raw: bytes | None) -> Any:
+    """The request's JSON (``raw`` already decoded), or None."""
     try:
-        if encoding.strip().lower() == "gzip":
-            raw = gzip.decompress(raw)
-        elif encoding.strip().lower() == "deflate":
-            raw = zlib.decompress(raw)
         return json.loads(raw) if raw else None
-    except (ValueError, OSError, zlib.error):
+    except ValueError:
         return None
 
 
-def _json_response(status: int, body: Any) -> Response:
-    return JSONResponse(body, status_code=status)
+def _json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+JSON_TYPE = {"content_type": "application/json"}
+
+
+class ReplayedBreak(Exception):
+    """Raised inside a replayed stream to break it off where the recorded one broke off."""
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -162,6 +175,7 @@ class _Service:
         self.log = log
         self.server_name = server_name
         self.forwarder = forwarder
+        self.replayer = Replayer(config.exchanges) if config.kind is ModelMode.REPLAY else None
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
@@ -171,16 +185,19 @@ class _Service:
         raw = await request.body()
         method, path, query = request.method, request.url.path, request.url.query
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-        body = _parse_json(raw, request.headers.get("content-encoding", ""))
+        decoded = decode_body(raw, request.headers.get("content-encoding", ""))
+        body = _parse_json(decoded)
         dialect = dialect_for(method, path)
         self.handle.requests += 1
         self.handle.by_dialect[dialect.name if dialect else "other"] += 1
         record: dict[str, Any] = {
             "mode": self.config.kind.value,
+            "request_seq": self.handle.requests,
             "dialect": dialect.name if dialect else None,
             "request": {
                 "method": method, "path": path, "query": query, "headers": redact_headers(headers),
-                "client_auth": classify_auth(headers, self.config.placeholder_key), "body": body_for_log(raw),
+                "client_auth": classify_auth(headers, self.config.placeholder_key),
+                "body": body_for_log(raw if decoded is None else decoded),
             },
         }
         if dialect is None and body is not None:
@@ -197,9 +214,11 @@ class _Service:
             self.log.write({**record, "response": response, "ended": ended,
                             "duration_s": round(time.monotonic() - started, 4)})
 
-        if path.rstrip("/").endswith("/api/hello") and method in ("HEAD", "GET"):
+        if is_preconnect(method, path):
             finish({"status": 200}, "complete")
             return Response(status_code=200)
+        if self.replayer is not None:
+            return await self.replay(request, dialect, record, finish)
         if self.forwarder is not None:
             return await self.forward(request, raw, headers, dialect, record, finish)
         return await self.scripted(request, body, dialect, record, finish)
@@ -214,7 +233,7 @@ class _Service:
         if dialect is None:
             message = f"runner scripted model: no endpoint for {method} {path}"
             error = {"error": {"message": message, "type": "not_found"}}
-            finish({"status": 404, "body": error}, "complete")
+            finish({"status": 404, **JSON_TYPE, "body": error}, "complete")
             return _json_response(404, error)
         info = RequestInfo(method, path, dict(request.query_params))
         model = dialect.model_name(info, body, self.config.model)
@@ -233,24 +252,33 @@ class _Service:
         else:
             self.handle.skipped_calls = len(plan.skipped)
         if isinstance(decision.reply, StallReply):
-            self.handle.stalls += 1
-            ended = await self.stall(request)
-            if ended == "server_stopped":
-                message = "runner scripted model: the endpoint stopped while this answer was held back"
-                finish({"status": 503, "stalled": True}, ended)
-                return _json_response(503, dialect.error_body(503, message))
-            finish({"status": None, "stalled": True}, ended)
-            return Response(status_code=204)  # nobody is listening any more
+            return await self.stalled(request, dialect, finish, "runner scripted model")
         ctx = RenderContext(model=model, step=step, input_tokens=estimate_tokens(body), body=body)
         rendered = dialect.render(decision.reply, ctx, stream=dialect.wants_stream(info, body), info=info)
         return self.send(rendered, finish)
 
+    async def stalled(
+        self, request: Request, dialect: Dialect | None, finish: Callable[[dict[str, Any], str], None], who: str
+    ) -> Response:
+        """A held-back answer: nothing until the client goes away (then a 204 nobody reads) or the
+        endpoint stops (then a 503)."""
+        self.handle.stalls += 1
+        ended = await self.stall(request)
+        if ended == "server_stopped":
+            message = f"{who}: the endpoint stopped while this answer was held back"
+            error = dialect.error_body(503, message) if dialect else {"error": {"message": message}}
+            finish({"status": 503, "stalled": True}, ended)
+            return _json_response(503, error)
+        finish({"status": None, "stalled": True}, ended)
+        return Response(status_code=204)  # nobody is listening any more
+
     def send(self, rendered: Rendered, finish: Callable[[dict[str, Any], str], None]) -> Response:
         if rendered.events is None:
-            finish({"status": rendered.status, "body": rendered.body}, "complete")
+            finish({"status": rendered.status, **JSON_TYPE, "body": rendered.body}, "complete")
             return _json_response(rendered.status, rendered.body)
         events = rendered.events
         capture = Capture(sse=True)
+        headers = {**SSE_HEADERS, **rendered.headers}
 
         async def source() -> AsyncIterator[bytes]:
             for event in events:
@@ -258,13 +286,16 @@ class _Service:
                 capture.add(data)
                 yield data
 
-        def done(ended: str) -> None:
-            finish({"status": rendered.status, "stream": True, **capture.to_json()}, ended)
+        response: _ObservedStream
 
-        return _ObservedStream(
-            source(), done, status_code=rendered.status, headers={**SSE_HEADERS, **rendered.headers},
-            media_type="text/event-stream",
+        def done(ended: str) -> None:
+            finish({"status": rendered.status, "content_type": response.headers.get("content-type"),
+                    "headers": headers, "stream": True, **capture.to_json()}, ended)
+
+        response = _ObservedStream(
+            source(), done, status_code=rendered.status, headers=headers, media_type="text/event-stream",
         )
+        return response
 
     async def stall(self, request: Request) -> str:
         """Hold the answer until the client goes away or the endpoint stops; say which came first."""
@@ -286,6 +317,59 @@ class _Service:
             tg.start_soon(stopping)
         return ended
 
+    # --- replay -------------------------------------------------------------------------------
+
+    async def replay(
+        self, request: Request, dialect: Dialect | None, record: dict[str, Any],
+        finish: Callable[[dict[str, Any], str], None],
+    ) -> Response:
+        replayer = self.replayer
+        assert replayer is not None
+        received = self.log.scrub_value({k: record["request"][k] for k in ("method", "path", "query", "body")})
+        outcome = replayer.take(received, dialect.name if dialect else None)
+        if isinstance(outcome, Divergence):
+            divergence = outcome.to_json()
+            self.handle.divergence = divergence
+            record["divergence"] = divergence
+            message = (f"runner replay: request {outcome.step} ({outcome.path}) diverged from the recording, "
+                       f"so the replay stopped: {outcome.what}")
+            error = dialect.error_body(DIVERGENCE_STATUS, message) if dialect else {
+                "error": {"message": message, "type": "replay_divergence"}}
+            finish({"status": DIVERGENCE_STATUS, **JSON_TYPE, "body": error}, "complete")
+            return _json_response(DIVERGENCE_STATUS, error, {"x-should-retry": "false"})
+        record["replay"] = {"exchange": outcome.number, "of": len(replayer.exchanges), "line": outcome.line}
+        self.handle.replayed += 1
+        if outcome.side:
+            self.handle.side_requests += 1
+        if outcome.stalled:
+            return await self.stalled(request, dialect, finish, "runner replay")
+        answer = answer_for(outcome)
+        if answer.events is None:
+            capture = Capture(sse=False)
+            capture.add(answer.body)
+            finish({"status": answer.status, "content_type": answer.content_type,
+                    **({"headers": dict(answer.headers)} if answer.headers else {}), **capture.to_json()},
+                   "complete")
+            return Response(content=answer.body, status_code=answer.status, headers=dict(answer.headers),
+                            media_type=answer.content_type)
+        events, broken = answer.events, answer.broken
+        stream_capture = Capture(sse=True)
+
+        async def source() -> AsyncIterator[bytes]:
+            for event in events:
+                data = event.encode()
+                stream_capture.add(data)
+                yield data
+            if broken:
+                raise ReplayedBreak("the recorded upstream broke off this stream here")
+
+        def done(ended: str) -> None:
+            finish({"status": answer.status, "content_type": answer.content_type, "headers": dict(answer.headers),
+                    "stream": True, **stream_capture.to_json()}, "upstream_error" if broken else ended)
+
+        return _ObservedStream(source(), done, status_code=answer.status, headers=[
+            ("content-type", answer.content_type or "text/event-stream"), *answer.headers])
+
     # --- live ---------------------------------------------------------------------------------
 
     async def forward(
@@ -305,10 +389,12 @@ class _Service:
             self.handle.upstream_errors += 1
             message = f"runner live model: the upstream could not be reached: {type(err).__name__}: {err}"
             error = dialect.error_body(502, message) if dialect else {"error": {"message": message}}
-            finish({"status": 502, "body": error}, "upstream_error")
+            finish({"status": 502, **JSON_TYPE, "body": error}, "upstream_error")
             return _json_response(502, error)
         content_type = upstream.headers.get("content-type", "")
-        capture = Capture(sse=content_type.startswith("text/event-stream"))
+        capture = Capture(
+            sse=content_type.startswith("text/event-stream"), encoding=upstream.headers.get("content-encoding", "")
+        )
         response_headers = forward_response_headers(upstream.headers.multi_items())
 
         async def source() -> AsyncIterator[bytes]:
@@ -317,8 +403,8 @@ class _Service:
                 yield chunk
 
         def done(ended: str) -> None:
-            finish({"status": upstream.status_code, "headers": redact_headers(response_headers),
-                    "stream": capture.sse, **capture.to_json()}, ended)
+            finish({"status": upstream.status_code, "content_type": content_type or None,
+                    "headers": redact_headers(response_headers), "stream": capture.sse, **capture.to_json()}, ended)
 
         return _ObservedStream(
             source(), done, status_code=upstream.status_code, headers=response_headers, close=upstream.aclose

@@ -1,6 +1,7 @@
 """Which model a CLI talks to on this turn: scripted, live or (later) a replayed recording. Pure.
 
-The default is live when the harness's credentials are present on the host and scripted otherwise;
+``replay:PATH`` serves a recorded exchange log back, so a live cell reproduces offline. The default
+is live when the harness's credentials are present on the host and scripted otherwise;
 whichever is used is stated in the output and the result. ``--model live`` without credentials is
 an error naming the variables.
 """
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from runner.harnesses.profile import Profile
 
-Mode = Literal["none", "scripted", "live"]
+Mode = Literal["none", "scripted", "live", "replay"]
+REPLAY_PREFIX = "replay:"
 
 
 class ModelChoiceError(ValueError):
@@ -25,9 +28,13 @@ class ModelChoice:
     mode: Mode
     why: str
     credential: str | None = None  # the host variable live mode takes its key from (never its value)
+    recording: str | None = None  # replay: the exchange log served back
 
     def to_json(self) -> dict[str, str | None]:
-        return {"mode": self.mode, "why": self.why, "credential": self.credential}
+        body = {"mode": self.mode, "why": self.why, "credential": self.credential}
+        if self.recording:
+            body["recording"] = self.recording
+        return body
 
 
 def choose_model(requested: str | None, profile: Profile, environ: Mapping[str, str]) -> ModelChoice:
@@ -35,6 +42,11 @@ def choose_model(requested: str | None, profile: Profile, environ: Mapping[str, 
         if requested not in (None, "scripted"):
             raise ModelChoiceError(f"the {profile.id} harness talks to no model; --model {requested} does not apply")
         return ModelChoice("none", f"the {profile.id} harness plays its script and talks to no model")
+    if requested is not None and requested.startswith(REPLAY_PREFIX):
+        recording = Path(requested[len(REPLAY_PREFIX):])
+        if not recording.is_file():
+            raise ModelChoiceError(f"--model {requested}: no recorded exchange log at {recording}")
+        return ModelChoice("replay", f"replaying {recording}, offline", recording=str(recording))
     live = profile.model.live
     present = next((name for name in (live.credentials if live else []) if environ.get(name)), None)
     if requested == "scripted":
@@ -48,7 +60,7 @@ def choose_model(requested: str | None, profile: Profile, environ: Mapping[str, 
             )
         return ModelChoice("live", f"--model live, with the key from {present}", present)
     if requested is not None:
-        raise ModelChoiceError(f"unknown --model {requested!r}: expected scripted or live")
+        raise ModelChoiceError(f"unknown --model {requested!r}: expected scripted, live or replay:PATH")
     if present is not None:
         return ModelChoice("live", f"{present} is set on the host", present)
     names = ", ".join(live.credentials) if live else "none declared"

@@ -178,12 +178,14 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
             model = await _serve_model(stack, req, turn_dir.model_socket, actions, scrubber, model_id)
             progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
             run = await drive(proc, stdout, stderr, deadline, profile, progress)
+            divergence = None
             mcp_summary: dict[str, Json] = {
                 "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
                 "calls": server.calls, "clients": server.client_infos,
             }
             if model is not None:
                 mcp_summary["modelRequests"] = getattr(model, "requests", None)
+                divergence = getattr(model, "divergence", None)
         stdout.close()
         stderr.close()
 
@@ -211,6 +213,10 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
             result = envelope.settle(settled)
         record = envelope.record(result)
         infra = _infrastructure_error(run, reader, server.sessions_initialized, profile, err_tail, scrubber)
+        if divergence:
+            # a replay stops at the first request that differs from the recording instead of improvising
+            infra = {"kind": "replay_diverged", "detail": scrubber.text(f"step {divergence.get('step')}: "
+                                                                        f"{divergence.get('what')}"), **divergence}
         files = _write_artifacts(req.out_dir, record, result, script, prompt, instructions, mcp_log, scrubber)
         if profile.session_transcript and turn_dir.home_host is not None:
             copied = copy_session_transcript(
@@ -254,6 +260,7 @@ async def _serve_model(
         live = live.model_copy(update={"base_url": os.environ[LIVE_BASE_URL_ENV]})
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber,
+        recording=Path(req.model.recording) if req.model.recording else None,
         placeholder_key=profile.model.placeholder_key,
     )
     return await stack.enter_async_context(

@@ -71,7 +71,7 @@ def test_config_validation() -> None:
     assert config.kind is ModelMode.SCRIPTED and config.mode is ModelMode.SCRIPTED
     with pytest.raises(ModelEndpointError, match="unknown model mode"):
         ModelEndpointConfig(mode="dreaming", scrubber=Scrubber({}))
-    with pytest.raises(ModelEndpointError, match="not implemented"):
+    with pytest.raises(ModelEndpointError, match="needs a recording"):
         ModelEndpointConfig(mode="replay", scrubber=Scrubber({}))
     with pytest.raises(ModelEndpointError, match=r"model\.live"):
         ModelEndpointConfig(mode="live", scrubber=Scrubber({}))

@@ -66,7 +66,7 @@ def test_capture_raw_json_and_text() -> None:
     capture = Capture(sse=False)
     capture.add(b'{"a":')
     capture.add(b" 1}")
-    assert capture.to_json() == {"bytes": 8, "body": {"a": 1}}
+    assert capture.to_json() == {"bytes": 8, "body": {"a": 1}, "raw": '{"a": 1}'}  # raw: spacing kept for replay
     text = Capture(sse=False)
     text.add(b"not json")
     assert text.to_json() == {"bytes": 8, "chunks": ["not json"]}
