@@ -390,6 +390,9 @@ def repro(
     client = connect()
     cell = Cell(case_obj, condition_obj, profile)
     result, _ = interruptible(lambda: run_cell(client, cell, target, options), client, run_id, False, as_json)
+    if result.get("infrastructureError"):
+        problem = result["infrastructureError"]
+        fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem['kind']}): {problem['detail']}", as_json)
     differing = [k for k in comparable(pins, result["pins"]) if k != "modelMode" or mode != "live"]
     was, now = recorded.get("grade", {}).get("status"), result.get("grade", {}).get("status")
     if as_json:

@@ -116,3 +116,52 @@ def test_live_mode_uses_the_host_credential_and_leaks_it_nowhere(
     for path in written:
         assert HOST_KEY.encode() not in path.read_bytes(), f"{path} holds the host credential"
     assert HOST_KEY not in proc.stdout and HOST_KEY not in proc.stderr
+
+
+def _essence(record: dict[str, object]) -> dict[str, object]:
+    """What a replay must reproduce: the turn's ending and every operation, minus minted ids and times."""
+    execution = record["execution"]
+    assert isinstance(execution, dict)
+    ops = [{k: v for k, v in op.items() if k != "operationId"} for op in execution["operations"]]
+    keep = ("status", "terminalReasonCode", "escalation", "callsAfterEscalation", "escalationAsked", "catalogHash")
+    return {"operations": ops, **{k: execution.get(k) for k in keep}}
+
+
+def test_a_live_cell_replays_offline_with_the_same_grade_and_record_and_a_tampered_one_is_refused(
+    tmp_path: Path, engine: docker.DockerClient, upstream: tuple[str, list[str]]
+) -> None:
+    base_url, seen = upstream
+    cell = tmp_path / "live-cell"
+    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": base_url}
+    recorded = subprocess.run(
+        [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--model", "live", "--json",
+         "--out", str(cell)], capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    assert json.loads(recorded.stdout)["grade"]["status"] == "pass" and seen
+    original = json.loads((cell / "record.json").read_text())
+
+    # offline: no upstream, no credential
+    offline = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "RUNNER_LIVE_BASE_URL")}
+    offline["RUNNER_LIVE_BASE_URL"] = "http://127.0.0.1:9"  # nothing listens: a forward would fail
+    replay = subprocess.run([RUNNER, "repro", str(cell), "--json", "--out", str(tmp_path / "replayed")],
+                            capture_output=True, text=True, env=offline, timeout=240)
+    assert replay.returncode == 0, replay.stderr
+    verdict = json.loads(replay.stdout)
+    assert verdict["recorded"] == verdict["reproduced"] == "pass"
+    replayed = json.loads((tmp_path / "replayed" / "result.json").read_text())
+    assert replayed["pins"]["modelMode"] == "replay"
+    assert _essence(json.loads((tmp_path / "replayed" / "record.json").read_text())) == _essence(original)
+
+    # tamper with the recording: the replay stops at the first divergence and names it
+    log = cell / "model-exchanges.jsonl"
+    lines = log.read_text().splitlines()
+    tampered = [line.replace('"Workspace", "policy.md"', '"Workspace", "secret.md"')
+                .replace('\\"Workspace\\",\\"policy.md\\"', '\\"Workspace\\",\\"secret.md\\"') for line in lines]
+    assert tampered != lines, "the recording names the control read's path"
+    log.write_text("\n".join(tampered) + "\n")
+    refused = subprocess.run([RUNNER, "repro", str(cell), "--out", str(tmp_path / "tampered")],
+                             capture_output=True, text=True, env=offline, timeout=240)
+    assert refused.returncode == 5
+    assert "replay_diverged" in refused.stderr and "step" in refused.stderr
+    assert "secret.md" in refused.stderr.replace("\n", "") or "policy.md" in refused.stderr.replace("\n", "")

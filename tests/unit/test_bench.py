@@ -1,0 +1,183 @@
+"""The pure parts of ``runner.bench``: percentiles, ratios, target verdicts and the JSON it writes.
+
+No timing is asserted here; the measurements themselves run only under ``make bench``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.bench import (
+    INFO,
+    MISS,
+    NOT_MEASURED,
+    PASS,
+    SCHEMA,
+    SECTIONS,
+    TARGETS,
+    Figure,
+    Target,
+    cold_build_seconds,
+    count_turn_cells,
+    document,
+    median,
+    not_measured,
+    percentile,
+    plan_for,
+    ratio,
+    summarise,
+    verdict,
+)
+
+# --- percentiles ------------------------------------------------------------------------------
+
+
+def test_percentile_interpolates_between_closest_ranks() -> None:
+    values = [4.0, 1.0, 3.0, 2.0]  # order does not matter
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 100) == 4.0
+    assert percentile(values, 50) == pytest.approx(2.5)
+    assert percentile(values, 95) == pytest.approx(3.85)  # numpy.percentile([1,2,3,4], 95)
+
+
+def test_percentile_of_one_sample_is_that_sample() -> None:
+    assert percentile([7.5], 50) == 7.5
+    assert percentile([7.5], 95) == 7.5
+
+
+def test_percentile_of_a_hundred_samples_matches_numpy() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == pytest.approx(50.5)
+    assert percentile(values, 95) == pytest.approx(95.05)
+
+
+def test_median_of_odd_and_even_samples() -> None:
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([1.0, 2.0, 3.0, 10.0]) == 2.5
+
+
+@pytest.mark.parametrize("q", [-1, 100.5])
+def test_percentile_refuses_a_rank_outside_0_100(q: float) -> None:
+    with pytest.raises(ValueError):
+        percentile([1.0, 2.0], q)
+
+
+def test_percentile_refuses_no_samples() -> None:
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_summarise_gives_the_shape_and_nothing_for_no_samples() -> None:
+    body = summarise([1.0, 2.0, 3.0, 4.0])
+    assert set(body) == {"n", "p50", "p95", "min", "max", "mean"}
+    assert body["n"] == 4 and body["min"] == 1.0 and body["max"] == 4.0 and body["mean"] == 2.5
+    assert summarise([]) == {"n": 0}
+
+
+# --- ratios and verdicts ----------------------------------------------------------------------
+
+
+def test_ratio_and_its_missing_cases() -> None:
+    assert ratio(3.0, 1.5) == 2.0
+    assert ratio(None, 1.0) is None
+    assert ratio(1.0, None) is None
+    assert ratio(1.0, 0.0) is None
+    assert ratio(1.0, -2.0) is None
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "met"),
+    [("<", 0.99, True), ("<", 1.0, False), ("<=", 1.0, True), ("<=", 1.01, False),
+     (">", 1.01, True), (">", 1.0, False), (">=", 1.0, True), (">=", 0.99, False)],
+)
+def test_target_operators(op: str, value: float, met: bool) -> None:
+    target = Target(op, 1.0)  # type: ignore[arg-type]
+    assert target.met(value) is met
+    assert verdict(value, target) == (PASS if met else MISS)
+
+
+def test_verdict_without_a_value_or_a_target() -> None:
+    assert verdict(None, Target("<", 1.0)) == NOT_MEASURED
+    assert verdict(None, None) == NOT_MEASURED
+    assert verdict(3.0, None) == INFO
+
+
+def test_the_briefed_targets() -> None:
+    assert str(TARGETS["mcp.real.p50"]) == "< 1"
+    assert str(TARGETS["mcp.ratio.p50"]) == "< 4"
+    assert str(TARGETS["cell.ratio.median"]) == "< 1.3"
+    assert str(TARGETS["matrix.speedup"]) == ">= 1.6"
+    assert str(TARGETS["rss.flood"]) == "< 200"
+    assert str(TARGETS["rss.matrix.j2"]) == "< 300"
+    assert str(TARGETS["images.warm"]) == "< 5"
+    assert verdict(1.6, TARGETS["matrix.speedup"]) == PASS
+    assert verdict(1.3, TARGETS["cell.ratio.median"]) == MISS
+
+
+def test_a_figure_takes_its_target_by_key() -> None:
+    assert Figure("mcp.ratio.p50", 1, "ratio", 2.0, "×").verdict == PASS
+    assert Figure("mcp.ratio.p50", 1, "ratio", 4.0, "×").verdict == MISS
+    assert Figure("mcp.floor.p50", 1, "floor", 0.3, "ms").verdict == INFO
+    assert not_measured("images.cold", 5, "cold", "s", "nothing recorded").verdict == NOT_MEASURED
+
+
+# --- the JSON ---------------------------------------------------------------------------------
+
+
+def test_document_shape() -> None:
+    figures = [
+        Figure("mcp.real.p50", 1, "real p50", 0.8, "ms", "how", "note", {"n": 200}),
+        Figure("mcp.ratio.p50", 1, "ratio", 5.0, "×"),
+        Figure("mcp.floor.p50", 1, "floor p50", 0.16, "ms"),
+        not_measured("images.cold", 5, "cold", "s", "not measured in this run"),
+    ]
+    machine = {"cores": 2, "memoryMiB": 2048.0, "kernel": "6.1", "docker": {"server": "20.10"}}
+    versions = {"runner": "0.1.0", "mcp": "2.3.0", "python": "3.11.7"}
+    doc = document(figures, machine, versions, plan_for(True).to_json(), "2026-01-01T00:00:00+00:00", 12.34)
+    assert json.loads(json.dumps(doc)) == doc  # plain JSON throughout
+    assert doc["schema"] == SCHEMA
+    assert set(doc) == {"schema", "startedAt", "elapsedSeconds", "machine", "versions", "options", "figures",
+                        "summary"}
+    assert doc["elapsedSeconds"] == 12.3
+    assert doc["summary"] == {"pass": 1, "miss": 1, "notMeasured": 1, "missed": ["mcp.ratio.p50"]}
+    first = doc["figures"][0]
+    assert set(first) == {"key", "item", "label", "value", "unit", "target", "verdict", "how", "note", "detail"}
+    assert first["target"] == {"op": "<", "threshold": 1.0}
+    assert first["verdict"] == PASS and first["detail"] == {"n": 200}
+    assert doc["figures"][2]["target"] is None and doc["figures"][2]["verdict"] == INFO
+    cold = doc["figures"][3]
+    assert cold["value"] is None and cold["verdict"] == NOT_MEASURED and cold["note"]
+    assert doc["options"]["quick"] is True
+
+
+def test_plans() -> None:
+    full, quick = plan_for(False), plan_for(True)
+    assert (full.mcp_warmup, full.mcp_calls, full.cell_reps, full.matrix_cases) == (20, 200, 5, "all")
+    assert quick.mcp_calls < full.mcp_calls and quick.cell_reps < full.cell_reps and quick.matrix_cases != "all"
+    assert full.sections == SECTIONS
+    assert plan_for(False, ["images", "mcp"]).sections == ("mcp", "images")  # run in item order
+
+
+def test_cold_build_seconds_only_from_recorded_numbers() -> None:
+    assert cold_build_seconds({"images": {"codex": {"built_at": "2026-12-01T07:12:20Z"}}}) == {}
+    lock = {"images": {"codex": {"build_seconds": 71.5}, "pi": {"build_seconds": True}, "qwen": "x"}}
+    assert cold_build_seconds(lock) == {"codex": 71.5}
+    assert cold_build_seconds({}) == {}
+
+
+def test_count_turn_cells(tmp_path: Path) -> None:
+    cells = {
+        "escalation.baseline.reference": {"turn": {"status": "escalated"}},
+        "hidden-tool.baseline.reference": {"turn": {"status": "succeeded"}},
+        "runtime-crashed.baseline.reference": {"grade": {"status": "not_applicable"}},
+        "flaky.baseline.reference": {"infrastructureError": {"kind": "mcp_not_connected"}},
+    }
+    for name, body in cells.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "result.json").write_text(json.dumps(body))
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "result.json").write_text("{")
+    assert count_turn_cells(tmp_path) == {"turn": 2, "declared": 1, "infrastructure": 1}
