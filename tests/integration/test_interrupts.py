@@ -1,0 +1,76 @@
+"""Interrupting a run: Ctrl-C leaves no container and keeps finished cells; after SIGKILL, `runner gc`
+finds every leftover by label and a rerun resumes without redoing finished cells."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from runner.sandbox.images import ImageRecord
+from tests.support import RUNNER
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+# hang-after-ask keeps a cell running until its deadline, so the run is surely mid-cell when signalled
+ARGS = ["run", "--harness", "reference", "--case", "escalation,read-to-mutation", "--behaviour", "hang-after-ask",
+        "-j", "1"]
+
+
+def ours(engine: docker.DockerClient) -> list[object]:
+    return engine.containers.list(all=True, filters={"label": "runner.harness=reference"})
+
+
+def start(out: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([RUNNER, *ARGS, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ})
+
+
+def wait_for_container(engine: docker.DockerClient, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ours(engine):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the run never started a container")
+
+
+def test_ctrl_c_removes_every_container_and_marks_the_running_cell_interrupted(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    assert not ours(engine), "start from a clean engine"
+    out = tmp_path / "run"
+    proc = start(out)
+    wait_for_container(engine)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert not ours(engine), "Ctrl-C left a container behind"
+    results = [json.loads(p.read_text()) for p in out.glob("*/result.json")]
+    assert results and any(r.get("interrupted") for r in results)
+
+
+def test_after_sigkill_gc_removes_leftovers_and_a_rerun_resumes(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    out = tmp_path / "run"
+    finished = subprocess.run([RUNNER, "run", "--harness", "reference", "--case", "hidden-tool", "--out", str(out)],
+                              capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    proc = start(out)
+    wait_for_container(engine)
+    proc.kill()
+    proc.wait(timeout=30)
+    assert ours(engine), "a SIGKILLed run cannot clean up: its container is still there"
+    gc = subprocess.run([RUNNER, "gc", "--json"], capture_output=True, text=True, timeout=60)
+    assert gc.returncode == 0 and json.loads(gc.stdout)["removed"]
+    assert not ours(engine)
+    rerun = subprocess.run([RUNNER, "run", "--harness", "reference", "--case", "hidden-tool", "--out", str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0 and "ran 0, resumed 1" in rerun.stdout
