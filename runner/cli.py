@@ -126,6 +126,7 @@ def exec_(
     if choice.mode != "none":
         err.print(f"[bold]model: {choice.mode}[/] ({choice.why})", highlight=False)
     options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True)
+    _check_out(target, as_json)
     try:
         client = connect()
     except EngineError as error:
@@ -146,6 +147,16 @@ def exec_(
         text = f"infrastructure error ({problem['kind']}): {problem['detail']}"
         err.print(f"[bold red]runner:[/] {text}", highlight=False)
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
+
+
+def _check_out(path: Path, as_json: bool) -> None:
+    """Refuse to start when the output directory cannot take the artifacts (nothing half-written)."""
+    from runner.turn.preflight import OutputDirError, check_output_dir
+
+    try:
+        check_output_dir(path)
+    except OutputDirError as error:
+        fail(Exit.INFRASTRUCTURE, str(error), as_json)
 
 
 def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool) -> Any:
@@ -258,6 +269,7 @@ def run(
     chosen = _matrix_cells(harness, case, profiles_dir)
     run_id = new_run_id()
     options = CellOptions(behaviour_obj, model, None, False, run_id)
+    _check_out(out_dir, False)
     try:
         client = connect()
         for profile in {c.profile.id: c.profile for c in chosen}.values():
@@ -387,6 +399,7 @@ def repro(
     run_id = new_run_id()
     options = CellOptions(behaviour_obj, model, None, False, run_id, run_unsupported=True)
     target = out_dir or directory / f"repro-{run_id}"
+    _check_out(target, as_json)
     client = connect()
     cell = Cell(case_obj, condition_obj, profile)
     result, _ = interruptible(lambda: run_cell(client, cell, target, options), client, run_id, False, as_json)

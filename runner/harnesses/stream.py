@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.core.outcomes import Complete, Fail, Json, ProtocolError, RuntimeOutcome
@@ -55,39 +55,38 @@ class LineSplitter:
         self._buf = bytearray()
         self._dropping = False
 
-    def feed(self, chunk: bytes) -> Iterator[tuple[bytes, bool]]:
-        """Yield ``(line, oversized)`` for every line completed by ``chunk``."""
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                break
-            piece = chunk[start:end]
+    def feed(self, chunk: bytes) -> list[tuple[bytes, bool]]:
+        """``(line, oversized)`` for every line completed by ``chunk`` (split in C, not byte by byte)."""
+        parts = chunk.split(b"\n")
+        rest = parts.pop()  # the unfinished tail of the chunk
+        out: list[tuple[bytes, bool]] = []
+        if parts:
+            first = parts[0]
             if self._dropping:
                 self._dropping = False
-                self._buf.clear()
-                yield b"", True
+                out.append((b"", True))
             else:
-                self._buf += piece
-                oversized = len(self._buf) > self.limit
-                yield bytes(self._buf[: self.limit]), oversized
-                self._buf.clear()
-            start = end + 1
-        rest = chunk[start:]
+                self._buf += first
+                out.append((bytes(self._buf[: self.limit]), len(self._buf) > self.limit))
+            self._buf.clear()
+            limit = self.limit
+            out += [(p, False) if len(p) <= limit else (p[:limit], True) for p in parts[1:]]
         if not self._dropping:
             self._buf += rest
             if len(self._buf) > self.limit:
                 self._dropping = True
                 self._buf.clear()
+        return out
 
-    def close(self) -> Iterator[tuple[bytes, bool]]:
+    def close(self) -> list[tuple[bytes, bool]]:
         if self._dropping:
             self._dropping = False
-            yield b"", True
-        elif self._buf:
+            return [(b"", True)]
+        if self._buf:
             line = bytes(self._buf)
             self._buf.clear()
-            yield line, False
+            return [(line, False)]
+        return []
 
 
 class Tail:

@@ -14,6 +14,7 @@ from runner.harnesses.stream import LineSplitter, StreamReader, Tail
 from runner.turn.scrub import Scrubber
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
+CUT_NOTE = b" [cut: line over the frame limit]"
 
 
 class StreamSink:
@@ -33,24 +34,36 @@ class StreamSink:
     def feed(self, chunk: bytes) -> bool:
         """Take a chunk; True when a line in it carried the CLI's terminal frame."""
         self.bytes_seen += len(chunk)
-        return any([self._line(line, oversized) for line, oversized in self.splitter.feed(chunk)])
+        return self._lines(self.splitter.feed(chunk))
 
     def close(self) -> bool:
-        terminal = any([self._line(line, oversized) for line, oversized in self.splitter.close()])
+        terminal = self._lines(self.splitter.close())
         self._file.close()
         return terminal
 
-    def _line(self, line: bytes, oversized: bool) -> bool:
-        clean = self.scrubber.raw(line)
-        text = clean.decode("utf-8", errors="replace")
-        self.tail.add(text if not oversized else f"{text[:200]}… [line over the frame limit, cut]")
-        self._write(clean + (b" [cut: line over the frame limit]\n" if oversized else b"\n"))
-        return self.reader.line(line, oversized) if self.reader is not None else False
+    def _lines(self, batch: list[tuple[bytes, bool]]) -> bool:
+        """Whole-chunk work where possible: a flood of short lines must not cost a Python call per line."""
+        if not batch:
+            return False
+        scrub = self.scrubber.raw if self.scrubber.active else bytes
+        clean = [scrub(line) + (CUT_NOTE if cut else b"") for line, cut in batch]
+        self._write(b"\n".join(clean) + b"\n")
+        for line in clean[-self.tail.max_lines :]:
+            self.tail.add(line.decode("utf-8", errors="replace"))
+        terminal = False
+        if self.reader is not None:
+            frames = [(line, cut) for line, cut in batch if line.lstrip()[:1] == b"{"]
+            self.reader.non_json_lines += len(batch) - len(frames)
+            for line, cut in frames:
+                terminal = self.reader.line(line, cut) or terminal
+        return terminal
 
     def _write(self, data: bytes) -> None:
         if self.truncated:
             return
         if self.bytes_written + len(data) > MAX_FILE_BYTES:
+            self._file.write(data[: MAX_FILE_BYTES - self.bytes_written])
+            self.bytes_written = MAX_FILE_BYTES
             self._file.write(b"\n[runner: transcript file limit reached; the rest is not kept]\n")
             self.truncated = True
             return
