@@ -19,7 +19,6 @@ from runner.core.outcomes import (
     Escalate,
     Escalation,
     ExecutionResult,
-    Fail,
     Json,
     ProtocolError,
     RuntimeOutcome,
@@ -334,4 +333,4 @@ def _compact(body: dict[str, Json]) -> dict[str, Json]:
     return {k: v for k, v in body.items() if v is not None}
 
 
-__all__ = ["Envelope", "Fail", "HostClosed", "Limits", "RuntimeInfo"]
+__all__ = ["Envelope", "HostClosed", "Limits", "RuntimeInfo"]

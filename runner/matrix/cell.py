@@ -24,7 +24,7 @@ from runner.conformance.behaviours import Behaviour
 from runner.conformance.columns import limits_for
 from runner.conformance.hashing import current_pins
 from runner.conformance.judge import grade_cell, not_run_cell
-from runner.matrix.artifact import write_cell
+from runner.matrix.artifact import repro_command, write_cell
 from runner.matrix.cells import Cell
 from runner.sandbox.engine import EngineError
 from runner.turn.model_choice import ModelChoice, choose_model
@@ -80,8 +80,6 @@ def _row(cell: Cell) -> dict[str, Any]:
 
 
 def _base(cell: Cell, options: CellOptions, pins: dict[str, Any], mode: str) -> dict[str, Any]:
-    from runner.matrix.artifact import repro_command
-
     return {"version": 1, "cell": cell.to_json(), "row": _row(cell), "pins": pins,
             "repro": repro_command(cell.id, repro_argv(cell, options, mode)),
             "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

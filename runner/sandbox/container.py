@@ -13,9 +13,7 @@ that survive a plain kill).
 from __future__ import annotations
 
 import contextlib
-import io
 import socket
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,28 +150,6 @@ class SandboxedProcess:
         except docker.errors.APIError as err:
             if "is not running" not in str(err):
                 raise
-
-    def copy_out(self, path: str, dest: Path, limit: int = 64 * 1024 * 1024) -> bool:
-        """Copy a file or folder out of the (stopped) container; False when it does not exist."""
-        try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            return False
-        buf = io.BytesIO()
-        for chunk in stream:
-            buf.write(chunk)
-            if buf.tell() > limit:
-                return False
-        buf.seek(0)
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=buf) as tar:
-            tar.extractall(dest, filter="data")
-        return True
-
-    def inspect(self) -> dict[str, Any]:
-        self.container.reload()
-        attrs: dict[str, Any] = self.container.attrs
-        return attrs
 
     def remove(self) -> None:
         for closer in (self._sock, self._raw):

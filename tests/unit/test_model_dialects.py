@@ -21,7 +21,7 @@ from runner.model.dialects import (
 from runner.model.dialects.gemini import minimal_instance, parse_path
 from runner.model.names import ExposedTool, ToolTarget
 from runner.model.script import ToolCallReply, plan_for
-from runner.model.simulate import SimulatedCli, parse_answer
+from tests.simulated_clis import SimulatedCli, parse_answer
 
 ARGS = {"path": ["Workspace", "policy.md"]}
 CTX = RenderContext(model="fake-model", step=1, input_tokens=100, created=1)

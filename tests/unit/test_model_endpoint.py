@@ -22,8 +22,8 @@ from runner.conformance.cases import get_case
 from runner.harnesses.profile import LiveModel
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointHandle, serve_model, serve_model_tcp
 from runner.model.script import SIDE_TEXT
-from runner.model.simulate import CLIS, ParsedAnswer, SimulatedCli, parse_answer
 from runner.turn.scrub import Scrubber
+from tests.simulated_clis import CLIS, ParsedAnswer, SimulatedCli, parse_answer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
