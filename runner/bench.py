@@ -22,7 +22,7 @@ included) to ``bench-results.json`` (``--out``).
 4. **Peak RSS of the runner process** (``wait4``'s ``ru_maxrss``, as ``/usr/bin/time -v`` reports it;
    containers are the engine's children, not runner's, so they are not in it) during a ``flood`` turn
    and during the ``-j 2`` matrix of item 3.
-5. **Images**: a warm ``runner images build --all``; the cold figures only if something recorded them.
+5. **Images**: a warm ``runner images build --all``; the cold steps as each recorded itself (timings.py).
 
 The bench never builds an image: it checks ``images/lock.json`` against the engine and the recipes
 first and stops if anything is stale (``make bench`` runs ``make setup`` before it).
@@ -55,10 +55,11 @@ ROUNDTRIP_TOOL = "files.read"
 ROUNDTRIP_ARGUMENTS: dict[str, Any] = {"path": ["Workspace", "policy.md"]}
 MIB = 1024 * 1024
 COLD_NOT_MEASURED = (
-    "not measured in this run; see README figures (a first `make run` takes a few minutes: two Debian "
-    "bases, seven images). Nothing records cold durations: lock.json's built_at is a timestamp and the "
-    "mmdebstrap logs carry no times."
+    "no cold step is recorded on this machine: each step writes its own time into "
+    "$RUNNER_CACHE_DIR/cold-timings/ when it really runs (engine install and start, a base bootstrap, an "
+    "image build); a machine set up before that existed has none until something is rebuilt"
 )
+COLD_LABELS = {"engine.install": "cold: install docker.io + mmdebstrap", "engine.start": "cold: start dockerd"}
 
 Op = Literal["<", "<=", ">", ">="]
 
@@ -209,17 +210,18 @@ def document(
     }
 
 
-def cold_build_seconds(lock: dict[str, Any]) -> dict[str, float]:
-    """Cold build durations, if ``images/lock.json`` ever records them (``build_seconds`` per image)."""
-    found: dict[str, float] = {}
-    images = lock.get("images", {})
-    if not isinstance(images, dict):
-        return found
-    for name, entry in images.items():
-        value = entry.get("build_seconds") if isinstance(entry, dict) else None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            found[str(name)] = float(value)
-    return found
+def cold_figures(recorded: dict[str, dict[str, Any]]) -> list[Figure]:
+    """One figure per recorded cold step (engine first, then bases, then images); reported, no target."""
+    order = {"engine": 0, "base": 1, "image": 2}
+    figures = []
+    for step in sorted(recorded, key=lambda k: (order.get(k.split(".", 1)[0], 3), k)):
+        body = recorded[step]
+        kind, _, name = step.partition(".")
+        label = COLD_LABELS.get(step) or (f"cold: bootstrap base {name}" if kind == "base" else f"cold: build {name}")
+        figures.append(Figure(f"cold.{step}", 5, label, float(body["seconds"]), "s",
+                              "recorded by the step itself when it ran (runner/sandbox/timings.py)",
+                              f"at {body.get('at', '?')}", {k: v for k, v in body.items() if k != "seconds"}))
+    return figures or [not_measured("images.cold", 5, "cold set-up steps", "s", COLD_NOT_MEASURED)]
 
 
 def count_turn_cells(run_dir: Path) -> dict[str, int]:
@@ -699,7 +701,8 @@ def measure_flood(scratch: Path) -> list[Figure]:
 
 
 def measure_images() -> list[Figure]:
-    from runner.sandbox.images import lock_path
+    from runner.sandbox import timings
+    from runner.sandbox.images import cache_dir
 
     measured = run_measured([*runner_command(), "images", "build", "--all"], timeout=300.0)
     if measured.returncode != 0:
@@ -710,17 +713,7 @@ def measure_images() -> list[Figure]:
                       "runner images build --all with nothing changed, process wall time",
                       "not warm: " + "; ".join(cold[:3]) if cold else "",
                       {"stdout": measured.stdout.strip().splitlines()})]
-    try:
-        lock = json.loads(lock_path().read_text())
-    except (OSError, ValueError):
-        lock = {}
-    recorded = cold_build_seconds(lock)
-    if recorded:
-        figures.append(Figure("images.cold", 5, "cold image builds (recorded)", max(recorded.values()), "s",
-                              "the slowest build_seconds in images/lock.json", detail=recorded))
-    else:
-        figures.append(not_measured("images.cold", 5, "cold image builds", "s", COLD_NOT_MEASURED))
-    return figures
+    return figures + cold_figures(timings.read(cache_dir()))
 
 
 # ------------------------------------------------------------------------------------------ run

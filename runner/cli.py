@@ -187,7 +187,11 @@ def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool)
         fail(Exit.INFRASTRUCTURE, str(error), as_json)
     finally:
         if not keep:
-            remove_labelled(client, f"{RUN_LABEL}={run_id}")
+            try:
+                remove_labelled(client, f"{RUN_LABEL}={run_id}")
+            except EngineError as error:
+                err.print(f"[yellow]runner:[/] could not remove the run's containers ({error}); "
+                          f"`runner gc` removes them once the engine answers", highlight=False)
     if interrupted or not result:
         fail(Exit.INTERRUPTED, "interrupted; the run's containers and socket directories were removed", as_json)
     return result[0]

@@ -14,6 +14,15 @@ say() { printf 'ensure-docker: %s\n' "$*" >&2; }
 
 engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
 
+# Cold set-up durations for `make bench` (runner/sandbox/timings.py reads them): one file per step.
+TIMINGS=${RUNNER_CACHE_DIR:-$HOME/.cache/runner}/cold-timings
+now() { date +%s.%N; }
+record_timing() {  # step started-at
+  mkdir -p "$TIMINGS" 2>/dev/null || return 0
+  awk -v a="$2" -v b="$(now)" -v at="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    'BEGIN { printf "{\"seconds\": %.2f, \"at\": \"%s\"}\n", b - a, at }' >"$TIMINGS/$1.json" 2>/dev/null || true
+}
+
 need_pkgs=()
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
@@ -30,10 +39,12 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     exit 1
   fi
   say "installing ${need_pkgs[*]} from Debian"
+  install_started=$(now)
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   # docker.io pulls containerd and runc; the default (non-buildx) client comes with it.
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" iptables ca-certificates >/dev/null
+  record_timing engine.install "$install_started"
 fi
 
 if engine_answers; then
@@ -53,9 +64,11 @@ fi
 
 say "starting dockerd in the background (log: $LOG)"
 mkdir -p "$(dirname "$LOG")"
+start_started=$(now)
 nohup dockerd >>"$LOG" 2>&1 </dev/null &
 for _ in $(seq 1 "$WAIT_SECONDS"); do
   if engine_answers; then
+    record_timing engine.start "$start_started"
     say "Docker Engine answers: $(docker version --format '{{.Server.Version}} (API {{.Server.APIVersion}})')"
     exit 0
   fi

@@ -16,10 +16,12 @@ import pytest
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
 
 
-def runner_exec(tmp_path: Path, *args: str, expect_exit: int = 0) -> dict[str, Any]:
+def runner_exec(
+    tmp_path: Path, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     turn_tmp = tmp_path / "tmp"
     turn_tmp.mkdir(exist_ok=True)
-    env = {**os.environ, "TMPDIR": str(turn_tmp)}
+    env = {**os.environ, **(env or {}), "TMPDIR": str(turn_tmp)}
     proc = subprocess.run(
         [RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
         capture_output=True, text=True, env=env, timeout=240,

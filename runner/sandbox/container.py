@@ -13,6 +13,7 @@ that survive a plain kill).
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ OWNER_LABEL = "runner.owner"
 RUN_LABEL = "runner.run"
 CELL_LABEL = "runner.cell"
 STDOUT, STDERR = 1, 2
+logger = logging.getLogger("runner.engine")
 
 
 @dataclass(frozen=True)
@@ -109,10 +111,12 @@ class SandboxedProcess:
         """Create, attach before start (so no output is missed), start, and hand over stdin."""
         try:
             self.container = call_with_retry(self.client.containers.create, **self.spec.create_kwargs())
-            self._sock = self.container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            self._sock = call_with_retry(
+                self.container.attach_socket, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
             self._raw = getattr(self._sock, "_sock", self._sock)
             call_with_retry(self.container.start)
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as err:
+        except (EngineError, docker.errors.DockerException, requests.exceptions.RequestException) as err:
             raise ContainerStartError(f"the container could not be started: {err}") from err
         try:
             if self.spec.stdin:
@@ -140,13 +144,13 @@ class SandboxedProcess:
 
     def wait(self) -> int | None:
         """Block until the container exits; its exit code (None when the engine does not say)."""
-        result = self.container.wait()
+        result = call_with_retry(self.container.wait)  # idempotent: a dropped wait is simply asked again
         code = result.get("StatusCode")
         return int(code) if code is not None else None
 
     def signal(self, name: str) -> None:
         try:
-            self.container.kill(signal=name)
+            call_with_retry(self.container.kill, signal=name)
         except docker.errors.APIError as err:
             if "is not running" not in str(err):
                 raise
@@ -158,18 +162,32 @@ class SandboxedProcess:
                     closer.close()
             except OSError:
                 pass
-        if self.container is not None:
-            with contextlib.suppress(docker.errors.NotFound):
-                call_with_retry(self.container.remove, force=True)
-
-
-def remove_labelled(client: docker.DockerClient, label: str) -> list[str]:
-    """Remove every container carrying ``label`` (``key`` or ``key=value``); their ids."""
-    removed = []
-    for container in client.containers.list(all=True, filters={"label": label}):
+        # A create whose answer was lost (the engine made the container, the connection dropped, the
+        # retry made another) leaves a twin with the same labels: remove it too.
+        cell = [f"{key}={self.spec.labels[key]}" for key in (RUN_LABEL, CELL_LABEL) if key in self.spec.labels]
         try:
-            container.remove(force=True)
+            if self.container is not None:
+                with contextlib.suppress(docker.errors.NotFound):
+                    call_with_retry(self.container.remove, force=True)
+            if len(cell) == 2:
+                remove_labelled(self.client, cell)
+        except EngineError as err:
+            # the turn's result stands; the leftover carries its labels, so the run's own cleanup or
+            # `runner gc` removes it once the engine answers again
+            logger.warning("could not remove container %s (%s); `runner gc` removes it later", self.id, err)
+
+
+def remove_labelled(client: docker.DockerClient, label: str | list[str]) -> list[str]:
+    """Remove every container carrying ``label`` (``key`` or ``key=value``; a list means all of them).
+
+    Returns their ids. Each engine call is retried; EngineCallFailed when the engine keeps failing.
+    """
+    removed = []
+    for container in call_with_retry(client.containers.list, all=True, filters={"label": label}):
+        try:
+            call_with_retry(container.remove, force=True)
             removed.append(str(container.id))
-        except docker.errors.NotFound:
-            pass
+        except docker.errors.APIError as err:
+            if err.status_code not in (404, 409):  # gone already, or its removal is under way
+                raise
     return removed

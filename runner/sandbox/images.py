@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, fields
@@ -40,6 +41,7 @@ import docker.errors
 import requests
 from docker.models.images import Image
 
+from runner.sandbox import timings
 from runner.sandbox.engine import (
     EngineError,
     ImageBuildError,
@@ -244,7 +246,9 @@ def _import_base(
     client: docker.DockerClient, recipe: dict[str, Any], rhash: str, say: Progress, name: str = DEFAULT_BASE
 ) -> Image:
     tar = cache_dir() / "base" / f"{rhash}.tar"
-    if not tar.exists():
+    started = time.monotonic()
+    bootstrapped = not tar.exists()
+    if bootstrapped:
         _bootstrap(recipe, tar, say, name)
     digest = _sha256_file(tar)
     say(f"[{name}] importing {tar} ({tar.stat().st_size / 1e6:.0f} MB)")
@@ -254,6 +258,7 @@ def _import_base(
     found = _find_base(client, rhash)
     if found is None:
         raise ImageMissing(f"imported {tar} but no image carries runner.base.recipe={rhash}")
+    timings.record(cache_dir(), f"base.{name}", time.monotonic() - started, recipe=rhash, bootstrapped=bootstrapped)
     return found
 
 
@@ -558,23 +563,27 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
     base = _ensure_base(client, say, root, recipe.base)
+    started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
     wheels = _stage_wheels(recipe, say) if recipe.wheels else None
     npm = _stage_npm(recipe, say) if recipe.npm else None
     plan = _context_plan(recipe, root, wheels, npm)
     rhash = _recipe_hash(plan, base.identity, recipe.build_args)
     tag = f"runner/{harness}:{rhash[:12]}"
-    image = _find_built(client, harness, rhash, tag)
+    image, built = _find_built(client, harness, rhash, tag), False
     if image is not None:
         locked = read_lock(root).get(harness)
         if locked and locked.image_id == image.id and locked.recipe_hash == rhash:
             return locked
     else:
         with _exclusive(f"image-{harness}"):
-            image = _find_built(client, harness, rhash, tag) or call_with_retry(
-                client.images.get, _build(client, recipe, plan, base, rhash, tag, say)
-            )
+            image = _find_built(client, harness, rhash, tag)  # another process may have built it meanwhile
+            if image is None:
+                image = call_with_retry(client.images.get, _build(client, recipe, plan, base, rhash, tag, say))
+                built = True
     image_id = _id(image)
     output = _version_output(client, image_id, recipe.version_command) if recipe.version_command else None
+    if built:
+        timings.record(cache_dir(), f"image.{harness}", time.monotonic() - started, recipe=rhash)
     found = _VERSION.search(output or "")
     record = ImageRecord(
         harness=harness,

@@ -272,6 +272,9 @@ def _harness_outcome(run: Drive, reader: StreamReader, profile: Profile, deadlin
     if run.not_started is not None:
         text = message(Code.HARNESS_NOT_STARTED, harness=profile.id)
         return Fail(ProtocolError.of(Code.HARNESS_NOT_STARTED, text, retryable=False))
+    if run.engine_failed is not None:  # its exit went unseen: say no more than that
+        text = message(Code.HARNESS_EXITED_WITHOUT_OUTCOME, harness=profile.id, code="unknown")
+        return Fail(ProtocolError.of(Code.HARNESS_EXITED_WITHOUT_OUTCOME, text, retryable=True))
     if run.deadline_hit:
         text = message(Code.HARNESS_WIND_DOWN_TIMEOUT, harness=profile.id, deadline=f"{deadline:g}")
         return Fail(ProtocolError.of(Code.HARNESS_WIND_DOWN_TIMEOUT, text, retryable=False))
@@ -284,6 +287,8 @@ def _infrastructure_error(
     """A turn that never really ran (no container, no MCP) is the infrastructure's fault, not the CLI's."""
     if run.not_started is not None:
         return {"kind": "container_not_started", "detail": scrubber.text(run.not_started)}
+    if run.engine_failed is not None:
+        return {"kind": "engine_failed", "detail": scrubber.text(run.engine_failed), "stderrTail": err_tail.lines()}
     failed = [s for s in reader.startup if not s.connected]
     if failed:
         words = "; ".join(f"{s.server}: {s.detail}" for s in failed)

@@ -20,7 +20,7 @@ from runner.bench import (
     TARGETS,
     Figure,
     Target,
-    cold_build_seconds,
+    cold_figures,
     count_turn_cells,
     document,
     median,
@@ -31,6 +31,7 @@ from runner.bench import (
     summarise,
     verdict,
 )
+from runner.sandbox import timings
 
 # --- percentiles ------------------------------------------------------------------------------
 
@@ -161,11 +162,17 @@ def test_plans() -> None:
     assert plan_for(False, ["images", "mcp"]).sections == ("mcp", "images")  # run in item order
 
 
-def test_cold_build_seconds_only_from_recorded_numbers() -> None:
-    assert cold_build_seconds({"images": {"codex": {"built_at": "2026-12-01T07:12:20Z"}}}) == {}
-    lock = {"images": {"codex": {"build_seconds": 71.5}, "pi": {"build_seconds": True}, "qwen": "x"}}
-    assert cold_build_seconds(lock) == {"codex": 71.5}
-    assert cold_build_seconds({}) == {}
+def test_cold_figures_come_from_what_each_step_recorded(tmp_path: Path) -> None:
+    assert [f.verdict for f in cold_figures(timings.read(tmp_path))] == ["not measured"]
+    timings.record(tmp_path, "image.codex", 15.84, recipe="abc")
+    timings.record(tmp_path, "base.base", 27.8, bootstrapped=True)
+    timings.record(tmp_path, "engine.install", 41.0)
+    (tmp_path / timings.DIRECTORY / "image.pi.json").write_text('{"seconds": true}')  # not a number: skipped
+    (tmp_path / timings.DIRECTORY / "image.qwen.json").write_text("{not json")
+    figures = cold_figures(timings.read(tmp_path))
+    assert [(f.key, f.value, f.verdict) for f in figures] == [
+        ("cold.engine.install", 41.0, "info"), ("cold.base.base", 27.8, "info"), ("cold.image.codex", 15.84, "info")]
+    assert figures[2].label == "cold: build codex" and figures[2].detail["recipe"] == "abc"
 
 
 def test_count_turn_cells(tmp_path: Path) -> None:
