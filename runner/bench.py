@@ -599,9 +599,29 @@ async def floor_cell(client: Any, image_id: str, run_id: str, index: int) -> flo
     return wall
 
 
+async def running_cell(client: Any, run_id: str, out: Path) -> float:
+    """One whole reference cell as ``runner run`` pays for it, in this already running process: image
+    check, MCP server, container, turn, judge and artifacts (``run_cell``); its wall time."""
+    from runner.conformance.cases import get_case
+    from runner.harnesses.profile import find_profile
+    from runner.matrix.cell import CellOptions, run_cell
+    from runner.matrix.cells import Cell
+
+    case = get_case("escalation")
+    cell = Cell(case, case.condition, find_profile("reference"))
+    started = time.perf_counter()
+    result, _ = await run_cell(client, cell, out, CellOptions(run_id=run_id))
+    wall = time.perf_counter() - started
+    if result.get("turn", {}).get("status") != "escalated":
+        raise BenchError(f"the in-process reference cell did not escalate: {json.dumps(result)[:300]}")
+    return wall
+
+
 async def measure_cell(client: Any, image_id: str, plan: Plan, run_id: str, scratch: Path) -> list[Figure]:
     import anyio.to_thread
 
+    await running_cell(client, run_id, scratch / "cell-warmup")  # first-use imports are not a cell's cost
+    cell_walls: list[float] = []
     exec_walls: list[float] = []
     turn_elapsed: list[float] = []
     floor_walls: list[float] = []
@@ -622,7 +642,9 @@ async def measure_cell(client: Any, image_id: str, plan: Plan, run_id: str, scra
         exec_walls.append(measured.wall)
         turn_elapsed.append(float(body.get("elapsedSeconds", 0.0)))
         floor_walls.append(await floor_cell(client, image_id, run_id, index))
+        cell_walls.append(await running_cell(client, run_id, scratch / f"cell-running-{index}"))
     exec_m, floor_m, turn_m = median(exec_walls), median(floor_walls), median(turn_elapsed)
+    cell_m = median(cell_walls)
     outside = [w - t for w, t in zip(exec_walls, turn_elapsed, strict=True)]
     reps = f"median of {plan.cell_reps}"
     return [
@@ -640,9 +662,15 @@ async def measure_cell(client: Any, image_id: str, plan: Plan, run_id: str, scra
         Figure("cell.floor.median", 2, "reference cell floor: containers.run", floor_m, "s",
                "docker-py containers.run, same image/hardening/script, server already listening", reps,
                {"samples": [round(s, 3) for s in floor_walls]}),
-        Figure("cell.ratio.median", 2, "cell / floor (median wall)", ratio(exec_m, floor_m), "×",
-               "median runner exec wall ÷ median floor wall",
+        Figure("cell.running.median", 2, "reference cell in a running runner", cell_m, "s",
+               "run_cell in this process (what runner run pays per cell): image check, server, container, "
+               "turn, judge, artifacts", reps, {"samples": [round(s, 3) for s in cell_walls]}),
+        Figure("cell.ratio.median", 2, "cell / floor (median wall)", ratio(cell_m, floor_m), "×",
+               "median in-process cell wall ÷ median floor wall: both in a running process, like for like",
                detail={"turnOverFloor": ratio(turn_m, floor_m)}),
+        Figure("cell.exec.ratio", 2, "runner exec / floor (median wall)", ratio(exec_m, floor_m), "×",
+               "median runner exec process wall ÷ median floor wall: adds the interpreter and imports, "
+               "paid once per command, not per cell"),
     ]
 
 

@@ -20,6 +20,7 @@ import docker
 import docker.errors
 import pytest
 
+from runner.sandbox import timings
 from runner.sandbox.engine import (
     EngineUnavailable,
     ImageBuildError,
@@ -33,6 +34,7 @@ from runner.sandbox.images import (
     base_image_env,
     base_recipe_hash,
     buildable_harnesses,
+    cache_dir,
     current_recipe_hash,
     ensure_base,
     ensure_image,
@@ -121,6 +123,13 @@ def test_reference_image_builds_offline_as_non_root(
         remove=True,
     )
     assert out.decode().split() == ["1000", "/home/runner"]
+
+
+def test_a_cold_build_records_its_own_duration_for_the_bench(built: tuple[ImageRecord, float]) -> None:
+    record, elapsed = built
+    step = timings.read(cache_dir())["image.reference"]
+    assert step["recipe"] == record.recipe_hash
+    assert 0 < step["seconds"] <= elapsed + 0.01
 
 
 def test_second_ensure_is_a_cache_hit(client: docker.DockerClient, built: tuple[ImageRecord, float]) -> None:
