@@ -93,3 +93,21 @@ def test_an_unwritable_or_full_output_directory_stops_before_any_container_start
     finally:
         subprocess.run(["umount", str(tiny)], check=False)
     assert {c.id for c in engine.containers.list(all=True)} == before
+
+
+def test_profile_values_reach_the_cli_verbatim_and_no_shell_interprets_them(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    hostile = "a; touch /tmp/pwned && `id -u` | cat $HOME > /tmp/x"
+    spelled = hostile.replace("$", "$$")  # how a profile writes a literal dollar
+    path = tmp_path / "verbatim.yaml"
+    path.write_text(
+        "id: verbatim\nlabel: verbatim\nimage: reference\ninterpreter: exit-code\nrequires_mcp_session: false\n"
+        "argv: [/bin/sh, -c, 'printf \"%s|%s\\n\" \"$$1\" \"$$HOSTILE\"; test ! -e /tmp/pwned', sh, "
+        f"{json.dumps(spelled)}]\n"
+        f"env: {{HOSTILE: {json.dumps(spelled)}}}\n"
+    )
+    report = runner_exec(tmp_path, "--profile", str(path), "--case", "escalation")
+    assert report["exitCode"] == 0, report["outcome"]["metadata"]["transcriptTail"]
+    assert report["outcome"]["metadata"]["transcriptTail"] == [f"{hostile}|{hostile}"]
+    no_containers_left(engine, report)
