@@ -111,3 +111,14 @@ def test_profile_values_reach_the_cli_verbatim_and_no_shell_interprets_them(
     assert report["exitCode"] == 0, report["outcome"]["metadata"]["transcriptTail"]
     assert report["outcome"]["metadata"]["transcriptTail"] == [f"{hostile}|{hostile}"]
     no_containers_left(engine, report)
+
+
+def test_a_cli_that_crashes_mid_turn_after_a_call_but_before_the_ask_fails_as_it_ended(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "runtime-crashed")
+    assert report["mcp"]["calls"] == 1 and report["exitCode"] == 3  # it did work over MCP, then died
+    assert report["status"] == "failed" and report["reasonCode"] == "harness_exited_without_outcome"
+    assert report["escalation"] is None and "escalationAsked" not in report["outcome"]["metadata"]
+    assert 0 < len(report["outcome"]["metadata"]["transcriptTail"]) <= 40
+    no_containers_left(engine, report)
