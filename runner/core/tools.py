@@ -20,7 +20,6 @@ from runner.core.outcomes import Json
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 MAX_ARGUMENT_DEPTH = 32
-MAX_ARGUMENT_BYTES = 256 * 1024
 
 
 class ArgumentError(ValueError):

@@ -13,6 +13,10 @@ processed at all gets a JSON-RPC error.
 The transport is newline-delimited JSON on a unix socket (the same framing as stdio, so a byte relay
 in the container works). A bad line costs only that line, an oversized or truncated one only its
 own session; the listener keeps serving until :func:`serve_mcp` exits.
+
+A call handed to the invoker runs to completion even if its connection drops (or the client cancels
+it) meanwhile: once it has passed the latch it is part of the turn (§3.4 "Concurrency"), so only
+:func:`serve_mcp`'s own exit, after the grace period, may cut it short.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ INTERNAL_ERROR_MESSAGE = "SharedOS could not answer this request."
 NO_TOOL_NAME_MESSAGE = "tools/call requires a tool name."
 NOT_JSONRPC_MESSAGE = "Message is not a JSON-RPC 2.0 request or notification."
 INVALID_JSON_MESSAGE = "Invalid JSON."
+TOO_DEEP_MESSAGE = "Message nests too deeply to be processed."
 
 EventSink = Callable[[str, dict[str, Any]], None]
 
@@ -130,12 +135,29 @@ class _Service:
         self.version = version
         self.on_event: EventSink | None = None
         self.sessions: set[_Session] = set()
+        self.inflight: set[anyio.CancelScope] = set()  # calls the invoker is running
         self.stopping = False
         # the catalogue is fixed for the turn (ADR 0026): projected once, served as is
         self.listing = types.ListToolsResult(
             tools=[to_mcp_tool(t) for t in catalogue.tools],
             _meta={CATALOG_HASH_META: catalogue.catalog_hash, EXECUTION_ID_META: catalogue.execution_id},
         )
+
+    async def invoke(self, call: ToolCall) -> ToolResult:
+        """Run ``call`` through the invoker to completion, whatever happens to the session that sent it.
+
+        The SDK cancels a session's in-flight handlers when its connection ends (and on
+        ``notifications/cancelled``). Left unshielded, a call that had already passed the latch would
+        be abandoned half way through an asynchronous host, unrecorded, although upstream runs such
+        calls to completion. Only :meth:`stop`, after the grace period, cancels it.
+        """
+        with anyio.CancelScope(shield=True) as scope:
+            self.inflight.add(scope)
+            try:
+                return await self.invoker.invoke_tool(call)
+            finally:
+                self.inflight.discard(scope)
+        raise RuntimeError("the MCP server stopped before the call finished")
 
     def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is None:
@@ -192,6 +214,8 @@ class _Service:
         with anyio.move_on_after(SHUTDOWN_GRACE):
             while self.sessions:
                 await anyio.sleep(0.005)
+        for scope in list(self.inflight):
+            scope.cancel()  # a call still running after the grace period is cut short with its server
 
 
 class _Session:
@@ -285,7 +309,15 @@ class _Session:
         """-32700 (id null) for non-JSON or a message with no usable id; -32600 with the id otherwise."""
         try:
             raw = json.loads(line)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            # Deeper than Python's parser goes (the SDK's own parser stops at a few hundred levels):
+            # the request is answered by its id when one can be read flat, so its caller is not left waiting.
+            self.reject("too_deep", len(line))
+            ident = _leading_id(line)
+            if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
+                return _error(ident, types.INVALID_REQUEST, TOO_DEEP_MESSAGE)
+            return _error(None, types.PARSE_ERROR, TOO_DEEP_MESSAGE)
+        except ValueError:
             self.reject("invalid_json", len(line))
             return _error(None, types.PARSE_ERROR, INVALID_JSON_MESSAGE)
         self.reject("not_jsonrpc", len(line))
@@ -345,7 +377,7 @@ class _Session:
         call = ToolCall(call_id=str(uuid4()), tool=resolved, arguments=arguments, alias=alias)
         event: dict[str, Any] = {"connection": self.number, "callId": call.call_id, "tool": resolved, "alias": alias}
         try:
-            result = await service.invoker.invoke_tool(call)
+            result = await service.invoke(call)
             encoded = to_call_tool_result(result, service.catalogue.get(resolved))
         except Exception as err:
             logger.exception("tools/call %r could not be answered", resolved)
@@ -354,6 +386,51 @@ class _Session:
         code = result.error.code if result.error is not None else None
         service.emit("tool.called", {**event, "status": result.status.value, "code": code})
         return encoded
+
+
+_FLAT = json.JSONDecoder()
+_JSON_SPACE = " \t\n\r"
+
+
+def _leading_id(line: bytes) -> Any:
+    """The top-level ``id`` of a JSON object, read without descending into anything nested.
+
+    Members are read in order while their values are flat (strings, numbers, literals); the first
+    nested value ends the search, so a line of any depth costs no recursion and little work. SDKs
+    write ``id`` before ``params``. ``None`` when it cannot be read this way.
+    """
+
+    def skip_space(i: int) -> int:
+        while text[i] in _JSON_SPACE:
+            i += 1
+        return i
+
+    try:
+        text = line.decode()
+        i = skip_space(0)
+        if text[i] != "{":
+            return None
+        i += 1
+        while True:
+            i = skip_space(i)
+            if text[i] != '"':
+                return None
+            key, i = _FLAT.raw_decode(text, i)
+            i = skip_space(i)
+            if text[i] != ":":
+                return None
+            i = skip_space(i + 1)
+            if text[i] in "[{":
+                return None
+            value, i = _FLAT.raw_decode(text, i)
+            if key == "id":
+                return value
+            i = skip_space(i)
+            if text[i] != ",":
+                return None
+            i += 1
+    except (ValueError, IndexError):  # UnicodeDecodeError is a ValueError
+        return None
 
 
 def _error(ident: str | int | None, code: int, message: str) -> types.JSONRPCError:
