@@ -38,6 +38,12 @@ EPILOG = (
     "5 infrastructure (engine, image, container); 130 interrupted."
 )
 BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
+FAULT_HELP = (
+    "Make the scripted model fail on purpose, from conversation request STEP (1-based, default 1; "
+    "or after-ask: the first request after the ask) on: error (HTTP 500 with the dialect's error "
+    "body), stall (never answers; the deadline settles the turn), early-close (the stream starts, "
+    "then the connection drops before its terminal event). Scripted model only."
+)
 app = typer.Typer(
     help="Run coding-agent CLIs in pinned containers against a SharedOS catalogue served over MCP.",
     epilog=EPILOG, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
@@ -81,6 +87,8 @@ def exec_(
     model: Annotated[str | None, typer.Option(
         "--model", help="scripted or live (default: live when the harness's credentials are set, else scripted)."
     )] = None,
+    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
+    = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
@@ -109,7 +117,7 @@ def exec_(
     if profile.unavailable:
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     try:
-        choice = choose_model(model, profile, os.environ)
+        choice = choose_model(model, profile, os.environ, model_fault)
         condition_obj = case_obj.condition_for(condition)
     except UnknownCondition as error:
         fail(Exit.UNKNOWN, str(error), as_json)
@@ -124,8 +132,9 @@ def exec_(
     target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else (lambda msg: err.print(f"[dim]…[/] {msg}", highlight=False))
     if choice.mode != "none":
-        err.print(f"[bold]model: {choice.mode}[/] ({choice.why})", highlight=False)
-    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True)
+        shown = f"; fault {choice.fault}" if choice.fault else ""
+        err.print(f"[bold]model: {choice.mode}[/] ({choice.why}{shown})", highlight=False)
+    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault)
     _check_out(target, as_json)
     try:
         client = connect()
@@ -215,7 +224,8 @@ def _print_summary(report: Any, cell: dict[str, Any]) -> None:
         table.add_row("cell grade", str(cell["grade"].get("evidence")))
     table.add_row("harness", f"{data['harness']} · behaviour {data['behaviour']} · exit {data['exitCode']}"
                   + ("  · stopped at the deadline" if data["deadlineHit"] else ""))
-    table.add_row("model", f"{data['model']['mode']}  ({data['model']['why']})")
+    fault = f"  · fault {data['model']['fault']}" if data["model"].get("fault") else ""
+    table.add_row("model", f"{data['model']['mode']}  ({data['model']['why']}){fault}")
     table.add_row("image", f"{meta.get('imageId', '')[:19]}  ({meta.get('cliVersion')})")
     table.add_row("catalogue", f"{meta.get('catalogHash', '')[:19]}…  prompt {str(meta.get('promptHash', ''))[:12]}…")
     mcp = data["mcp"]
@@ -255,6 +265,8 @@ def run(
     = Path("runs/matrix"),
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
     model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per column).")] = None,
+    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
+    = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
@@ -272,12 +284,12 @@ def run(
         fail(Exit.UNKNOWN, str(error))
     chosen = _matrix_cells(harness, case, profiles_dir)
     run_id = new_run_id()
-    options = CellOptions(behaviour_obj, model, None, False, run_id)
+    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault)
     _check_out(out_dir, False)
     try:
-        client = connect()
         for profile in {c.profile.id: c.profile for c in chosen}.values():
-            choose_model(model, profile, os.environ)
+            choose_model(model, profile, os.environ, model_fault)
+        client = connect()
     except ModelChoiceError as error:
         fail(Exit.USAGE, str(error))
     except EngineError as error:
@@ -401,7 +413,9 @@ def repro(
     mode = pins.get("modelMode")
     model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
     run_id = new_run_id()
-    options = CellOptions(behaviour_obj, model, None, False, run_id, run_unsupported=True)
+    fault = pins.get("modelFault")  # a faulted cell reruns with the same fault
+    deadline = recorded.get("deadlineSeconds")
+    options = CellOptions(behaviour_obj, model, deadline, False, run_id, run_unsupported=True, model_fault=fault)
     target = out_dir or directory / f"repro-{run_id}"
     _check_out(target, as_json)
     client = connect()

@@ -20,6 +20,8 @@ PLANNED_PINS = (
     "caseSetHash", "worldSetHash", "judgeVersion", "runnerVersion", "imageId", "cliVersion",
     "modelMode", "behaviour", "profileHash",
 )
+# pins compared even when the planned cell lacks them: a faulted result never stands in for a plain one
+ALWAYS_COMPARED = ("modelFault",)
 
 
 def repro_command(cell_id: str, argv: list[str]) -> str:
@@ -57,4 +59,6 @@ def reusable(existing: dict[str, Any] | None, planned: dict[str, Any]) -> bool:
     if not existing or existing.get("infrastructureError") or existing.get("interrupted"):
         return False
     pins = existing.get("pins", {})
-    return all(pins.get(k) == planned.get(k) for k in PLANNED_PINS if k in planned)
+    return all(pins.get(k) == planned.get(k) for k in PLANNED_PINS if k in planned) and all(
+        pins.get(k) == planned.get(k) for k in ALWAYS_COMPARED
+    )

@@ -41,6 +41,7 @@ class CellOptions:
     # exec runs a row even where the matrix would not (unsupported on this column): the turn is
     # recorded, and the grade still says not_applicable
     run_unsupported: bool = False
+    model_fault: str | None = None  # --model-fault KIND[@STEP] (scripted model only)
 
 
 def profile_hash(cell: Cell) -> str:
@@ -53,6 +54,8 @@ def planned_pins(cell: Cell, options: CellOptions, image: Any | None = None) -> 
     """The pins known before the cell runs (what resume compares)."""
     choice = _choice(cell, options)
     extra: dict[str, Any] = {"profileHash": profile_hash(cell)}
+    if choice.fault:
+        extra["modelFault"] = choice.fault  # a faulted cell is another experiment: never resumed as a plain one
     pins = current_pins(
         runner_version=runner.__version__, model_mode=choice.mode, behaviour=options.behaviour.value,
         image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,
@@ -67,11 +70,14 @@ def repro_argv(cell: Cell, options: CellOptions, mode: str) -> list[str]:
         argv += ["--model", mode]
     if options.deadline is not None:
         argv += ["--deadline", f"{options.deadline:g}"]
+    fault = _choice(cell, options).fault if options.model_fault else None
+    if fault:
+        argv += ["--model-fault", fault]
     return argv
 
 
 def _choice(cell: Cell, options: CellOptions) -> ModelChoice:
-    return choose_model(options.model, cell.profile, os.environ)
+    return choose_model(options.model, cell.profile, os.environ, options.model_fault)
 
 
 def _row(cell: Cell) -> dict[str, Any]:
@@ -82,6 +88,8 @@ def _row(cell: Cell) -> dict[str, Any]:
 def _base(cell: Cell, options: CellOptions, pins: dict[str, Any], mode: str) -> dict[str, Any]:
     return {"version": 1, "cell": cell.to_json(), "row": _row(cell), "pins": pins,
             "repro": repro_command(cell.id, repro_argv(cell, options, mode)),
+            # the turn deadline asked for (runner repro reuses it: a stalled model is settled by it)
+            **({"deadlineSeconds": options.deadline} if options.deadline is not None else {}),
             "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
@@ -112,7 +120,7 @@ async def run_cell(
     request = TurnRequest(
         case=cell.case, profile=cell.profile, behaviour=options.behaviour, image=image, out_dir=directory,
         run_id=options.run_id, model=choice, deadline=options.deadline, keep=options.keep,
-        condition_id=cell.condition.id,
+        condition_id=cell.condition.id, model_fault=choice.fault,
     )
     try:
         report = await run_turn(client, request, progress)

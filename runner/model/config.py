@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.harnesses.profile import LiveModel, ModelEndpoint
+from runner.model.faults import FaultSpecError, ModelFault, as_fault
 from runner.model.script import normalise_actions
 from runner.turn.scrub import Scrubber
 
@@ -45,7 +46,9 @@ class ModelEndpointConfig:
     logged passes through it); ``placeholder_key`` (the only key the CLI holds); ``model`` (the model
     id the scripted model reports when a request names none); ``environ`` (where live mode reads the
     credential; default ``os.environ``); ``recording`` (replay: the exchange log to serve back, read
-    and checked here, see :mod:`runner.model.replay`)."""
+    and checked here, see :mod:`runner.model.replay`); ``fault`` (scripted only: a
+    :class:`~runner.model.faults.ModelFault` or its ``KIND[@STEP]`` text, parsed here, see
+    :mod:`runner.model.faults`)."""
 
     mode: ModelMode | str  # "scripted" | "live" | "replay"; stored as a ModelMode
     scrubber: Scrubber
@@ -55,6 +58,7 @@ class ModelEndpointConfig:
     model: str = DEFAULT_MODEL
     environ: Mapping[str, str] | None = field(default=None, repr=False)
     recording: Path | None = None
+    fault: ModelFault | str | None = None
     exchanges: tuple[RecordedExchange, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,6 +70,13 @@ class ModelEndpointConfig:
             ) from None
         object.__setattr__(self, "mode", mode)
         object.__setattr__(self, "actions", normalise_actions(self.actions))
+        try:
+            object.__setattr__(self, "fault", as_fault(self.fault))
+        except FaultSpecError as err:
+            raise ModelEndpointError(str(err)) from None
+        if self.fault is not None and mode is not ModelMode.SCRIPTED:
+            # a live or replayed model is what it is; a fault is something only the script can play
+            raise ModelEndpointError(f"a model fault applies only to the scripted model, not in {mode.value} mode")
         if mode is ModelMode.REPLAY:
             if self.recording is None:
                 raise ModelEndpointError(
@@ -88,6 +99,11 @@ class ModelEndpointConfig:
         return ModelMode(self.mode)
 
     @property
+    def injected_fault(self) -> ModelFault | None:
+        """``fault`` as a :class:`ModelFault` (it is stored as one after construction)."""
+        return as_fault(self.fault)
+
+    @property
     def host_environ(self) -> Mapping[str, str]:
         return os.environ if self.environ is None else self.environ
 
@@ -101,12 +117,13 @@ class ModelEndpointConfig:
         actions: list[Any] | None = None,
         environ: Mapping[str, str] | None = None,
         recording: Path | None = None,
+        fault: ModelFault | str | None = None,
     ) -> ModelEndpointConfig:
         """The config for a profile's ``model:`` section."""
         return cls(
             mode=ModelMode(mode), scrubber=scrubber, actions=list(actions or []), live=endpoint.live,
             placeholder_key=endpoint.placeholder_key, model=endpoint.scripted_model, environ=environ,
-            recording=recording,
+            recording=recording, fault=fault,
         )
 
 

@@ -8,7 +8,8 @@ Routing: the request's dialect is found by its path (:func:`runner.model.dialect
 whatever prefix precedes the dialect's own suffix. ``HEAD``/``GET .../api/hello`` (Claude Code's
 preconnect) is answered 200. In scripted mode anything else is a 404; in live mode every request is
 forwarded (the dialect only labels it); in replay mode every request is answered from the recording
-(:mod:`runner.model.replay`). Every exchange is appended to the exchange log.
+(:mod:`runner.model.replay`). Every exchange is appended to the exchange log. A scripted model
+can be told to fail on purpose (an error, a stall, a stream cut short: :mod:`runner.model.faults`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from runner.model.exchange_log import (
     decode_body,
     redact_headers,
 )
+from runner.model.faults import ERROR_STATUS, FaultKind, FaultTrigger, ModelFault
 from runner.model.live import LiveForwarder, forward_response_headers
 from runner.model.replay import Divergence, Replayer, answer_for, is_preconnect
 from runner.model.script import Decision, StallReply, plan_for
@@ -77,6 +79,7 @@ class ModelEndpointHandle:
     last_step: int | None = None
     replayed: int = 0  # replay: recorded exchanges served
     divergence: dict[str, Any] | None = None  # replay: {"step", "path", "what", "field"?} of the first divergence
+    faults: int = 0  # scripted: requests answered with the injected fault
     stopping: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
 
@@ -162,6 +165,29 @@ class ReplayedBreak(Exception):
     """Raised inside a replayed stream to break it off where the recorded one broke off."""
 
 
+class InjectedClose(Exception):
+    """Raised inside a stream to drop the connection mid-answer (the ``early-close`` fault)."""
+
+
+def _is_injected(error: BaseException | None) -> bool:
+    if isinstance(error, InjectedClose):
+        return True
+    if isinstance(error, BaseExceptionGroup):  # raised through the response's task group
+        return all(_is_injected(e) for e in error.exceptions)
+    return False
+
+
+class _QuietInjectedClose(logging.Filter):
+    """uvicorn logs every exception escaping a started response with its traceback; an injected close
+    is the fault working as asked, not a crash, so its traceback is kept off the runner's stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _is_injected(record.exc_info[1]))
+
+
+_QUIET = _QuietInjectedClose()
+
+
 # --- the service --------------------------------------------------------------------------------
 
 
@@ -176,6 +202,8 @@ class _Service:
         self.server_name = server_name
         self.forwarder = forwarder
         self.replayer = Replayer(config.exchanges) if config.kind is ModelMode.REPLAY else None
+        fault = config.injected_fault
+        self.trigger = FaultTrigger(fault) if fault is not None else None
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
@@ -251,11 +279,62 @@ class _Service:
             self.handle.side_requests += 1
         else:
             self.handle.skipped_calls = len(plan.skipped)
+        ctx = RenderContext(model=model, step=step, input_tokens=estimate_tokens(body), body=body)
+        stream = dialect.wants_stream(info, body)
+        entry = self.trigger.check(step, plan) if self.trigger is not None else None
+        if entry is not None and self.trigger is not None:
+            record["fault"] = entry
+            self.handle.faults += 1
+            return await self.inject(self.trigger.fault, request, dialect, decision, ctx, stream, info, finish)
         if isinstance(decision.reply, StallReply):
             return await self.stalled(request, dialect, finish, "runner scripted model")
-        ctx = RenderContext(model=model, step=step, input_tokens=estimate_tokens(body), body=body)
-        rendered = dialect.render(decision.reply, ctx, stream=dialect.wants_stream(info, body), info=info)
+        rendered = dialect.render(decision.reply, ctx, stream=stream, info=info)
         return self.send(rendered, finish)
+
+    async def inject(
+        self, fault: ModelFault, request: Request, dialect: Dialect, decision: Decision, ctx: RenderContext,
+        stream: bool, info: RequestInfo, finish: Callable[[dict[str, Any], str], None],
+    ) -> Response:
+        """Answer with the fault instead of the scripted reply (see :mod:`runner.model.faults`)."""
+        who = f"runner scripted model, injected fault {fault.spec}"
+        if fault.kind is FaultKind.STALL:
+            return await self.stalled(request, dialect, finish, who)
+        if fault.kind is FaultKind.ERROR:
+            body = dialect.error_body(ERROR_STATUS, f"{who}: the model API failed this request")
+            finish({"status": ERROR_STATUS, **JSON_TYPE, "body": body}, "complete")
+            return _json_response(ERROR_STATUS, body)
+        reply = decision.reply
+        if isinstance(reply, StallReply):  # a held-back answer has nothing to cut short
+            return await self.stalled(request, dialect, finish, who)
+        return self.cut_short(dialect.render(reply, ctx, stream=stream, info=info), finish)
+
+    def cut_short(self, rendered: Rendered, finish: Callable[[dict[str, Any], str], None]) -> Response:
+        """The start of ``rendered`` (the first half of its events, or of its only event's or body's
+        bytes), then a dropped connection: no terminal event, no end of the chunked body."""
+        if rendered.events is not None:
+            pieces = [event.encode() for event in rendered.events]
+            headers, media_type = {**SSE_HEADERS, **rendered.headers}, "text/event-stream"
+        else:
+            pieces = [json.dumps(rendered.body, separators=(",", ":"), ensure_ascii=False).encode()]
+            headers, media_type = dict(rendered.headers), "application/json"
+        sent = pieces[: len(pieces) // 2] if len(pieces) > 1 else [pieces[0][: len(pieces[0]) // 2]]
+        capture = Capture(sse=rendered.events is not None)
+        cut = (f"{len(sent)} of {len(pieces)} events" if len(pieces) > 1
+               else f"{len(sent[0])} of {len(pieces[0])} bytes")
+
+        async def source() -> AsyncIterator[bytes]:
+            for piece in sent:
+                capture.add(piece)
+                yield piece
+            raise InjectedClose("the injected early-close fault drops the connection here")
+
+        def done(ended: str) -> None:
+            finish({"status": rendered.status, "content_type": media_type, "headers": headers,
+                    "stream": rendered.events is not None, **capture.to_json(),
+                    "cut_after": cut},
+                   "closed_early" if ended in ("error", "complete") else ended)
+
+        return _ObservedStream(source(), done, status_code=rendered.status, headers=headers, media_type=media_type)
 
     async def stalled(
         self, request: Request, dialect: Dialect | None, finish: Callable[[dict[str, Any], str], None], who: str
@@ -459,6 +538,8 @@ async def _serve(
             raise ValueError("live mode without live settings")
         forwarder = LiveForwarder(endpoint.live, endpoint.host_environ)  # reads the credential now
     log = ExchangeLog(log_path, endpoint.scrubber, forwarder.secrets if forwarder else None)
+    if endpoint.injected_fault is not None:
+        logging.getLogger("uvicorn.error").addFilter(_QUIET)  # idempotent: a filter is added once
     service = _Service(endpoint, handle, log, server_name, forwarder)
     config = uvicorn.Config(
         service.app(), http="h11", lifespan="off", log_config=None, log_level="warning", access_log=False,

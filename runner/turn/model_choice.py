@@ -4,12 +4,16 @@
 is live when the harness's credentials are present on the host and scripted otherwise;
 whichever is used is stated in the output and the result. ``--model live`` without credentials is
 an error naming the variables.
+
+``--model-fault KIND[@STEP]`` (:mod:`runner.model.faults`) is played by the scripted model only: it
+implies ``scripted`` when no mode is asked for, and is an error with any other mode (a live or
+replayed model is what it is) or with a harness that talks to no model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -29,15 +33,41 @@ class ModelChoice:
     why: str
     credential: str | None = None  # the host variable live mode takes its key from (never its value)
     recording: str | None = None  # replay: the exchange log served back
+    fault: str | None = None  # scripted: the injected fault, as its canonical KIND@STEP
 
     def to_json(self) -> dict[str, str | None]:
         body = {"mode": self.mode, "why": self.why, "credential": self.credential}
         if self.recording:
             body["recording"] = self.recording
+        if self.fault:
+            body["fault"] = self.fault
         return body
 
 
-def choose_model(requested: str | None, profile: Profile, environ: Mapping[str, str]) -> ModelChoice:
+def choose_model(
+    requested: str | None, profile: Profile, environ: Mapping[str, str], fault: str | None = None
+) -> ModelChoice:
+    """The model for this turn; ``fault`` is a ``--model-fault`` value (parsed and checked here)."""
+    if fault is None:
+        return _choose(requested, profile, environ)
+    from runner.model.faults import FaultSpecError, ModelFault
+
+    try:
+        spec = ModelFault.parse(fault).spec
+    except FaultSpecError as error:
+        raise ModelChoiceError(str(error)) from None
+    if profile.model is None:
+        raise ModelChoiceError(f"--model-fault {fault}: the {profile.id} harness talks to no model")
+    if requested not in (None, "scripted"):
+        raise ModelChoiceError(
+            f"--model-fault {fault} applies only to the scripted model, not to --model {requested}"
+        )
+    choice = _choose("scripted", profile, environ)
+    why = choice.why if requested else "--model-fault plays its fault on the scripted model"
+    return replace(choice, why=why, fault=spec)
+
+
+def _choose(requested: str | None, profile: Profile, environ: Mapping[str, str]) -> ModelChoice:
     if profile.model is None:
         if requested not in (None, "scripted"):
             raise ModelChoiceError(f"the {profile.id} harness talks to no model; --model {requested} does not apply")

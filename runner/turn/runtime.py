@@ -65,6 +65,7 @@ class TurnRequest:
     deadline: float | None = None  # seconds; the profile's default when None
     keep: bool = False
     condition_id: str | None = None  # the row's condition; the case's first when None
+    model_fault: str | None = None  # --model-fault KIND[@STEP]: the scripted model fails on purpose
 
     @property
     def condition(self) -> Condition:
@@ -261,7 +262,7 @@ async def _serve_model(
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber,
         recording=Path(req.model.recording) if req.model.recording else None,
-        placeholder_key=profile.model.placeholder_key,
+        placeholder_key=profile.model.placeholder_key, fault=req.model_fault,
     )
     return await stack.enter_async_context(
         serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)

@@ -170,7 +170,8 @@ class OpenAIResponses(Dialect):
         return self._response(ctx, "completed", self._items(None, text, ctx))
 
     def error_body(self, status: int, message: str) -> Json:
-        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+        kind = "server_error" if status >= 500 else "invalid_request_error"  # the types the real API sends
+        return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
 DIALECT = OpenAIResponses()

@@ -1,0 +1,131 @@
+"""Scripted-model faults: the endpoint errs, stalls or cuts a stream short, on purpose.
+
+A turn's outcome must stay truthful when the model API misbehaves, so the scripted model can be told
+to misbehave at a chosen request (``runner exec --model-fault KIND[@STEP]``):
+
+- ``error``: HTTP 500 with the dialect's own error body (``api_error`` for Anthropic Messages,
+  ``server_error`` for the OpenAI dialects, ``INTERNAL`` for Gemini). 500 rather than 429: every CLI
+  treats both as retryable, but a 429 invites rate-limit back-off (``retry-after``) that would make
+  the turn's length depend on the CLI's pacing rather than on its error handling.
+- ``stall``: the request is accepted and never answered until the client goes away or the turn
+  ends (the endpoint then answers 503 to nobody).
+- ``early-close``: the answer starts (status 200, the stream's headers and its first half of events;
+  a one-event stream is cut inside that event's bytes) and then the connection is dropped without
+  the stream's terminal event and without the chunked body's end.
+
+**Which request.** ``STEP`` counts *conversation* requests, 1-based, in arrival order: the requests
+the scripted model plays the turn for. Side requests (titles, memory agents), preconnects and
+auxiliary endpoints (token counts, model lists) are not counted, so ``@1`` is the request that
+would make the turn's first call on every CLI. ``@after-ask`` is the first conversation request
+whose conversation already holds the answer to the ask (its step is past the ask's playable call);
+with no ask the CLI could make (the escalate tool not offered, a behaviour that never asks) it never
+fires.
+
+**From then on.** A fault models an outage, not a blip: once it fires, every later generation
+request (side requests included) fails the same way. A CLI's own retries therefore meet the same
+fault, and what the turn reports is how the CLI ends when its model is gone -- not whether one retry
+happened to land. Every faulted exchange is logged with a ``fault`` entry naming the fault.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from runner.model.script import Plan
+
+ASK_TOOL = "sharedos.escalate"
+AFTER_ASK = "after-ask"
+ERROR_STATUS = 500
+OPTION = "--model-fault"
+_SPEC = re.compile(r"^(?P<kind>[a-z-]+)(?:@(?P<step>[^@]*))?$")
+
+
+class FaultKind(StrEnum):
+    ERROR = "error"
+    STALL = "stall"
+    EARLY_CLOSE = "early-close"
+
+
+class FaultSpecError(ValueError):
+    """A fault that cannot be parsed; the message names the option and says what is expected."""
+
+
+@dataclass(frozen=True)
+class ModelFault:
+    """``kind`` at conversation request ``step`` (1-based), or at the first request after the ask."""
+
+    kind: FaultKind
+    step: int | None = 1  # None exactly when after_ask
+    after_ask: bool = False
+
+    @property
+    def spec(self) -> str:
+        """The canonical ``KIND@STEP`` text (what a repro command carries)."""
+        return f"{self.kind.value}@{AFTER_ASK if self.after_ask else self.step}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "spec": self.spec,
+                "at": AFTER_ASK if self.after_ask else f"request {self.step}"}
+
+    @classmethod
+    def parse(cls, text: str) -> ModelFault:
+        kinds = ", ".join(k.value for k in FaultKind)
+        match = _SPEC.match(text.strip())
+        if match is None or match["kind"] not in {k.value for k in FaultKind}:
+            raise FaultSpecError(f"{OPTION} {text!r}: expected KIND[@STEP] with KIND one of {kinds}")
+        kind, step = FaultKind(match["kind"]), match["step"]
+        if step is None:
+            return cls(kind)
+        if step == AFTER_ASK:
+            return cls(kind, None, after_ask=True)
+        if not step.isascii() or not step.isdigit() or int(step) < 1:
+            raise FaultSpecError(
+                f"{OPTION} {text!r}: STEP must be a request number from 1 or {AFTER_ASK}, not {step!r}"
+            )
+        return cls(kind, int(step))
+
+
+def as_fault(value: ModelFault | str | None) -> ModelFault | None:
+    """``value`` as a :class:`ModelFault` (a spec string is parsed)."""
+    if value is None or isinstance(value, ModelFault):
+        return value
+    return ModelFault.parse(value)
+
+
+def ask_index(plan: Plan) -> int | None:
+    """The position of the ask among the plan's playable calls, or None when the CLI cannot ask."""
+    return next((i for i, call in enumerate(plan.calls) if call.target.canonical == ASK_TOOL), None)
+
+
+class FaultTrigger:
+    """Decides, request by request, whether the fault applies. Fires once, then stays on."""
+
+    def __init__(self, fault: ModelFault) -> None:
+        self.fault = fault
+        self.conversation_requests = 0
+        self.fired_at: int | None = None  # the conversation request it first fired on
+        self.injected = 0
+
+    def check(self, step: int, plan: Plan) -> dict[str, Any] | None:
+        """Call once per generation request with its step and plan; the log entry when it faults."""
+        if not plan.side:
+            self.conversation_requests += 1
+        if self.fired_at is None and not plan.side and self._due(step, plan):
+            self.fired_at = self.conversation_requests
+        if self.fired_at is None:
+            return None
+        self.injected += 1
+        entry = {**self.fault.to_json(), "injected": True, "fired_at_request": self.fired_at,
+                 "injection": self.injected}
+        if not plan.side:
+            entry["request"] = self.conversation_requests
+        return entry
+
+    def _due(self, step: int, plan: Plan) -> bool:
+        if self.fault.after_ask:
+            index = ask_index(plan)
+            return index is not None and step > index
+        return self.conversation_requests >= (self.fault.step or 1)

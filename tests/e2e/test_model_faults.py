@@ -1,0 +1,161 @@
+"""End to end: real vendor CLIs (Codex, Claude Code) in their pinned images, through ``runner exec
+--json``, while the scripted model fails on purpose (``--model-fault``): an HTTP 500, a stall, a
+stream cut short -- before the ask and after it. What the user gets must be what the CLI did: before
+the ask the CLI's own outcome (failed with its own code, or cancelled by the deadline), never
+``escalated``; after the ask ``escalated`` with the CLI's failure kept as ``harnessOutcome``. The
+measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from runner.model.faults import ModelFault
+from runner.sandbox.container import OWNER_LABEL
+from tests.support import RUNNER, meta, no_containers_left, runner_exec
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+STALL_DEADLINE = "8"  # enough for either CLI to reach the ask under load; short enough to keep this file quick
+# how each CLI reports a model API that keeps failing (measured; see the harness packages)
+FAILURE = {
+    "codex": {"code": "harness_failed", "terminal": "turn.failed"},
+    "claude-code": {"code": "api_error", "terminal": "result"},
+}
+CLIS = list(FAILURE)
+
+
+def exchanges(report: dict[str, Any]) -> list[dict[str, Any]]:
+    path = Path(report["files"]["modelExchanges"])
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[str, Any]:
+    report = runner_exec(tmp_path, "--harness", harness, "--case", "escalation", "--model-fault", fault, *extra)
+    assert report["infrastructureError"] is None, report["infrastructureError"]
+    assert report["model"]["mode"] == "scripted" and report["model"]["fault"] == ModelFault.parse(fault).spec
+    return report
+
+
+def terminal_frame(report: dict[str, Any]) -> dict[str, Any]:
+    """The CLI's last stdout frame, whole (the transcript tail cuts long lines)."""
+    lines = Path(report["files"]["stdout"]).read_text(encoding="utf-8").splitlines()
+    frame: dict[str, Any] = json.loads([line for line in lines if line.strip()][-1])
+    return frame
+
+
+def gone(engine: docker.DockerClient, report: dict[str, Any]) -> None:
+    """The turn's container is removed, and no runner-owned container carries its id."""
+    no_containers_left(engine, report)
+    owned = engine.containers.list(all=True, filters={"label": f"{OWNER_LABEL}=runner"})
+    assert report["containerId"] not in {c.id for c in owned}
+
+
+def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | None = None) -> None:
+    logged = exchanges(report)
+    faulted = [r for r in logged if "fault" in r]
+    assert faulted, "the exchange log records the injected fault"
+    assert all(r["fault"]["spec"] == spec and r["fault"]["injected"] is True for r in faulted)
+    # nothing before the fault was faulted, and everything from it on was
+    first = logged.index(faulted[0])
+    assert faulted == logged[first:]
+    if ended is not None:
+        assert {r["ended"] for r in faulted} == {ended}
+
+
+# --- before the ask: the CLI's own outcome ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("harness", CLIS)
+@pytest.mark.parametrize(("kind", "ended"), [("error", "complete"), ("early-close", "closed_early")])
+def test_a_failing_model_before_the_ask_fails_the_turn_as_the_cli_says(
+    tmp_path: Path, engine: docker.DockerClient, harness: str, kind: str, ended: str
+) -> None:
+    report = faulted_exec(tmp_path, harness, f"{kind}@1")
+    # the CLI gave up by itself, with its own failure, and the turn says exactly that
+    assert report["exitCode"] == 1 and report["deadlineHit"] is False
+    assert report["status"] == "failed" and report["escalation"] is None
+    assert report["reasonCode"] == FAILURE[harness]["code"] == report["error"]["code"]
+    assert "escalationAsked" not in meta(report) and "harnessOutcome" not in meta(report)
+    frame = terminal_frame(report)
+    assert frame["type"] == FAILURE[harness]["terminal"]
+    cli_message = frame["error"]["message"] if harness == "codex" else frame["result"]
+    assert report["error"]["message"] == cli_message  # the CLI's words, not runner's
+    assert_faulted_exchanges(report, f"{kind}@1", ended)
+    gone(engine, report)
+
+
+@pytest.mark.parametrize("harness", CLIS)
+def test_a_stalled_model_before_the_ask_is_cancelled_by_the_deadline(
+    tmp_path: Path, engine: docker.DockerClient, harness: str
+) -> None:
+    report = faulted_exec(tmp_path, harness, "stall", "--deadline", STALL_DEADLINE)
+    assert report["deadlineHit"] is True and report["exitCode"] == 143  # SIGTERM at the deadline
+    assert report["status"] == "cancelled" and report["reasonCode"] == "turn_cancelled"
+    assert report["escalation"] is None and "escalationAsked" not in meta(report)
+    assert report["elapsedSeconds"] < float(STALL_DEADLINE) + 10
+    assert_faulted_exchanges(report, "stall@1")
+    assert exchanges(report)[0]["response"]["stalled"] is True
+    gone(engine, report)
+
+
+# --- after the ask: escalated, the CLI's failure kept -------------------------------------------------
+
+
+@pytest.mark.parametrize("harness", CLIS)
+@pytest.mark.parametrize(("kind", "ended"), [("error", "complete"), ("early-close", "closed_early")])
+def test_a_failing_model_after_the_ask_keeps_the_turn_escalated(
+    tmp_path: Path, engine: docker.DockerClient, harness: str, kind: str, ended: str
+) -> None:
+    report = faulted_exec(tmp_path, harness, f"{kind}@after-ask")
+    assert report["exitCode"] == 1 and report["deadlineHit"] is False
+    assert report["status"] == "escalated" and report["reasonCode"] == "escalation_requested"
+    assert report["escalation"]["reason"]
+    m = meta(report)
+    assert m["harnessOutcome"] == "fail" and m["harnessErrorCode"] == FAILURE[harness]["code"]
+    assert m["callsAfterEscalation"] == 0
+    assert terminal_frame(report)["type"] == FAILURE[harness]["terminal"]
+    assert_faulted_exchanges(report, f"{kind}@after-ask", ended)
+    # the fault began exactly at the first request after the ask (its step is past the ask's call)
+    logged = exchanges(report)
+    first = next(r for r in logged if "fault" in r)
+    assert first["step"] == 2 and [r["step"] for r in logged[: logged.index(first)]] == [0, 1]
+    gone(engine, report)
+
+
+@pytest.mark.parametrize("harness", CLIS)
+def test_a_stalled_model_after_the_ask_is_escalated_at_the_deadline(
+    tmp_path: Path, engine: docker.DockerClient, harness: str
+) -> None:
+    report = faulted_exec(tmp_path, harness, "stall@after-ask", "--deadline", STALL_DEADLINE)
+    assert report["deadlineHit"] is True and report["exitCode"] == 143
+    assert report["status"] == "escalated" and report["reasonCode"] == "escalation_requested"
+    m = meta(report)
+    assert m["harnessOutcome"] == "fail" and m["harnessErrorCode"] == "harness_wind_down_timeout"
+    assert_faulted_exchanges(report, "stall@after-ask")
+    gone(engine, report)
+
+
+# --- the fault travels with the cell ----------------------------------------------------------------
+
+
+def test_runner_repro_replays_the_fault(tmp_path: Path, engine: docker.DockerClient) -> None:
+    report = faulted_exec(tmp_path, "codex", "error@1")
+    cell_dir = Path(report["files"]["record"]).parent
+    result = json.loads((cell_dir / "result.json").read_text())
+    assert result["pins"]["modelFault"] == "error@1" and result["model"]["fault"] == "error@1"
+    assert "--model-fault error@1" in result["repro"] and "--model-fault error@1" in (cell_dir / "repro.sh").read_text()
+    proc = subprocess.run([RUNNER, "repro", str(cell_dir), "--json", "--out", str(tmp_path / "again")],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    again = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert again["recorded"] == again["reproduced"] and again["unmatchedPins"] == []
+    rerun = json.loads((tmp_path / "again" / "result.json").read_text())
+    assert rerun["turn"]["status"] == "failed" and rerun["pins"]["modelFault"] == "error@1"
+    gone(engine, report)
