@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 from runner.core.vocabulary import Code, ExecutionStatus, OutcomeType, ResultStatus
 
 Json: TypeAlias = Any  # a JSON value: dict, list, str, int, float, bool or None
+ERROR_MESSAGE_LIMIT = 4096  # a ProtocolError's message is 1..4096 characters (§2.1)
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,12 @@ class ProtocolError:
     def __post_init__(self) -> None:
         if not 1 <= len(self.code.strip()) <= 256:
             raise ValueError(f"error code must be 1..256 characters, got {self.code!r}")
-        if not 1 <= len(self.message) <= 4096:
+        if not 1 <= len(self.message) <= ERROR_MESSAGE_LIMIT:
             raise ValueError("error message must be 1..4096 characters")
 
     @classmethod
     def of(cls, code: Code | str, message: str, retryable: bool | None = None) -> ProtocolError:
-        return cls(code=str(code), message=message[:4096] or str(code), retryable=retryable)
+        return cls(code=str(code), message=message[:ERROR_MESSAGE_LIMIT] or str(code), retryable=retryable)
 
     def to_json(self) -> dict[str, Json]:
         body: dict[str, Json] = {"code": self.code, "message": self.message}

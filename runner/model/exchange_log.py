@@ -21,7 +21,12 @@ The copy of a response (and of a request body) stops at :data:`MAX_CAPTURE_BYTES
 
 Every string in a record passes through the turn's :class:`~runner.turn.scrub.Scrubber` (and the
 live credential itself is replaced, whatever its length), and so does the finished line; headers
-that carry credentials are redacted by name regardless of their value.
+that carry credentials are redacted by name regardless of their value. Three places where a secret
+would otherwise slip through whole-string scrubbing are handled on purpose: a body that is not JSON
+is kept as one text, not as the chunks it arrived in (a secret may straddle two chunks); a copy cut
+at the bound loses a dangling start of a secret; and a secret a model streamed in pieces (one
+token per SSE event, as vendors do) is found in the joined text of the events' same field and
+removed from every piece (an event changed so loses its ``raw`` text).
 """
 
 from __future__ import annotations
@@ -167,7 +172,7 @@ class Capture:
             except ValueError:
                 parsed = None
             if parsed is None:
-                body["chunks"] = [c.decode("utf-8", "replace") for c in self._chunks]
+                body["chunks"] = [text] if text else []
             else:
                 body["body"] = parsed
                 if compact_json(parsed) != text:
@@ -177,31 +182,109 @@ class Capture:
         return body
 
 
+def scrub_streamed_pieces(events: list[Any], scrubber: Scrubber) -> list[Any]:
+    """SSE events (as logged) with a secret that was streamed in pieces removed.
+
+    A model streams its text a few characters per event, so a secret it repeats is never whole in
+    one string. The string values at the same place in each event (``delta.text``, say; list
+    positions ignored) are joined in order; where the joined text holds a secret, its characters are
+    cut out of every piece, and the piece where it began gets the marker instead."""
+    if not scrubber.active:
+        return events
+    events = [dict(e) if isinstance(e, dict) else e for e in events]
+    places: dict[tuple[str, ...], list[tuple[int, list[Any], Any]]] = {}
+    for index, event in enumerate(events):
+        if isinstance(event, dict) and "data" in event:
+            _strings(event, "data", (), index, places)
+    for pieces in places.values():
+        if len(pieces) < 2:
+            continue
+        joined = "".join(holder[key] for _, holder, key in pieces)
+        if scrubber.text(joined) == joined:
+            continue
+        changed = _cut_pieces(pieces, joined, scrubber)
+        for index in changed:
+            events[index].pop("raw", None)  # the event is re-encoded from its (scrubbed) data
+    return events
+
+
+def _strings(
+    holder: Any, key: Any, path: tuple[str, ...], index: int, out: dict[tuple[str, ...], list[tuple[int, Any, Any]]]
+) -> None:
+    """Collect every string under ``holder[key]`` by its path (dict keys only), copying containers on
+    the way so the caller's events are not changed in place."""
+    value = holder[key]
+    if isinstance(value, str):
+        out.setdefault(path, []).append((index, holder, key))
+    elif isinstance(value, dict):
+        holder[key] = value = dict(value)
+        for k in value:
+            _strings(value, k, (*path, str(k)), index, out)
+    elif isinstance(value, list):
+        holder[key] = value = list(value)
+        for i in range(len(value)):
+            _strings(value, i, path, index, out)
+
+
+def _cut_pieces(pieces: list[tuple[int, Any, Any]], joined: str, scrubber: Scrubber) -> set[int]:
+    """Remove every secret found in ``joined`` from the pieces it was made of; the events changed."""
+    spans: list[tuple[int, int, str]] = []
+    for secret, marker in scrubber.markers():
+        start = joined.find(secret)
+        while start >= 0:
+            if not any(s < start + len(secret) and start < e for s, e, _ in spans):
+                spans.append((start, start + len(secret), marker))
+            start = joined.find(secret, start + len(secret))
+    changed: set[int] = set()
+    offset = 0
+    for index, holder, key in pieces:
+        text: str = holder[key]
+        kept = []
+        for i, char in enumerate(text):
+            at = offset + i
+            span = next((s for s in spans if s[0] <= at < s[1]), None)
+            if span is None:
+                kept.append(char)
+            elif at == span[0]:
+                kept.append(span[2])
+        if len(kept) != len(text) or "".join(kept) != text:
+            holder[key] = "".join(kept)
+            changed.add(index)
+        offset += len(text)
+    return changed
+
+
 class ExchangeLog:
     """Appends scrubbed exchange records to a JSONL file."""
 
     def __init__(self, path: Path, scrubber: Scrubber, secrets: Mapping[str, str] | None = None) -> None:
         self.path = path
-        self.scrubber = scrubber
-        self._secrets = sorted(
-            ((v, n) for n, v in (secrets or {}).items() if len(v) >= MIN_EXTRA_SECRET), key=lambda p: -len(p[0])
-        )
+        self.scrubber = scrubber.with_secrets(secrets or {}, MIN_EXTRA_SECRET)
         self.count = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = path.open("a", encoding="utf-8")
 
     def scrub(self, text: str) -> str:
-        text = self.scrubber.text(text)
-        for secret, name in self._secrets:
-            text = text.replace(secret, f"[scrubbed:{name}]")
-        return text
+        return self.scrubber.text(text)
 
     def scrub_value(self, value: Any) -> Any:
-        """``value`` with every string in it (keys too) scrubbed, as a record is before it is written."""
+        """``value`` with every string in it (keys too) scrubbed, as a record is before it is written.
+
+        A part marked ``truncated`` was cut at the capture bound: its text (``text``, the last of
+        ``chunks``) may end in the start of a secret, which goes too."""
         if isinstance(value, str):
             return self.scrub(value)
         if isinstance(value, dict):
-            return {self.scrub(str(k)): self.scrub_value(v) for k, v in value.items()}
+            out = {self.scrub(str(k)): self.scrub_value(v) for k, v in value.items()}
+            if "truncated" in value:
+                if isinstance(out.get("text"), str):
+                    out["text"] = self.scrubber.cut_text(out["text"])
+                chunks = out.get("chunks")
+                if isinstance(chunks, list) and chunks and isinstance(chunks[-1], str):
+                    chunks[-1] = self.scrubber.cut_text(chunks[-1])
+            if isinstance(out.get("events"), list):
+                out["events"] = scrub_streamed_pieces(out["events"], self.scrubber)
+            return out
         if isinstance(value, list | tuple):
             return [self.scrub_value(v) for v in value]
         return value

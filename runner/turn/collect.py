@@ -1,21 +1,34 @@
-"""After the turn: copy the CLI's own session transcript out of the turn dir, scrubbed and bounded."""
+"""After the turn: copy the CLI's own session transcript out of the turn dir, scrubbed and bounded.
+
+Every byte copied passes :meth:`~runner.turn.scrub.Scrubber.mask` (same length, so a binary store
+stays readable). That is not enough for a SQLite database (opencode keeps its session in one): a
+value longer than a page is stored across overflow pages, each starting with a four-byte pointer,
+so a secret that straddles a page boundary is never contiguous in the file and no byte search finds
+it, yet any SQLite reader gives it back whole. So a copied database is also scrubbed through SQLite
+itself: every text and blob value holding a secret is rewritten, then the file is vacuumed (no free
+page keeps the old value) and its write-ahead log folded in.
+"""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from runner.turn.scrub import Scrubber
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def copy_session_transcript(source: Path, dest: Path, scrubber: Scrubber) -> list[str]:
-    """Copy a file or a folder; every byte passes the scrubber (same length, so binary stores stay
-    readable). Returns the copied files relative to ``dest``; stops at :data:`MAX_SESSION_BYTES`."""
+    """Copy a file or a folder, scrubbed. Returns the copied files relative to ``dest``; stops at
+    :data:`MAX_SESSION_BYTES`."""
     if not source.exists():
         return []
     files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file() and not p.is_symlink())
-    copied, total = [], 0
+    copied, total, databases = [], 0, []
     for path in files:
         size = path.stat().st_size
         if total + size > MAX_SESSION_BYTES:
@@ -23,7 +36,49 @@ def copy_session_transcript(source: Path, dest: Path, scrubber: Scrubber) -> lis
         relative = path.name if source.is_file() else str(path.relative_to(source))
         target = dest / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(scrubber.mask(path.read_bytes()))
+        data = path.read_bytes()
+        target.write_bytes(scrubber.mask(data))
+        if data.startswith(SQLITE_MAGIC):
+            databases.append(target)
         copied.append(relative)
         total += size
-    return copied
+    if scrubber.active:
+        for database in databases:
+            scrub_database(database, scrubber)
+    return [c for c in copied if (dest / c).exists()]
+
+
+def scrub_database(path: Path, scrubber: Scrubber) -> None:
+    """Replace every secret in every text or blob value of ``path``'s tables, through SQLite.
+
+    A database SQLite cannot open is left as masked bytes, and removed if its values cannot be
+    checked (a secret stored across overflow pages would survive there)."""
+    try:
+        with closing(sqlite3.connect(path)) as db:
+            # a virtual table's values live in its shadow tables, which are ordinary ones
+            tables = [row[0] for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+                "AND upper(coalesce(sql, '')) NOT LIKE 'CREATE VIRTUAL%'"
+            )]
+            for table in tables:
+                _scrub_table(db, table, scrubber)
+            db.commit()
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        for suffix in ("", *SIDE_FILES):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+def _scrub_table(db: sqlite3.Connection, table: str, scrubber: Scrubber) -> None:
+    name = '"' + table.replace('"', '""') + '"'
+    columns = [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
+    for column in columns:
+        col = '"' + column.replace('"', '""') + '"'
+        for secret, marker in scrubber.markers():
+            # text in place; a blob through text and back, only where the secret's bytes are in it
+            db.execute(f"UPDATE {name} SET {col} = replace({col}, ?, ?) "
+                       f"WHERE typeof({col}) = 'text' AND instr({col}, ?) > 0", (secret, marker, secret))
+            db.execute(f"UPDATE {name} SET {col} = CAST(replace(CAST({col} AS TEXT), ?, ?) AS BLOB) "
+                       f"WHERE typeof({col}) = 'blob' AND instr({col}, CAST(? AS BLOB)) > 0",
+                       (secret, marker, secret))

@@ -19,7 +19,7 @@ import os
 import string
 import time
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from runner.conformance.cases import Case, Condition
 from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
-from runner.core.outcomes import ExecutionResult, Fail, Json, ProtocolError, RuntimeOutcome
+from runner.core.outcomes import ERROR_MESSAGE_LIMIT, ExecutionResult, Fail, Json, ProtocolError, RuntimeOutcome
 from runner.core.vocabulary import Code, message
 from runner.core.world import build_world
 from runner.harnesses.interpreters import get_interpreter
@@ -212,7 +212,8 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
             result = envelope.cancel(f"the turn deadline of {deadline:g}s passed", settled.metadata)
         else:
             result = envelope.settle(settled)
-        record = envelope.record(result)
+        result = _scrubbed(result, scrubber)
+        record = scrubber.value(envelope.record(result))
         infra = _infrastructure_error(run, reader, server.sessions_initialized, profile, err_tail, scrubber)
         if divergence:
             # a replay stops at the first request that differs from the recording instead of improvising
@@ -302,6 +303,22 @@ def _infrastructure_error(
         return {"kind": "mcp_not_connected", "detail": "the CLI never opened an MCP session on the mounted socket",
                 "stderrTail": err_tail.lines()}
     return None
+
+
+def _scrubbed(result: ExecutionResult, scrubber: Scrubber) -> ExecutionResult:
+    """The result with what the CLI or the model said scrubbed: a reason, an output or an error message
+    can carry a host secret into memory, and from there into result.json and the printed report."""
+    if not scrubber.active:
+        return result
+    error = result.error
+    if error is not None:
+        error = replace(error, message=scrubber.text(error.message)[:ERROR_MESSAGE_LIMIT],
+                        details=scrubber.value(error.details))
+    escalation = result.escalation
+    if escalation is not None:
+        escalation = replace(escalation, reason=scrubber.text(escalation.reason))
+    return replace(result, events=scrubber.value(result.events), metadata=scrubber.value(result.metadata),
+                   output=scrubber.value(result.output), error=error, escalation=escalation)
 
 
 def _stdin_for(profile: Profile, prompt: str, values: dict[str, str]) -> bytes | None:

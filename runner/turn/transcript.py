@@ -18,7 +18,11 @@ CUT_NOTE = b" [cut: line over the frame limit]"
 
 
 class StreamSink:
-    """One output stream (stdout or stderr): split into lines, scrubbed, written, tailed."""
+    """One output stream (stdout or stderr): split into lines, scrubbed, written, tailed.
+
+    Scrubbing works on whole lines, so a secret split across two chunks of the container's output
+    is joined before it is looked for; a line cut at the frame limit loses a dangling start of a
+    secret too (the rest of that line is dropped, so there is no other half to find)."""
 
     def __init__(self, path: Path, scrubber: Scrubber, tail: Tail, reader: StreamReader | None = None) -> None:
         self.path = path
@@ -45,13 +49,16 @@ class StreamSink:
         """Whole-chunk work where possible: a flood of short lines must not cost a Python call per line."""
         if not batch:
             return False
-        scrub = self.scrubber.raw if self.scrubber.active else bytes
-        clean = [scrub(line) + (CUT_NOTE if cut else b"") for line, cut in batch]
+        if self.scrubber.active:
+            batch = [(self.scrubber.cut_raw(line) if cut else self.scrubber.raw(line), cut) for line, cut in batch]
+        clean = [line + CUT_NOTE if cut else line for line, cut in batch]
         self._write(b"\n".join(clean) + b"\n")
         for line in clean[-self.tail.max_lines :]:
             self.tail.add(line.decode("utf-8", errors="replace"))
         terminal = False
         if self.reader is not None:
+            # the interpreter reads the scrubbed frames too: the CLI's outcome (its final text, say)
+            # ends up in the result and in runner's own stdout, which no scrubber sees afterwards
             frames = [(line, cut) for line, cut in batch if line.lstrip()[:1] == b"{"]
             self.reader.non_json_lines += len(batch) - len(frames)
             for line, cut in frames:

@@ -7,6 +7,11 @@ credential each request carried. Claude Code is the CLI: live, it keeps its MCP 
 (``ENABLE_TOOL_SEARCH=false``), so the scripted upstream can play the whole turn. (Codex, live,
 asks a known model slug and defers MCP tools behind tool_search, which only a real model plays.)
 ``RUNNER_LIVE_BASE_URL`` points the profile's live endpoint at it.
+
+The front also echoes the credential it received back into the model's answer on purpose (split
+across two streamed events, as a real model's tokens would be), so the key really reaches the CLI:
+Claude Code prints it in its stdout frames, keeps it in its session transcript, sends it back in the
+next request's history, and the exchange log sees it in the response. Nothing written may hold it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -32,7 +38,9 @@ from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
-HOST_KEY = "sk-runner-test-HOSTKEY-7f3a9c2e1d"
+HOST_KEY = "sk-runner-FAKE-0123456789abcdef"
+MARK = "[scrubbed:ANTHROPIC_API_KEY]"
+REASON = "outside this agent's authority"
 
 
 def free_port() -> int:
@@ -41,9 +49,37 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass
+class Upstream:
+    url: str
+    seen: list[str]  # the credential each request carried
+    echo: set[str] = field(default_factory=lambda: {"text"})  # "text": the answer's prose; "reason": the ask's
+
+
+def echo_credential(body: bytes, credential: str, where: set[str]) -> bytes:
+    """The scripted answer with the credential the front received put back into it."""
+    text = body.decode()
+    if "reason" in where:  # inside the escalate call's streamed arguments
+        text = text.replace(REASON, f"{REASON} (key {credential})")
+    if "text" not in where:
+        return text.encode()
+    blocks = []
+    for block in text.split("\n\n"):
+        data = next((line[6:] for line in block.splitlines() if line.startswith("data: ")), None)
+        delta = json.loads(data).get("delta", {}) if data and data.startswith("{") else {}
+        if delta.get("type") != "text_delta":
+            blocks.append(block)
+            continue
+        for piece in (f"{delta['text']} The key I was given is {credential[:12]}", f"{credential[12:]}."):
+            event = {**json.loads(data or "{}"), "delta": {"type": "text_delta", "text": piece}}
+            blocks.append(f"event: content_block_delta\ndata: {json.dumps(event)}")
+    return "\n\n".join(blocks).encode()
+
+
 @pytest.fixture()
-def upstream(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """A scripted upstream on loopback behind a front that records each request's credential."""
+def upstream(tmp_path: Path) -> Iterator[Upstream]:
+    """A scripted upstream on loopback behind a front that records each request's credential and
+    echoes it into the answer."""
     script = tmp_path / "actions.json"
     actions = actions_for(get_case("escalation"), Behaviour.COOPERATIVE, issue_uncatalogued=False)
     script.write_text(json.dumps([a.to_json() for a in actions]))
@@ -60,16 +96,19 @@ def upstream(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
             break
         except OSError:
             time.sleep(0.1)
-    seen: list[str] = []
+    state = Upstream("", [])
 
     class Front(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            seen.append(self.headers.get("x-api-key", "") or self.headers.get("authorization", ""))
+            credential = self.headers.get("x-api-key", "") or self.headers.get("authorization", "")
+            state.seen.append(credential)
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             conn.request("POST", self.path, body, {"content-type": "application/json"})
             answer = conn.getresponse()
             data = answer.read()
+            if answer.getheader("content-type", "").startswith("text/event-stream"):
+                data = echo_credential(data, credential, state.echo)
             self.send_response(answer.status)
             self.send_header("content-type", answer.getheader("content-type", "application/json"))
             self.send_header("content-length", str(len(data)))
@@ -81,20 +120,32 @@ def upstream(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
 
     front = ThreadingHTTPServer(("127.0.0.1", 0), Front)
     threading.Thread(target=front.serve_forever, daemon=True).start()
+    state.url = f"http://127.0.0.1:{front.server_address[1]}"
     try:
-        yield f"http://127.0.0.1:{front.server_address[1]}", seen
+        yield state
     finally:
         front.shutdown()
         proc.terminate()
         proc.wait(timeout=10)
 
 
-def test_live_mode_uses_the_host_credential_and_leaks_it_nowhere(
-    tmp_path: Path, engine: docker.DockerClient, upstream: tuple[str, list[str]]
+def assert_no_key(out: Path, proc: subprocess.CompletedProcess[str]) -> list[Path]:
+    """No file under ``out`` and nothing runner printed holds the key (or the half of it that one
+    streamed piece carries); the files, for further checks."""
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert written
+    texts = {str(p.relative_to(out)): p.read_bytes().decode("utf-8", "replace") for p in written}
+    texts.update({"runner stdout": proc.stdout, "runner stderr": proc.stderr})
+    leaks = [name for name, text in texts.items() if HOST_KEY in text or HOST_KEY[12:] in text]
+    assert leaks == [], f"the host credential (or a streamed piece of it) is in: {leaks}"
+    return written
+
+
+def test_live_and_replayed_the_host_key_echoed_by_the_model_leaks_nowhere(
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
 ) -> None:
-    base_url, seen = upstream
     out = tmp_path / "out"
-    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": base_url, "TMPDIR": str(tmp_path)}
+    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
     proc = subprocess.run(
         [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--json", "--keep", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=240,
@@ -104,18 +155,52 @@ def test_live_mode_uses_the_host_credential_and_leaks_it_nowhere(
     try:
         assert report["model"]["mode"] == "live" and report["model"]["credential"] == "ANTHROPIC_API_KEY"
         assert report["status"] == "escalated"
-        assert seen and all(header == HOST_KEY for header in seen), seen  # Anthropic's x-api-key
+        assert upstream.seen and all(header == HOST_KEY for header in upstream.seen), upstream.seen  # x-api-key
         # the container was only ever given the placeholder
         container = engine.containers.get(report["containerId"])
         env_text = "\n".join(container.attrs["Config"]["Env"])
         assert HOST_KEY not in env_text and "sk-runner-placeholder" in env_text
     finally:
         engine.containers.get(report["containerId"]).remove(force=True)
-    written = [p for p in out.rglob("*") if p.is_file()]
-    assert any(p.name == "model-exchanges.jsonl" for p in written)
-    for path in written:
-        assert HOST_KEY.encode() not in path.read_bytes(), f"{path} holds the host credential"
-    assert HOST_KEY not in proc.stdout and HOST_KEY not in proc.stderr
+    written = assert_no_key(out, proc)
+
+    # the key did reach everything on the way: the CLI's stdout, its own transcript, the exchange log
+    def holds(name: str, needle: bytes) -> bool:
+        return any(needle in p.read_bytes() for p in written if p.name == name or name in p.parts)
+
+    assert holds("stdout.log", MARK.encode()), "Claude Code printed the echoed key (scrubbed)"
+    assert MARK in json.dumps(report["outcome"]), "the CLI's final text, as runner reports it"
+    assert holds("session", b"*" * len(HOST_KEY)), "Claude Code's own session transcript held the key (masked)"
+    exchanges = (out / "model-exchanges.jsonl").read_text()
+    assert MARK in exchanges, "the streamed answer (and the next request's history) held the key"
+
+    # replay that recording with the key still in the host environment: nothing written holds it either
+    replay_env = {**env, "RUNNER_LIVE_BASE_URL": "http://127.0.0.1:9"}  # nothing listens: a forward would fail
+    replay = subprocess.run([RUNNER, "repro", str(out), "--json", "--out", str(tmp_path / "replayed")],
+                            capture_output=True, text=True, env=replay_env, timeout=240)
+    assert replay.returncode == 0, replay.stderr
+    replayed = json.loads((tmp_path / "replayed" / "result.json").read_text())
+    assert replayed["pins"]["modelMode"] == "replay" and replayed["turn"]["status"] == "escalated"
+    assert_no_key(tmp_path / "replayed", replay)
+    assert MARK.encode() in (tmp_path / "replayed" / "stdout.log").read_bytes()  # the marker is what was replayed
+
+
+def test_the_host_key_echoed_into_the_ask_by_the_model_leaks_nowhere(
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
+) -> None:
+    """The model puts the key in the escalation reason: it reaches the MCP server as a tool argument,
+    the envelope's record, the result, and runner's own report."""
+    upstream.echo = {"reason"}
+    out = tmp_path / "out"
+    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run(
+        [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--json", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert_no_key(out, proc)
+    assert MARK in (out / "record.json").read_text() and MARK in (out / "result.json").read_text()
+    assert MARK in json.loads(proc.stdout)["escalation"]["reason"]
 
 
 def _essence(record: dict[str, object]) -> dict[str, object]:
@@ -128,17 +213,16 @@ def _essence(record: dict[str, object]) -> dict[str, object]:
 
 
 def test_a_live_cell_replays_offline_with_the_same_grade_and_record_and_a_tampered_one_is_refused(
-    tmp_path: Path, engine: docker.DockerClient, upstream: tuple[str, list[str]]
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
 ) -> None:
-    base_url, seen = upstream
     cell = tmp_path / "live-cell"
-    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": base_url}
+    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url}
     recorded = subprocess.run(
         [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--model", "live", "--json",
          "--out", str(cell)], capture_output=True, text=True, env=env, timeout=240,
     )
     assert recorded.returncode == 0, recorded.stderr
-    assert json.loads(recorded.stdout)["grade"]["status"] == "pass" and seen
+    assert json.loads(recorded.stdout)["grade"]["status"] == "pass" and upstream.seen
     original = json.loads((cell / "record.json").read_text())
 
     # offline: no upstream, no credential

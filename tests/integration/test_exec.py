@@ -168,6 +168,86 @@ def test_the_container_is_hardened(tmp_path: Path, engine: docker.DockerClient, 
         container.remove(force=True)
 
 
+# Run inside the turn's container by a profile of its own (same image, same hardened spec as every
+# CLI): what a CLI there can see of the host. Sections are introduced by "== name" lines; "$$" is a
+# "$" to the profile's template.
+PROBE = r"""
+echo '== sockets'; find / \( -path /proc -o -path /sys \) -prune -o -type s -print 2>/dev/null
+echo '== unix'; tail -n +2 /proc/net/unix
+echo '== interfaces'; ls /sys/class/net
+echo '== routes'; tail -n +2 /proc/net/route
+echo '== mounts'; cat /proc/self/mountinfo
+echo '== engine'; for p in /var/run/docker.sock /run/docker.sock "$TURN_HOST_PATH"; do [ -e "$$p" ] && echo "$$p"; done
+env | grep -i '^docker' || true
+echo '== self'; id -u; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status
+"""
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in text.splitlines():
+        if line.startswith("== "):
+            current = line[3:]
+            out[current] = []
+        elif current:
+            out[current].append(line)
+    return out
+
+
+def test_inside_the_container_the_turn_dir_is_the_only_host_path_and_its_sockets_the_only_ones(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    """The per-turn socket is reachable only through the mount: no engine socket, no other unix
+    socket anywhere the CLI can look, no interface but loopback, and the only host directory mounted
+    is the turn dir at /run/runner (the engine adds its own read-only init binary and /etc files)."""
+    profile = tmp_path / "probe.yaml"
+    probe = json.dumps(PROBE.replace("$TURN_HOST_PATH", str(tmp_path / "tmp")))
+    profile.write_text(
+        f"id: probe\nlabel: Probe\nimage: reference\nargv: [/bin/sh, -c, {probe}]\n"
+        "requires_mcp_session: false\ninterpreter: exit-code\n"
+        "model: {dialect: anthropic-messages}\n"  # so the turn dir holds model.sock too
+    )
+    report = runner_exec(tmp_path, "--profile", str(profile), "--case", "escalation", "--keep")
+    container = engine.containers.get(report["containerId"])
+    try:
+        attrs = container.attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "none"
+        [mount] = attrs["Mounts"]
+        assert (mount["Type"], mount["Destination"], mount["RW"]) == ("bind", "/run/runner", True)
+        turn_host = Path(mount["Source"])
+        assert turn_host.parent == tmp_path / "tmp" and turn_host.name.startswith("runner-turn-")
+        assert not attrs["HostConfig"].get("Binds") and not attrs["HostConfig"].get("VolumesFrom")
+    finally:
+        container.remove(force=True)
+    assert report["exitCode"] == 0, Path(report["files"]["stderr"]).read_text()
+    seen = _sections(Path(report["files"]["stdout"]).read_text())
+
+    assert sorted(seen["sockets"]) == ["/run/runner/mcp.sock", "/run/runner/model.sock"]
+    # sockets bound in the container's own network namespace: none with a path outside the mount
+    paths = [line.split()[7] for line in seen["unix"] if len(line.split()) > 7]
+    assert all(p.startswith("/run/runner/") for p in paths), paths
+    assert seen["interfaces"] == ["lo"] and seen["routes"] == []
+    assert seen["engine"] == []  # no engine socket, no DOCKER_* variable, the host's turn path absent
+
+    # every mount from the host's disk: the turn dir, and the engine's own read-only plumbing
+    host_mounts = {}
+    for line in seen["mounts"]:
+        fields = line.split()
+        fstype = fields[fields.index("-") + 1]
+        if fstype not in {"overlay", "proc", "tmpfs", "devpts", "sysfs", "cgroup", "cgroup2", "mqueue"}:
+            host_mounts[fields[4]] = (fields[3], fields[5].split(",")[0])
+    assert host_mounts.pop("/run/runner") == (str(turn_host), "rw")
+    engine_files = {"/usr/sbin/docker-init", "/etc/resolv.conf", "/etc/hostname", "/etc/hosts"}
+    assert set(host_mounts) <= engine_files, host_mounts
+    assert all(option == "ro" for _, option in host_mounts.values()), host_mounts
+    assert all(root == "/usr/bin/tini-static" or "/containers/" in root for root, _ in host_mounts.values())
+
+    uid, cap_eff, no_new_privs = seen["self"]
+    assert uid == "1000" and cap_eff.split() == ["CapEff:", "0000000000000000"]
+    assert no_new_privs.split() == ["NoNewPrivs:", "1"]
+
+
 def test_a_cli_whose_mcp_server_never_connected_is_an_infrastructure_error(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
