@@ -2,8 +2,8 @@
 # Make sure a Docker Engine answers, provisioning one on a fresh Debian machine.
 #
 # - An engine that already answers (DOCKER_HOST included) is simply used.
-# - Otherwise, on Debian as root: install Debian's docker.io (and the tools the
-#   offline base image needs), start dockerd in the background logging to
+# - Otherwise, on Debian as root: install Debian's docker.io (with mmdebstrap for the
+#   offline bases and socat for the tests), start dockerd in the background logging to
 #   $RUNNER_DOCKERD_LOG, and wait (bounded) until `docker info` answers.
 # - Anywhere else: stop with a message that says what is missing.
 set -euo pipefail
@@ -26,6 +26,8 @@ record_timing() {  # step started-at
 need_pkgs=()
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+# the host-side relay of the reference client's integration tests (the images carry their own)
+command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 
 if engine_answers && [ ${#need_pkgs[@]} -eq 0 ]; then
   say "Docker Engine answers (${DOCKER_HOST:-default socket})."
@@ -44,7 +46,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq
   # docker.io pulls containerd and runc; the default (non-buildx) client comes with it.
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" iptables ca-certificates >/dev/null
-  record_timing engine.install "$install_started"
+  case " ${need_pkgs[*]} " in *" docker.io "*) record_timing engine.install "$install_started" ;; esac
 fi
 
 if engine_answers; then

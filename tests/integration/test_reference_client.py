@@ -195,7 +195,7 @@ def mcp_server(socket_path: str) -> Iterator[McpServerFixture]:
 def socat() -> str:
     path = shutil.which("socat")
     if path is None:
-        pytest.skip("socat is not installed (apt-get install socat)")
+        pytest.fail("socat is not installed: scripts/ensure-docker.sh (make test) installs it")
     return path
 
 
