@@ -19,11 +19,10 @@ import json
 import math
 import os
 import shutil
-import socket
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,17 +32,16 @@ import anyio.abc
 import docker
 import mcp_types as types
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession, MCPError
-from mcp.shared.message import SessionMessage
 
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, Json, ToolCall, ToolResult
 from runner.core.world import build_world
-from runner.mcp.server import MAX_MESSAGE_BYTES, SHUTDOWN_GRACE, McpServerHandle, serve_mcp
+from runner.mcp.server import SHUTDOWN_GRACE, McpServerHandle, serve_mcp
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess, remove_labelled
 from runner.sandbox.images import ImageRecord
+from tests.mcp_unix import UnixTransport, unix_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -130,57 +128,19 @@ class Link:
     """One SDK session on one connection; :meth:`drop` pulls the connection out from under it."""
 
     session: ClientSession
-    stream: anyio.abc.SocketStream
+    transport: UnixTransport
 
     def drop(self) -> None:
-        with suppress(OSError):
-            self.stream.extra(anyio.abc.SocketAttribute.raw_socket).shutdown(socket.SHUT_RDWR)
+        self.transport.drop()
 
 
 @asynccontextmanager
 async def link(path: Path, *, initialize: bool = True) -> AsyncIterator[Link]:
-    """The SDK's ClientSession over the unix socket, newline-delimited JSON (the stdio framing).
-
-    It ends by shutting the socket down, never by cancelling a task that waits on it (see
-    ``runner.mcp.server._Service.stop``).
-    """
-    stream = await anyio.connect_unix(path)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def reader() -> None:
-        buffered = BufferedByteReceiveStream(stream)
-        async with read_send:
-            while True:
-                try:
-                    line = await buffered.receive_until(b"\n", 2 * MAX_MESSAGE_BYTES)
-                    await read_send.send(SessionMessage(types.jsonrpc_message_adapter.validate_json(line)))
-                except (anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    return
-
-    async def writer() -> None:
-        async with write_recv:
-            async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-                try:
-                    await stream.send(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    return
-
-    async with stream, anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
-        try:
-            async with ClientSession(read_recv, write_send, client_info=CLIENT) as session:
-                if initialize:
-                    with anyio.fail_after(5):
-                        await session.initialize()
-                yield Link(session, stream)
-        finally:
-            with suppress(OSError):
-                stream.extra(anyio.abc.SocketAttribute.raw_socket).shutdown(socket.SHUT_RDWR)
-            write_send.close()
-            read_recv.close()
+    async with unix_client(path) as t, ClientSession(t.read, t.write, client_info=CLIENT) as session:
+        if initialize:
+            with anyio.fail_after(5):
+                await session.initialize()
+        yield Link(session, t)
 
 
 def body(result: types.CallToolResult) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -18,9 +17,7 @@ import anyio.abc
 import mcp_types as types
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession, MCPError
-from mcp.shared.message import SessionMessage
 
 import runner
 from runner.core.envelope import Envelope, RuntimeInfo
@@ -28,7 +25,8 @@ from runner.core.latch import EscalationLatch
 from runner.core.outcomes import ToolCall, ToolResult
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON, ESCALATION_NOTE
 from runner.core.world import WorldCondition, build_world
-from runner.mcp.server import MAX_MESSAGE_BYTES, McpServerHandle, serve_mcp
+from runner.mcp.server import McpServerHandle, serve_mcp
+from tests.mcp_unix import unix_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -38,55 +36,14 @@ PENDING_TEXT = (
     '"message":"This turn ended by asking a human to decide; nothing further runs on it.","retryable":false}'
 )
 CLIENT = types.Implementation(name="pytest-client", version="1.2.3")
-StreamPair = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 
 
 # --- a client transport for the SDK over the unix socket: the same line framing as stdio --------
 
 
 @asynccontextmanager
-async def unix_client(path: Path) -> AsyncIterator[StreamPair]:
-    """An SDK client transport over the socket. It ends by shutting the socket down, never by
-    cancelling a task that waits on it (see ``runner.mcp.server._Service.stop``)."""
-    stream = await anyio.connect_unix(path)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-
-    async def reader() -> None:
-        buffered = BufferedByteReceiveStream(stream)
-        async with read_send:
-            while True:
-                try:
-                    line = await buffered.receive_until(b"\n", 2 * MAX_MESSAGE_BYTES)
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    await read_send.send(SessionMessage(message))
-                except (anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    return
-
-    async def writer() -> None:
-        async with write_recv:
-            async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-                try:
-                    await stream.send(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    return
-
-    async with stream, anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
-        try:
-            yield read_recv, write_send
-        finally:
-            with suppress(OSError):
-                stream.extra(anyio.abc.SocketAttribute.raw_socket).shutdown(socket.SHUT_RDWR)
-            write_send.close()
-            read_recv.close()
-
-
-@asynccontextmanager
 async def sdk_session(path: Path) -> AsyncIterator[ClientSession]:
-    async with unix_client(path) as (read, write), ClientSession(read, write, client_info=CLIENT) as session:
+    async with unix_client(path) as t, ClientSession(t.read, t.write, client_info=CLIENT) as session:
         with anyio.fail_after(5):
             await session.initialize()
         yield session
@@ -163,7 +120,7 @@ def text(result: types.CallToolResult) -> str:
 async def test_initialize_and_list(tmp_path: Path) -> None:
     async with served(tmp_path) as turn:
         assert stat.S_IMODE(os.stat(turn.handle.path).st_mode) == 0o666
-        async with unix_client(turn.handle.path) as (r, w), ClientSession(r, w, client_info=CLIENT) as s:
+        async with unix_client(turn.handle.path) as t, ClientSession(t.read, t.write, client_info=CLIENT) as s:
             with anyio.fail_after(5):
                 init = await s.initialize()
                 listing = await s.list_tools()
@@ -373,7 +330,7 @@ async def test_connections_have_their_own_sessions(tmp_path: Path) -> None:
 
 async def test_a_2026_client_opens_without_a_handshake(tmp_path: Path) -> None:
     async with served(tmp_path) as turn:
-        async with unix_client(turn.handle.path) as (r, w), ClientSession(r, w, client_info=CLIENT) as s:
+        async with unix_client(turn.handle.path) as t, ClientSession(t.read, t.write, client_info=CLIENT) as s:
             with anyio.fail_after(5):
                 await s.discover()
                 assert len((await s.list_tools()).tools) == 17
@@ -389,7 +346,7 @@ async def test_exit_stops_sessions_unlinks_and_leaves_no_task(tmp_path: Path) ->
     async with served(tmp_path) as turn:
         path = turn.handle.path
         idle = await anyio.connect_unix(path)
-        async with unix_client(path) as (r, w), ClientSession(r, w, client_info=CLIENT) as s:
+        async with unix_client(path) as t, ClientSession(t.read, t.write, client_info=CLIENT) as s:
             with anyio.fail_after(5):
                 await s.initialize()
         with anyio.fail_after(5):
