@@ -473,26 +473,32 @@ async def _run_container(proc: Any, timeout: float) -> tuple[int | None, bytes, 
             await anyio.to_thread.run_sync(proc.remove)
 
 
-async def real_roundtrip(client: Any, image_id: str, warmup: int, calls: int, run_id: str) -> tuple[Any, int]:
-    """The bench client in the reference image, hardened as runner runs a CLI, through socat to serve_mcp."""
+async def real_roundtrip(
+    client: Any, image_id: str, warmup: int, calls: int, run_id: str, transport: str = "relay"
+) -> tuple[Any, int]:
+    """The bench client in the reference image, hardened as runner runs a CLI, through socat to serve_mcp
+    (``relay``, as the reference harness and the CLIs connect) or straight to the socket (``direct``)."""
     import shutil
 
     from runner import bench_client
     from runner.bench_client import Timings
+    from runner.mcp import unix_client
     from runner.mcp.server import serve_mcp
     from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess
 
     catalogue, latch, instructions = _baseline_authority(warmup + calls + 1)
     turn = _turn_dir()
     try:
-        shutil.copyfile(bench_client.__file__, turn / "bench_client.py")
-        os.chmod(turn / "bench_client.py", 0o644)
+        for module in (bench_client, unix_client):
+            target = turn / Path(str(module.__file__)).name
+            shutil.copyfile(str(module.__file__), target)
+            os.chmod(target, 0o644)
         spec = ContainerSpec(
             image_id=image_id,
             argv=["/opt/venv/bin/python", f"{TURN_MOUNT}/bench_client.py", str(warmup), str(calls), ROUNDTRIP_TOOL,
-                  json.dumps(ROUNDTRIP_ARGUMENTS)],
+                  json.dumps(ROUNDTRIP_ARGUMENTS), transport],
             turn_dir=turn,
-            labels={RUN_LABEL: run_id, CELL_LABEL: "bench.mcp-roundtrip"},
+            labels={RUN_LABEL: run_id, CELL_LABEL: f"bench.mcp-roundtrip-{transport}"},
             env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions) as handle:
@@ -517,16 +523,17 @@ async def measure_mcp(client: Any, image_id: str, plan: Plan, run_id: str) -> li
     # the floor is taken in two halves, before and after the real path, so drift on the machine hits both
     before = await floor_roundtrip(plan.mcp_warmup, plan.mcp_calls // 2)
     real, server_calls = await real_roundtrip(client, image_id, plan.mcp_warmup, plan.mcp_calls, run_id)
+    direct, direct_calls = await real_roundtrip(client, image_id, plan.mcp_warmup, plan.mcp_calls, run_id, "direct")
     after = await floor_roundtrip(plan.mcp_warmup, plan.mcp_calls - plan.mcp_calls // 2)
     floor = Timings(before.samples_ms + after.samples_ms, before.errors + after.errors, before.first_text,
                     before.init_ms)
-    for name, timings in (("floor", floor), ("real", real)):
+    for name, timings in (("floor", floor), ("real", real), ("direct", direct)):
         if timings.errors:
             raise BenchError(f"{timings.errors} of the {name} calls came back as errors: {timings.first_text[:120]}")
     expected = plan.mcp_warmup + plan.mcp_calls
-    if server_calls != expected:
-        raise BenchError(f"the host server saw {server_calls} calls, expected {expected}")
-    real_s, floor_s = summarise(real.samples_ms), summarise(floor.samples_ms)
+    if server_calls != expected or direct_calls != expected:
+        raise BenchError(f"the host server saw {server_calls} and {direct_calls} calls, expected {expected} each")
+    real_s, floor_s, direct_s = summarise(real.samples_ms), summarise(floor.samples_ms), summarise(direct.samples_ms)
     how_real = "in-container SDK client → socat → mounted socket → host serve_mcp (latch + envelope)"
     how_floor = "same client loop and server handlers on in-process memory streams"
     n = f"{plan.mcp_calls} calls after {plan.mcp_warmup} warm-up"
@@ -540,6 +547,9 @@ async def measure_mcp(client: Any, image_id: str, plan: Plan, run_id: str) -> li
         Figure("mcp.floor.p95", 1, "tools/call floor p95", floor_s["p95"], "ms", how_floor, n),
         Figure("mcp.ratio.p50", 1, "tools/call real / floor (p50)", ratio(real_s["p50"], floor_s["p50"]), "×",
                "p50 real ÷ p50 floor", detail={"p95Ratio": ratio(real_s["p95"], floor_s["p95"])}),
+        Figure("mcp.direct.p50", 1, "… without the relay: direct p50", direct_s["p50"], "ms",
+               "in-container SDK client → mounted socket (no socat) → host serve_mcp: where the relay's share "
+               "shows", n, {**direct_s, "initMs": direct.init_ms}),
     ]
 
 

@@ -7,8 +7,9 @@ package), because the same file runs in two places:
 - inside the reference image, copied into the bind-mounted turn directory and started as
   ``/opt/venv/bin/python /run/runner/bench_client.py WARMUP CALLS TOOL ARGUMENTS_JSON``: it registers
   the server the way the reference harness does (a stdio server ``socat STDIO
-  UNIX-CONNECT:/run/runner/mcp.sock``), times every call inside the container and prints one JSON
-  object on stdout;
+  UNIX-CONNECT:/run/runner/mcp.sock``), or with ``direct`` connects straight to the socket
+  (:mod:`runner.mcp.unix_client`, copied beside it), times every call inside the container and
+  prints one JSON object on stdout;
 - in the bench process itself, where :func:`timed_calls` drives a session on in-memory streams (the
   floor), so both figures come from the same loop.
 """
@@ -28,7 +29,8 @@ import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 CLIENT_INFO = types.Implementation(name="runner-bench", version="1")
-RELAY = ("socat", ["STDIO", "UNIX-CONNECT:/run/runner/mcp.sock"])
+SOCKET = "/run/runner/mcp.sock"
+RELAY = ("socat", ["STDIO", f"UNIX-CONNECT:{SOCKET}"])
 
 
 @dataclass
@@ -89,13 +91,31 @@ async def run_relay(warmup: int, calls: int, tool: str, arguments: dict[str, Any
     return timings
 
 
+async def run_direct(warmup: int, calls: int, tool: str, arguments: dict[str, Any]) -> Timings:
+    """Connect the SDK straight to the mounted socket (no relay process), then time the calls."""
+    try:
+        from runner.mcp.unix_client import unix_client
+    except ImportError:  # in the container: the bench copies unix_client.py beside this file
+        from unix_client import unix_client  # type: ignore[no-redef]
+
+    started = time.perf_counter()
+    async with unix_client(SOCKET) as t, ClientSession(t.read, t.write, client_info=CLIENT_INFO) as session:
+        await session.initialize()
+        await session.list_tools()
+        init_ms = (time.perf_counter() - started) * 1e3
+        timings = await timed_calls(session, warmup, calls, tool, arguments)
+    timings.init_ms = init_ms
+    return timings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 4:
-        print("usage: bench_client.py WARMUP CALLS TOOL ARGUMENTS_JSON", file=sys.stderr)
+    if len(args) not in (4, 5) or (len(args) == 5 and args[4] not in ("relay", "direct")):
+        print("usage: bench_client.py WARMUP CALLS TOOL ARGUMENTS_JSON [relay|direct]", file=sys.stderr)
         return 2
     warmup, calls, tool, arguments = int(args[0]), int(args[1]), args[2], json.loads(args[3])
-    timings = anyio.run(run_relay, warmup, calls, tool, arguments)
+    path = run_direct if args[4:] == ["direct"] else run_relay
+    timings = anyio.run(path, warmup, calls, tool, arguments)
     print(json.dumps(timings.to_json()), flush=True)
     return 0
 

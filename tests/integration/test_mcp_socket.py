@@ -26,7 +26,7 @@ from runner.core.outcomes import ToolCall, ToolResult
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON, ESCALATION_NOTE
 from runner.core.world import WorldCondition, build_world
 from runner.mcp.server import McpServerHandle, serve_mcp
-from tests.mcp_unix import unix_client
+from runner.mcp.unix_client import unix_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

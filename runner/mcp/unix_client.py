@@ -1,9 +1,13 @@
-"""The MCP SDK's client over the runner's unix socket, for the integration tests: newline-delimited
-JSON (the stdio framing), as a relay in the container would carry it.
+"""An MCP SDK client transport straight over the turn's unix socket, without a relay process.
 
-It ends by shutting the socket down, never by cancelling a task that waits on it (see
-``runner.mcp.server._Service.stop``); :meth:`UnixTransport.drop` pulls the connection out from
-under a session at any moment, as a crashing relay would.
+Newline-delimited JSON, the framing :mod:`runner.mcp.server` speaks (the stdio framing, so CLIs reach
+it through a byte relay such as socat). Used where no relay is wanted: the bench's direct
+measurement from inside a container, and the integration tests. Standalone on purpose (``anyio`` and
+the ``mcp`` SDK only, never the rest of ``runner``): the bench copies this file into the container.
+
+It ends by shutting the socket down, never by cancelling a task that waits on it;
+:meth:`UnixTransport.drop` pulls the connection out from under a session at any moment, as a crashing
+relay would.
 """
 
 from __future__ import annotations
@@ -20,8 +24,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from runner.mcp.server import MAX_MESSAGE_BYTES
-
+LINE_LIMIT = 8 * 1024 * 1024  # longer than any line the server sends
 _GONE = (anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
@@ -39,7 +42,7 @@ class UnixTransport:
 
 
 @asynccontextmanager
-async def unix_client(path: object) -> AsyncIterator[UnixTransport]:
+async def unix_client(path: object, line_limit: int = LINE_LIMIT) -> AsyncIterator[UnixTransport]:
     stream = await anyio.connect_unix(str(path))
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
@@ -49,7 +52,7 @@ async def unix_client(path: object) -> AsyncIterator[UnixTransport]:
         async with read_send:
             while True:
                 try:
-                    line = await buffered.receive_until(b"\n", 2 * MAX_MESSAGE_BYTES)
+                    line = await buffered.receive_until(b"\n", line_limit)
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                     await read_send.send(SessionMessage(message))
                 except _GONE:
