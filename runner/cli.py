@@ -287,8 +287,11 @@ def run(
     options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault)
     _check_out(out_dir, False)
     try:
-        for profile in {c.profile.id: c.profile for c in chosen}.values():
-            choose_model(model, profile, os.environ, model_fault)
+        profiles = list({c.profile.id: c.profile for c in chosen}.values())
+        for profile in profiles:
+            choose_model(model, profile, os.environ, model_fault if profile.model is not None else None)
+        if model_fault and all(profile.model is None for profile in profiles):
+            raise ModelChoiceError(f"--model-fault {model_fault}: none of the chosen harnesses talks to a model")
         client = connect()
     except ModelChoiceError as error:
         fail(Exit.USAGE, str(error))

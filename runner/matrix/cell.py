@@ -77,7 +77,9 @@ def repro_argv(cell: Cell, options: CellOptions, mode: str) -> list[str]:
 
 
 def _choice(cell: Cell, options: CellOptions) -> ModelChoice:
-    return choose_model(options.model, cell.profile, os.environ, options.model_fault)
+    # a matrix with --model-fault faults the columns that talk to a model; the others run as they are
+    fault = options.model_fault if cell.profile.model is not None else None
+    return choose_model(options.model, cell.profile, os.environ, fault)
 
 
 def _row(cell: Cell) -> dict[str, Any]:

@@ -125,6 +125,25 @@ def test_exec_refuses_a_bad_fault_as_usage(args: list[str], words: str) -> None:
     assert words in result.stderr
 
 
+def test_a_matrix_faults_the_columns_with_a_model_and_runs_the_others_as_they_are(tmp_path: Path) -> None:
+    from runner.conformance.cases import get_case
+    from runner.matrix.cell import CellOptions, planned_pins, repro_argv
+    from runner.matrix.cells import Cell
+
+    case = get_case("escalation")
+    options = CellOptions(model_fault="error")
+    codex = Cell(case, case.condition, find_profile("codex"))
+    reference = Cell(case, case.condition, find_profile("reference"))
+    assert planned_pins(codex, options)["modelFault"] == "error@1"
+    assert "--model-fault" in repro_argv(codex, options, "scripted")
+    assert "modelFault" not in planned_pins(reference, options)
+    assert "--model-fault" not in repro_argv(reference, options, "none")
+    # a selection where no column talks to a model is a usage error, before any engine is needed
+    result = CliRunner().invoke(app, ["run", "--harness", "reference", "--case", "escalation", "--model-fault", "error",
+                                      "--out", str(tmp_path / "m")])
+    assert result.exit_code == Exit.USAGE and "none of the chosen harnesses talks to a model" in result.stderr
+
+
 def test_exec_help_documents_the_option() -> None:
     text = CliRunner().invoke(app, ["exec", "--help"], terminal_width=200).output
     assert "--model-fault" in text and "after-ask" in text and "early-close" in text
