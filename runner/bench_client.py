@@ -77,18 +77,25 @@ async def timed_calls(
     return timings
 
 
-async def run_relay(warmup: int, calls: int, tool: str, arguments: dict[str, Any]) -> Timings:
-    """Connect through the relay as the reference harness does, then time the calls."""
-    command, args = RELAY
-    started = time.perf_counter()
-    params = StdioServerParameters(command=command, args=list(args))
-    async with stdio_client(params) as (read, write), ClientSession(read, write, client_info=CLIENT_INFO) as session:
+async def session_timings(
+    read: Any, write: Any, started: float, warmup: int, calls: int, tool: str, arguments: dict[str, Any]
+) -> Timings:
+    """Open a session on the stream pair, list the tools, then time the calls; ``initMs`` from ``started``."""
+    async with ClientSession(read, write, client_info=CLIENT_INFO) as session:
         await session.initialize()
         await session.list_tools()
         init_ms = (time.perf_counter() - started) * 1e3
         timings = await timed_calls(session, warmup, calls, tool, arguments)
     timings.init_ms = init_ms
     return timings
+
+
+async def run_relay(warmup: int, calls: int, tool: str, arguments: dict[str, Any]) -> Timings:
+    """Connect through the relay as the reference harness does, then time the calls."""
+    command, args = RELAY
+    started = time.perf_counter()
+    async with stdio_client(StdioServerParameters(command=command, args=list(args))) as (read, write):
+        return await session_timings(read, write, started, warmup, calls, tool, arguments)
 
 
 async def run_direct(warmup: int, calls: int, tool: str, arguments: dict[str, Any]) -> Timings:
@@ -99,13 +106,8 @@ async def run_direct(warmup: int, calls: int, tool: str, arguments: dict[str, An
         from unix_client import unix_client  # type: ignore[no-redef]
 
     started = time.perf_counter()
-    async with unix_client(SOCKET) as t, ClientSession(t.read, t.write, client_info=CLIENT_INFO) as session:
-        await session.initialize()
-        await session.list_tools()
-        init_ms = (time.perf_counter() - started) * 1e3
-        timings = await timed_calls(session, warmup, calls, tool, arguments)
-    timings.init_ms = init_ms
-    return timings
+    async with unix_client(SOCKET) as t:
+        return await session_timings(t.read, t.write, started, warmup, calls, tool, arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
