@@ -24,6 +24,7 @@ from typing import Annotated, Any, NoReturn
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import runner
@@ -50,8 +51,30 @@ app = typer.Typer(
 )
 images_app = typer.Typer(help="Build, list and verify the pinned images (no registry needed).", no_args_is_help=True)
 app.add_typer(images_app, name="images")
-err = Console(stderr=True)
-out = Console()
+# Text the CLI writes to a pipe or a file is never hard-wrapped: CI logs, grep and anything that parses stderr see
+# whole lines. Rich sizes a console from the terminal (80 columns when there is none), so each print asks for a
+# console fitted to the stream as it is now (a test runner or a redirect may have replaced it since import).
+UNWRAPPED = 1 << 16  # columns for a pipe or file: wide enough that no line or table is ever folded
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, soft_wrap=True, width=UNWRAPPED)
+
+
+def err() -> Console:
+    return _console(stderr=True)
+
+
+def out() -> Console:
+    return _console(stderr=False)
+
+
+def say(message: str) -> None:
+    """One progress line on stderr (``… message``)."""
+    err().print(f"[dim]…[/] {escape(message)}", highlight=False)
 
 
 class Exit(IntEnum):
@@ -66,7 +89,7 @@ class Exit(IntEnum):
 def fail(code: Exit, text: str, as_json: bool = False) -> NoReturn:
     if as_json:
         print(json.dumps({"error": {"exitCode": int(code), "kind": code.name.lower(), "message": text}}))
-    err.print(f"[bold red]runner:[/] {text}", highlight=False, markup=True)
+    err().print(f"[bold red]runner:[/] {escape(text)}", highlight=False, markup=True)
     raise typer.Exit(int(code))
 
 
@@ -130,10 +153,10 @@ def exec_(
     run_id = new_run_id()
     cell = Cell(case_obj, condition_obj, profile)
     target = out_dir or Path("runs") / run_id / cell.id
-    progress = (lambda _msg: None) if as_json else (lambda msg: err.print(f"[dim]…[/] {msg}", highlight=False))
+    progress = (lambda _msg: None) if as_json else say
     if choice.mode != "none":
         shown = f"; fault {choice.fault}" if choice.fault else ""
-        err.print(f"[bold]model: {choice.mode}[/] ({choice.why}{shown})", highlight=False)
+        err().print(f"[bold]model: {choice.mode}[/] ({escape(choice.why + shown)})", highlight=False)
     options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault)
     _check_out(target, as_json)
     try:
@@ -150,11 +173,11 @@ def exec_(
     elif report is not None:
         _print_summary(report, result)
     else:
-        out.print(result.get("grade", {}).get("evidence", ""))
+        out().print(result.get("grade", {}).get("evidence", ""), markup=False, highlight=False)
     if result.get("infrastructureError"):
         problem = result["infrastructureError"]
         text = f"infrastructure error ({problem['kind']}): {problem['detail']}"
-        err.print(f"[bold red]runner:[/] {text}", highlight=False)
+        err().print(f"[bold red]runner:[/] {escape(text)}", highlight=False)
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
 
@@ -199,7 +222,7 @@ def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool)
             try:
                 remove_labelled(client, f"{RUN_LABEL}={run_id}")
             except EngineError as error:
-                err.print(f"[yellow]runner:[/] could not remove the run's containers ({error}); "
+                err().print(f"[yellow]runner:[/] could not remove the run's containers ({escape(str(error))}); "
                           f"`runner gc` removes them once the engine answers", highlight=False)
     if interrupted or not result:
         fail(Exit.INTERRUPTED, "interrupted; the run's containers and socket directories were removed", as_json)
@@ -231,17 +254,17 @@ def _print_summary(report: Any, cell: dict[str, Any]) -> None:
     mcp = data["mcp"]
     table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
     table.add_row("elapsed", f"{data['elapsedSeconds']:.2f}s")
-    out.print(table)
+    out().print(table)
     tail = meta.get("transcriptTail") or []
     if tail:
-        out.print("[bold]transcript tail[/]")
+        out().print("[bold]transcript tail[/]")
         for line in tail[-12:]:
-            out.print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
-    out.print(f"[bold]files[/]  {Path(data['files']['record']).parent}")
-    out.print("[bold]repro[/]  ", end="")
-    out.print(cell["repro"], highlight=False, markup=False, soft_wrap=True)
+            out().print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
+    out().print(f"[bold]files[/]  {escape(str(Path(data['files']['record']).parent))}", highlight=False)
+    out().print("[bold]repro[/]  ", end="")
+    out().print(cell["repro"], highlight=False, markup=False, soft_wrap=True)
     if data["kept"]:
-        out.print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")
+        out().print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")
 
 
 def _matrix_cells(harness: str, case: str, profiles_dir: Path | None, as_json: bool = False) -> list[Any]:
@@ -314,7 +337,7 @@ def run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=False) as bar:
+                  console=err(), transient=False) as bar:
         task = bar.add_task(f"{len(chosen)} cells", total=len(chosen))
         running: set[str] = set()
 
@@ -325,9 +348,9 @@ def run(
                 running.discard(cell.id)
                 bar.advance(task)
                 status = rep.status(result or {})
-                err.print(f"  {cell.id}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
+                err().print(f"  {cell.id}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
-                err.print(f"  {cell.id}: infrastructure error, retrying", highlight=False)
+                err().print(f"  {cell.id}: infrastructure error, retrying", highlight=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         summary = interruptible(
@@ -339,7 +362,7 @@ def run(
     (out_dir / "manifest.json").write_text(json.dumps(rep.manifest(loaded), indent=2) + "\n")
     (out_dir / "report.md").write_text(rep.markdown(loaded))
     (out_dir / "junit.xml").write_text(rep.junit(loaded))
-    out.print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
+    out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
               f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}")
     if summary.infrastructure:
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
@@ -363,8 +386,7 @@ def report(
     from runner.matrix import report as rep
 
     try:
-        existing = [d for d in dirs if d.exists()]
-        loaded = rep.load_cells(existing) if existing else []
+        loaded = rep.load_cells(dirs)  # a path that does not exist is an error: a gate never passes on nothing
         expected = rep.load_expected(expected_failures) if expected_failures else []
     except rep.ReportError as error:
         fail(Exit.USAGE, str(error))
@@ -378,7 +400,7 @@ def report(
         junit.write_text(rep.junit(loaded))
     if manifest:
         manifest.write_text(json.dumps(rep.manifest(loaded, verdict), indent=2) + "\n")
-    err.print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
+    err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
               f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
     if not verdict.passed:
         raise typer.Exit(1)
@@ -432,9 +454,10 @@ def repro(
     if as_json:
         print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
     else:
-        out.print(f"recorded grade: {was}; rerun: {now}  ({target})")
+        out().print(f"recorded grade: {was}; rerun: {now}  ({target})", markup=False, highlight=False)
         for key in differing:
-            out.print(f"  pin not matched: {key}: {pins.get(key)!r} → {result['pins'].get(key)!r}", highlight=False)
+            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {result['pins'].get(key)!r}",
+                        markup=False, highlight=False)
     if was != now:
         raise typer.Exit(1)
 
@@ -464,7 +487,7 @@ def cases() -> None:
     for case in CASES.values():
         expect = case.condition.expect_turn
         table.add_row(case.id, case.condition.id, "/".join(expect) if expect else "-", case.invariant)
-    out.print(table)
+    out().print(table)
 
 
 @app.command()
@@ -477,7 +500,7 @@ def harnesses(profiles_dir: Annotated[Path | None, typer.Option(help="Extra prof
             table.add_row(p.id, p.label, p.image, p.interpreter, "ok")
         except ProfileError as error:
             table.add_row(harness_id, "", "", "", f"[red]{error}[/]")
-    out.print(table)
+    out().print(table)
 
 
 @app.command()
@@ -492,7 +515,7 @@ def gc(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     if as_json:
         print(json.dumps({"removed": removed}))
     else:
-        out.print(f"removed {len(removed)} container(s)")
+        out().print(f"removed {len(removed)} container(s)")
 
 
 @images_app.command("build")
@@ -507,14 +530,14 @@ def images_build(
     unavailable = unavailable_images()
     for name, reason in sorted(unavailable.items()):
         if all_ or not harness or name in wanted:
-            err.print(f"[yellow]{name}: unavailable[/] — {reason}", highlight=False)
+            err().print(f"[yellow]{name}: unavailable[/] — {escape(reason)}", highlight=False)
     wanted = [name for name in wanted if name not in unavailable]
     try:
         client = connect()
         for name in wanted:
             started = time.monotonic()
-            record = ensure_image(client, name, progress=lambda m: err.print(f"[dim]…[/] {m}", highlight=False))
-            out.print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)")
+            record = ensure_image(client, name, progress=say)
+            out().print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)")
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error))
 
@@ -531,7 +554,7 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
     table = Table("harness", "image id", "version", "recipe", "base")
     for name, rec in sorted(lock.items()):
         table.add_row(name, rec.image_id[:19], rec.version_output or "-", rec.recipe_hash[:12], rec.base[:19])
-    out.print(table)
+    out().print(table)
 
 
 @images_app.command("verify")
@@ -544,10 +567,10 @@ def images_verify() -> None:
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error))
     for problem in problems:
-        err.print(f"[red]✗[/] {problem}", highlight=False)
+        err().print(f"[red]✗[/] {escape(problem)}", highlight=False)
     if problems:
         raise typer.Exit(1)
-    out.print("images/lock.json matches the engine")
+    out().print("images/lock.json matches the engine")
 
 
 @app.callback(invoke_without_command=True)
