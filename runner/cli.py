@@ -218,7 +218,7 @@ def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool)
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error), as_json)
     finally:
-        if not keep:
+        if not keep and client is not None:
             try:
                 remove_labelled(client, f"{RUN_LABEL}={run_id}")
             except EngineError as error:
@@ -291,31 +291,52 @@ def run(
     model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
+    shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
+        "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
+        "same on every machine); the cells that run no turn are left to a run without --shard or with "
+        "--declared-only. CI runs one slice per job."))] = None,
+    declared_only: Annotated[bool, typer.Option("--declared-only", help=(
+        "Write only the cells that run no turn (rows not implemented or not applicable to the column, "
+        "unavailable columns): graded from what is declared, with no engine."))] = False,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
     """Run a matrix of cells (rows = cases, columns = CLIs), resuming finished cells, then report it.
 
-    Example: runner run --harness all --case all -j 2
+    Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2
     """
     from runner.matrix import report as rep
     from runner.matrix.cell import CellOptions, planned_pins, run_cell
+    from runner.matrix.cells import runs_a_turn
     from runner.matrix.run import run_matrix
+    from runner.matrix.shards import ShardError, parse_shard
 
     try:
         behaviour_obj = parse_behaviour(behaviour)
     except UnknownBehaviour as error:
         fail(Exit.UNKNOWN, str(error))
+    try:
+        slice_ = parse_shard(shard) if shard is not None else None
+    except ShardError as error:
+        fail(Exit.USAGE, str(error))
+    if slice_ is not None and declared_only:
+        fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
     chosen = _matrix_cells(harness, case, profiles_dir)
+    if slice_ is not None:
+        chosen = [c for c in chosen if runs_a_turn(c) and slice_.holds(c.id)]
+    elif declared_only:
+        chosen = [c for c in chosen if not runs_a_turn(c)]
     run_id = new_run_id()
     options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault)
     _check_out(out_dir, False)
+    client: Any = None
     try:
-        profiles = list({c.profile.id: c.profile for c in chosen}.values())
+        profiles = list({c.profile.id: c.profile for c in chosen if runs_a_turn(c)}.values())
         for profile in profiles:
             choose_model(model, profile, os.environ, model_fault if profile.model is not None else None)
         if model_fault and all(profile.model is None for profile in profiles):
             raise ModelChoiceError(f"--model-fault {model_fault}: none of the chosen harnesses talks to a model")
-        client = connect()
+        if profiles:  # a selection with no turn to run needs no engine
+            client = connect()
     except ModelChoiceError as error:
         fail(Exit.USAGE, str(error))
     except EngineError as error:
@@ -324,11 +345,8 @@ def run(
 
     images: dict[str, Any] = {}
 
-    from runner.conformance.columns import limits_for
-
     def planned(cell: Any) -> dict[str, Any]:
-        limits = limits_for(cell.case, cell.condition, cell.profile.issues_uncatalogued)
-        if cell.profile.unavailable or cell.case.not_implemented or limits.unsupported:
+        if not runs_a_turn(cell):
             return planned_pins(cell, options)  # never runs a turn: no image is part of it
         if cell.profile.image not in images:
             images[cell.profile.image] = ensure_image(client, cell.profile.image)
@@ -467,15 +485,23 @@ def matrix(
     output_format: Annotated[str, typer.Option("--format", help="github: JSON for strategy.matrix.")] = "github",
     harness: Annotated[str, typer.Option(help="Columns, as for runner run.")] = "all",
     case: Annotated[str, typer.Option(help="Rows, as for runner run.")] = "all",
+    shard_minutes: Annotated[float, typer.Option(min=0.1, help=(
+        "The most turn time one job may hold, in minutes: a column whose cells take longer is split into "
+        "shards (each profile's cell_seconds, cells run one at a time)."))] = 20.0,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
-    """Print the cell list for a CI matrix (the same cells and filters as runner run)."""
+    """Print the CI job matrix: one job per column, or per shard of a slow column, whatever the number of rows.
+
+    Each job runs `runner run --harness <harness> --case <the same cases> --shard <shard>`; cells that run no
+    turn start no job (`runner run --declared-only` writes them where the report is made).
+    Example: runner matrix --format github --harness all --case all --shard-minutes 10
+    """
     from runner.matrix.github import MatrixTooLarge, dumps, github_matrix
 
     if output_format != "github":
         fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
     try:
-        print(dumps(github_matrix(_matrix_cells(harness, case, profiles_dir))))
+        print(dumps(github_matrix(_matrix_cells(harness, case, profiles_dir), shard_minutes)))
     except MatrixTooLarge as error:
         fail(Exit.USAGE, str(error))
 

@@ -124,6 +124,8 @@ class Profile(_Strict):
     session_transcript: str | None = None  # relative to HOME (home: turn): copied next to stdout.log
     credentials: list[str] = []
     default_deadline_seconds: float = Field(default=120.0, gt=0, le=3600)
+    # what one cell of this column takes (turn, judge, artifacts), measured here: CI sizes its shards by it
+    cell_seconds: float = Field(default=20.0, gt=0, le=3600)
     wind_down: WindDown = WindDown()
     source: str = ""  # the file this profile came from (set by the loader)
 

@@ -1,21 +1,26 @@
-"""The matrix as a GitHub Actions job matrix: one job per runnable cell, from the same cells as ``runner run``.
+"""The matrix as a GitHub Actions job matrix: one job per column, or per shard of a column, whatever the rows.
 
-``runner matrix --format github [--harness ...] [--case ...]`` prints
-``json.dumps(github_matrix(cells(harness, case)), separators=(",", ":"))``; the workflow's plan job writes it to
-``$GITHUB_OUTPUT`` (:func:`render_github_output` gives that line) and the cell job expands it with
+``runner matrix --format github [--harness ...] [--case ...] [--shard-minutes M]`` prints
+``json.dumps(github_matrix(cells(harness, case), ...), separators=(",", ":"))``; the workflow's plan job writes it
+to ``$GITHUB_OUTPUT`` (:func:`render_github_output` gives that line) and the column job expands it with
 ``strategy.matrix: ${{ fromJSON(needs.plan.outputs.matrix) }}``. Every entry of ``include`` is one job::
 
-    {"cell": "escalation.baseline.codex", "case": "escalation", "condition": "baseline",
-     "harness": "codex", "image": "codex", "credentials": "OPENAI_API_KEY,CODEX_API_KEY", "unavailable": ""}
+    {"job": "codex", "harness": "codex", "image": "codex", "shard": "1/1", "cells": "23", "minutes": "1.5",
+     "credentials": "OPENAI_API_KEY,CODEX_API_KEY"}
 
-``credentials`` names the host variables that column's live model reads (comma-separated, empty when none): the
-workflow passes a secret to a job only when its name is in that list. ``cell`` is also a directory name and an
-artifact name (``cell-<id>``), so it is checked to be a plain dotted id.
+The job builds (or loads) its column's image once and runs ``runner run --harness <harness> --case <the same
+selection> --shard <shard>``: the same command a user runs locally, with its progress, resume and retries.
 
-Unavailable columns (a profile's ``unavailable``) start no job: they cannot run on a hosted runner any more than
-here. :func:`unavailable_cells` gives them, with their reasons, for the report.
+- **Jobs scale with columns, not rows.** Only cells that run a turn are planned (:func:`runs_a_turn`); a column
+  gets as many shards as keep each job's turn time inside ``shard_minutes`` (:mod:`runner.matrix.shards`),
+  and never more than GitHub's 256 jobs allow across the columns: the plan makes its jobs longer rather than
+  refuse a selection that fits. Only more than 256 columns is refused.
+- **Cells that run no turn start no job**: declared rows and unavailable columns are written by the report job
+  (``runner run --declared-only``), with no engine.
+- ``credentials`` names the host variables that column's live model reads (comma-separated, empty when none):
+  the workflow passes a secret to a job only when its name is in that list.
+- ``job`` is also an artifact name (``column-<job>``), so it is checked to be a plain id.
 
-GitHub refuses a matrix of more than 256 jobs; :func:`github_matrix` refuses it first, saying how to narrow it.
 The output is compact and deterministic: the same cells give the same bytes.
 """
 
@@ -23,19 +28,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from runner.harnesses.profile import Profile
-from runner.matrix.cells import Cell
+from runner.matrix.cells import Cell, runs_a_turn, unique
+from runner.matrix.shards import Shard, job_seconds, shards_needed
 
 MAX_JOBS = 256  # GitHub Actions: "a matrix can generate a maximum of 256 jobs per workflow run"
-KEYS = ("cell", "case", "condition", "harness", "image", "credentials", "unavailable")
-CELL_ID = re.compile(r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$")
+DEFAULT_SHARD_MINUTES = 20.0
+KEYS = ("job", "harness", "image", "shard", "cells", "minutes", "credentials")
+JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class MatrixTooLarge(ValueError):
-    """More jobs than GitHub accepts in one matrix; the message says how to narrow it."""
+    """More columns than GitHub accepts jobs in one matrix; the message says how to narrow it."""
 
 
 def credentials(profile: Profile) -> list[str]:
@@ -49,52 +57,71 @@ def credentials(profile: Profile) -> list[str]:
     return names
 
 
-def entry(cell: Cell) -> dict[str, str]:
-    """One job of the matrix (every value a string, as the workflow reads them)."""
-    if not CELL_ID.match(cell.id):
-        raise ValueError(
-            f"cell id {cell.id!r} cannot name a directory and an artifact (expected case.condition.harness)"
+def unavailable_cells(found: list[Cell]) -> list[dict[str, str]]:
+    """The cells of unavailable columns, with the reason: they start no job, and the report says why."""
+    return [
+        {"cell": c.id, "harness": c.profile.id, "unavailable": " ".join((c.profile.unavailable or "").split())}
+        for c in unique(found) if c.profile.unavailable
+    ]
+
+
+def _columns(found: list[Cell]) -> dict[str, tuple[Profile, list[str]]]:
+    """Per column (in the cells' order), its profile and the ids of its cells that run a turn."""
+    out: dict[str, tuple[Profile, list[str]]] = {}
+    for cell in unique(found):
+        if runs_a_turn(cell):
+            out.setdefault(cell.profile.id, (cell.profile, []))[1].append(cell.id)
+    return out
+
+
+def plan_shards(found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES) -> dict[str, int]:
+    """Shards per column: each the fewest that keep its jobs inside the budget, within GitHub's job limit."""
+    columns = _columns(found)
+    if len(columns) > MAX_JOBS:
+        raise MatrixTooLarge(
+            f"the selection has {len(columns)} columns that run a turn, but GitHub Actions starts at most {MAX_JOBS} "
+            "jobs from one matrix and each column needs at least one: narrow it with --harness ID,... "
+            "(and run the rest in another workflow run)"
         )
+    most = MAX_JOBS // len(columns) if columns else 1
     return {
-        "cell": cell.id,
-        "case": cell.case.id,
-        "condition": cell.condition.id,
-        "harness": cell.profile.id,
-        "image": cell.profile.image,
-        "credentials": ",".join(credentials(cell.profile)),
-        "unavailable": " ".join((cell.profile.unavailable or "").split()),
+        column: shards_needed(ids, profile.cell_seconds, shard_minutes * 60, most)
+        for column, (profile, ids) in columns.items()
     }
 
 
-def _unique(cells: list[Cell]) -> list[Cell]:
-    """Each cell once (``--harness codex,codex`` must not start two jobs writing one artifact), order kept."""
-    first: dict[str, Cell] = {}
-    for cell in cells:
-        first.setdefault(cell.id, cell)
-    return list(first.values())
+def github_matrix(
+    found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES
+) -> dict[str, list[dict[str, str]]]:
+    """``{"include": [job, ...]}`` for ``strategy.matrix``: one job per shard of each column that runs a turn.
 
-
-def unavailable_cells(cells: list[Cell]) -> list[dict[str, str]]:
-    """The cells left out of the job matrix because their column is unavailable, with the reason."""
-    return [e for e in map(entry, _unique(cells)) if e["unavailable"]]
-
-
-def github_matrix(cells: list[Cell]) -> dict[str, list[dict[str, str]]]:
-    """``{"include": [job, ...]}`` for ``strategy.matrix``: one job per available cell, in the cells' order.
-
-    Raises :class:`MatrixTooLarge` past :data:`MAX_JOBS` jobs. No cells gives ``{"include": []}``, which the
-    workflow checks before expanding (GitHub refuses an empty matrix).
+    No such cell gives ``{"include": []}``, which the workflow checks before expanding (GitHub refuses an empty
+    matrix).
     """
-    include = [e for e in map(entry, _unique(cells)) if not e["unavailable"]]
-    if len(include) > MAX_JOBS:
-        cases = len({(e["case"], e["condition"]) for e in include})
-        columns = len({e["harness"] for e in include})
-        raise MatrixTooLarge(
-            f"the matrix has {len(include)} runnable cells ({cases} rows x {columns} columns), but GitHub Actions "
-            f"starts at most {MAX_JOBS} jobs from one matrix: narrow it with --harness ID,... and/or --case ID,... "
-            "(and run the rest in another workflow run)"
-        )
+    columns = _columns(found)
+    include = []
+    for column, count in plan_shards(found, shard_minutes).items():
+        profile, ids = columns[column]
+        for index in range(1, count + 1):
+            shard = Shard(index, count)
+            include.append(_entry(profile, shard, ids))
     return {"include": include}
+
+
+def _entry(profile: Profile, shard: Shard, ids: Sequence[str]) -> dict[str, str]:
+    job = profile.id if shard.count == 1 else f"{profile.id}-{shard.index}of{shard.count}"
+    if not JOB_ID.match(job):
+        raise ValueError(f"column id {profile.id!r} cannot name a job and an artifact")
+    held = sum(1 for c in ids if shard.holds(c))
+    return {
+        "job": job,
+        "harness": profile.id,
+        "image": profile.image,
+        "shard": str(shard),
+        "cells": str(held),
+        "minutes": f"{job_seconds(ids, shard, profile.cell_seconds) / 60:.1f}",
+        "credentials": ",".join(credentials(profile)),
+    }
 
 
 def dumps(matrix: dict[str, Any]) -> str:

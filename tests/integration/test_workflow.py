@@ -1,7 +1,8 @@
 """The GitHub Actions workflow (.github/workflows/conformance.yml) as far as it can be checked off GitHub:
 actionlint passes, every action is pinned by commit, the token is read-only, no expression is spliced into a
 script, model keys reach only the columns that read them, the plan job's scripts run as written and write a
-matrix ``fromJSON`` can read, and every runner command the cell and report jobs run parses with the real CLI.
+matrix ``fromJSON`` can read, and every runner command the column and report jobs run parses with the real CLI.
+The column and report jobs themselves are run as written in tests/integration/test_workflow_jobs.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import yaml
 from runner.cli import app
 from runner.harnesses.profile import find_profile, known_harnesses
 from runner.matrix.cells import cells
-from runner.matrix.github import KEYS, credentials, dumps, github_matrix
+from runner.matrix.github import DEFAULT_SHARD_MINUTES, KEYS, credentials, dumps, github_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "conformance.yml"
@@ -94,11 +95,16 @@ def test_the_token_is_read_only_and_no_job_widens_it() -> None:
 
 def test_triggers_and_dispatch_inputs() -> None:
     on = workflow()["on"]
-    assert set(on) == {"push", "pull_request", "workflow_dispatch"}
+    assert set(on) == {"push", "pull_request", "schedule", "workflow_dispatch"}
+    # pushes only to the default branch: a branch with a pull request is not run twice
+    assert on["push"] == {"branches": ["main"]} and on["pull_request"] is None
+    assert len(on["schedule"]) == 1 and len(on["schedule"][0]["cron"].split()) == 5
     inputs = on["workflow_dispatch"]["inputs"]
-    assert set(inputs) == {"harness", "case", "model"}
+    assert set(inputs) == {"harness", "case", "model", "shard_minutes"}
     assert inputs["harness"]["default"] == inputs["case"]["default"] == "all"
     assert inputs["model"]["options"] == ["scripted", "live"] and inputs["model"]["default"] == "scripted"
+    assert float(inputs["shard_minutes"]["default"]) == DEFAULT_SHARD_MINUTES
+    assert workflow()["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
 
 
 def test_no_expression_is_spliced_into_a_script() -> None:
@@ -108,34 +114,50 @@ def test_no_expression_is_spliced_into_a_script() -> None:
             assert "${{" not in step.get("run", ""), f"{name}: {step.get('name')}"
 
 
-def test_the_jobs_are_wired_plan_cell_report() -> None:
+def test_the_jobs_are_wired_plan_column_report() -> None:
     jobs = workflow()["jobs"]
+    assert set(jobs) == {"plan", "column", "report"}
     assert jobs["plan"]["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
-    cell = jobs["cell"]
-    assert cell["needs"] == "plan"
-    assert cell["strategy"] == {"fail-fast": False, "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}"}
-    assert cell["runs-on"] == "ubuntu-latest" and cell["timeout-minutes"] > 0
-    # the empty matrix the cell job is skipped on is exactly what github_matrix gives for no cells
-    assert cell["if"] == f"needs.plan.outputs.matrix != '{dumps(github_matrix([]))}'"
-    assert jobs["report"]["needs"] == ["plan", "cell"]
+    column = jobs["column"]
+    assert column["needs"] == "plan"
+    assert column["strategy"] == {"fail-fast": False, "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}"}
+    assert column["runs-on"] == "ubuntu-latest" and column["timeout-minutes"] > 0
+    # the empty matrix the column job is skipped on is exactly what github_matrix gives for no cells
+    assert column["if"] == f"needs.plan.outputs.matrix != '{dumps(github_matrix([]))}'"
+    assert jobs["report"]["needs"] == ["plan", "column"]
     assert jobs["report"]["if"].startswith("always()")
     expressions = re.findall(r"\$\{\{(.*?)\}\}", WORKFLOW.read_text(encoding="utf-8"))
     matrix_keys = {key for e in expressions for key in re.findall(r"\bmatrix\.(\w+)", e)}
-    assert {"cell", "image", "harness", "case", "condition", "credentials"} <= matrix_keys
+    assert {"job", "image", "harness", "shard", "credentials"} <= matrix_keys
     assert matrix_keys <= set(KEYS), "the workflow reads only keys every matrix entry has"
 
 
-def test_every_cell_uploads_its_directory_whatever_the_exit_code() -> None:
-    steps = job("cell")["steps"]
+def test_every_column_uploads_its_run_directory_whatever_the_exit_code() -> None:
+    steps = job("column")["steps"]
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
-    assert upload["with"]["name"] == "cell-${{ matrix.cell }}"
-    exec_step = next(s for s in steps if "runner exec" in s.get("run", ""))
-    assert '--out "cells/$CELL"' in exec_step["run"] and upload["with"]["path"] == "cells/"
-    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
-    assert cache["with"]["path"] == "~/.cache/runner" and "hashFiles('images/**')" in cache["with"]["key"]
+    assert upload["with"]["name"] == "column-${{ matrix.job }}"
+    assert '--out "runs/$JOB"' in run_step()["run"] and upload["with"]["path"] == "runs/${{ matrix.job }}/"
     download = next(s for s in job("report")["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
-    assert download["with"] == {"pattern": "cell-*", "path": "cells", "merge-multiple": True}
+    # no merge-multiple: each artifact in a directory of its own, so the jobs' own report files never collide
+    assert download["with"] == {"pattern": "column-*", "path": "cells"}
+
+
+def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_next_run() -> None:
+    steps = job("column")["steps"]
+    names = [s.get("id") or s.get("name") or s.get("uses", "").split("@")[0] for s in steps]
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["id"] == "cache"
+    assert cache["with"]["path"].split() == ["~/.cache/runner", "!~/.cache/runner/base"]
+    assert cache["with"]["key"] == "runner-image-${{ runner.os }}-${{ matrix.image }}-${{ steps.key.outputs.key }}"
+    assert names.index("key") < names.index("cache")
+    order = [split_command(words)[0] for _, words in runner_lines("column")]
+    assert order == [["images", "cache-key"], ["images", "load"], ["images", "build"], ["images", "save"], ["run"]]
+    miss = "steps.cache.outputs.cache-hit != 'true'"
+    for step in steps:
+        paths = [split_command(words)[0] for words in commands(step.get("run", ""), ".venv/bin/runner")]
+        needs_a_miss = paths == [["images", "save"]] or "mmdebstrap" in step.get("run", "")
+        assert (step.get("if") == miss) == needs_a_miss, step.get("name")
 
 
 # --- expressions, evaluated the way GitHub would for the few shapes the workflow uses -----------------------
@@ -175,26 +197,26 @@ def step_env(job_name: str, step: dict[str, Any], inputs: dict[str, str], matrix
     return {key: evaluate(value, inputs, matrix) for key, value in merged.items()}
 
 
-def exec_step() -> dict[str, Any]:
-    return next(s for s in job("cell")["steps"] if ".venv/bin/runner exec" in s.get("run", ""))
+def run_step() -> dict[str, Any]:
+    return next(s for s in job("column")["steps"] if ".venv/bin/runner run " in s.get("run", ""))
 
 
 def test_a_model_key_reaches_only_a_live_run_of_a_column_that_reads_it() -> None:
     mapped = {
-        name for name, value in exec_step()["env"].items()
+        name for name, value in run_step()["env"].items()
         if (found := EXPR.match(str(value))) and KEY.match(found.group(1))
     }
     named = {name for h in known_harnesses() for name in credentials(find_profile(h))}
-    assert named <= mapped, f"credentials no exec-step env maps from a secret: {sorted(named - mapped)}"
+    assert named <= mapped, f"credentials no run-step env maps from a secret: {sorted(named - mapped)}"
     for entry in github_matrix(cells())["include"]:
         for model in ("scripted", "live", ""):
-            env = step_env("cell", exec_step(), {"model": model} if model else {}, entry)
+            env = step_env("column", run_step(), {"model": model} if model else {}, entry)
             given = {name for name in mapped if env[name]}
             wanted = set(filter(None, entry["credentials"].split(","))) if model == "live" else set()
-            assert given == wanted, (entry["cell"], model)
+            assert given == wanted, (entry["job"], model)
     for name, body in workflow()["jobs"].items():  # and nowhere else
         for step in body["steps"]:
-            if (name, step.get("run")) != ("cell", exec_step()["run"]):
+            if (name, step.get("run")) != ("column", run_step()["run"]):
                 assert "secrets." not in str(step.get("env", {})) + str(step.get("with", {})), (name, step)
         assert "secrets." not in str(body.get("env", {})), name
     assert "secrets." not in str(workflow().get("env", {}))
@@ -252,8 +274,9 @@ def outputs(path: Path) -> dict[str, str]:
         ({}, "all", "all"),  # push, pull_request: no inputs
         ({"harness": "all", "case": "all", "model": "scripted"}, "all", "all"),
         ({"harness": "codex,reference", "case": "escalation", "model": "live"}, "codex,reference", "escalation"),
+        ({"harness": "codex", "case": "escalation"}, "codex", "escalation"),  # one cell: one job
     ],
-    ids=["push", "dispatch-all", "dispatch-filtered"],
+    ids=["push", "dispatch-all", "dispatch-filtered", "dispatch-one-cell"],
 )
 def test_the_plan_job_writes_the_matrix_output(
     checkout: Path, setup_python: Path, tmp_path: Path, inputs: dict[str, str], harnesses: str, cases: str
@@ -263,7 +286,7 @@ def test_the_plan_job_writes_the_matrix_output(
     assert result.returncode == 0, result.stdout + result.stderr
     written = outputs(output)
     assert set(written) == {"matrix"}
-    assert written["matrix"] == dumps(github_matrix(cells(harnesses, cases)))  # what fromJSON will read
+    assert written["matrix"] == dumps(github_matrix(cells(harnesses, cases), DEFAULT_SHARD_MINUTES))
     assert (checkout / "matrix.json").read_text(encoding="utf-8").strip() == written["matrix"]
 
 
@@ -332,22 +355,22 @@ def runner_lines(job_name: str) -> list[tuple[dict[str, Any], list[str]]]:
     return [(step, words) for step in run_steps(job_name) for words in commands(step["run"], ".venv/bin/runner")]
 
 
-def test_the_cell_and_report_jobs_use_the_repos_own_commands() -> None:
-    cell_scripts = [step["run"] for step in run_steps("cell")]
-    assert any(re.search(r"^make venv engine$", s, re.M) for s in cell_scripts)
-    assert [path for _, words in runner_lines("cell") for path in [split_command(words)[0]]] == [
-        ["images", "build"], ["exec"]
+def test_the_column_and_report_jobs_use_the_repos_own_commands() -> None:
+    column_scripts = [step["run"] for step in run_steps("column")]
+    assert [s for s in column_scripts if re.search(r"^make ", s, re.M)] == ["make venv", "make engine"]
+    assert [path for _, words in runner_lines("column") for path in [split_command(words)[0]]] == [
+        ["images", "cache-key"], ["images", "load"], ["images", "build"], ["images", "save"], ["run"]
     ]
-    assert [split_command(words)[0] for _, words in runner_lines("report")] == [["report"]]
+    assert [split_command(words)[0] for _, words in runner_lines("report")] == [["run"], ["report"]]
     assert EXPECTED_FAILURES.is_file()
-    for job_name in ("cell", "report"):
+    for job_name in ("column", "report"):
         for step in run_steps(job_name):
             for words in commands(step["run"], "make"):
                 made = subprocess.run(["make", "-n", "-C", str(ROOT), *words], capture_output=True, text=True)
                 assert made.returncode == 0, f"make {' '.join(words)}: {made.stderr}"
 
 
-@pytest.mark.parametrize("job_name", ["cell", "report"])
+@pytest.mark.parametrize("job_name", ["column", "report"])
 def test_every_runner_command_line_parses_with_the_real_cli(
     job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -363,6 +386,7 @@ def test_every_runner_command_line_parses_with_the_real_cli(
     (tmp_path / ".github").mkdir()
     shutil.copy(EXPECTED_FAILURES, tmp_path / ".github" / "expected-failures.yml")
     (tmp_path / "cells").mkdir()
+    (tmp_path / "runs").mkdir()
     monkeypatch.chdir(tmp_path)
     for entry in github_matrix(cells())["include"]:
         for step, words in lines:
