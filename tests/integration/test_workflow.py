@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -19,38 +18,27 @@ from typing import Any
 
 import pytest
 import typer
-import yaml
 
 from runner.cli import app
 from runner.harnesses.profile import find_profile, known_harnesses
 from runner.matrix.cells import cells
 from runner.matrix.github import DEFAULT_SHARD_MINUTES, KEYS, credentials, dumps, github_matrix
-
-ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = ROOT / ".github" / "workflows" / "conformance.yml"
-EXPECTED_FAILURES = ROOT / ".github" / "expected-failures.yml"
-BIN = Path(sys.executable).parent
-SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # GitHub's `shell: bash`
-
-
-
-def workflow() -> dict[str, Any]:
-    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    if True in data:  # YAML 1.1 reads the key `on` as a boolean
-        data["on"] = data.pop(True)
-    return data
-
-
-def job(name: str) -> dict[str, Any]:
-    found = workflow()["jobs"][name]
-    assert isinstance(found, dict)
-    return found
-
-
-def run_steps(job_name: str) -> list[dict[str, Any]]:
-    return [step for step in job(job_name)["steps"] if "run" in step]
-
+from tests.github_workflow import (
+    BIN,
+    EXPECTED_FAILURES,
+    EXPR,
+    KEY,
+    ROOT,
+    SHELL,
+    WORKFLOW,
+    assignments,
+    commands,
+    job,
+    outputs,
+    run_steps,
+    step_env,
+    workflow,
+)
 
 # --- static checks ------------------------------------------------------------------------------------------
 
@@ -162,41 +150,6 @@ def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_nex
 
 # --- expressions, evaluated the way GitHub would for the few shapes the workflow uses -----------------------
 
-EXPR = re.compile(r"^\$\{\{\s*(.*?)\s*\}\}$")
-OR_DEFAULT = re.compile(r"^inputs\.(\w+) \|\| '([^']*)'$")
-MATRIX = re.compile(r"^matrix\.(\w+)$")
-KEY = re.compile(
-    r"^inputs\.model == 'live' && contains\(format\(',\{0\},', matrix\.credentials\), ',(\w+),'\) "
-    r"&& secrets\.(\w+) \|\| ''$"
-)
-
-
-def evaluate(value: Any, inputs: dict[str, str], matrix: dict[str, str] | None = None) -> str:
-    text = str(value)
-    found = EXPR.match(text)
-    if found is None:
-        assert "${{" not in text, f"evaluate() does not know {text!r}: extend it"
-        return text
-    expr = found.group(1)
-    if m := OR_DEFAULT.match(expr):
-        return inputs.get(m.group(1)) or m.group(2)
-    if (m := MATRIX.match(expr)) and matrix is not None:
-        return matrix[m.group(1)]
-    if (m := KEY.match(expr)) and matrix is not None:
-        name, secret = m.groups()
-        assert name == secret, f"{name} must come from the secret of the same name"
-        # contains() on a string is a substring test; the commas make it a test of one whole name
-        live = inputs.get("model") == "live"
-        return f"secret-of-{secret}" if live and name in matrix["credentials"].split(",") else ""
-    raise AssertionError(f"evaluate() does not know ${{{{ {expr} }}}}: extend it")
-
-
-def step_env(job_name: str, step: dict[str, Any], inputs: dict[str, str], matrix: dict[str, str] | None = None
-             ) -> dict[str, str]:
-    merged = {**workflow().get("env", {}), **job(job_name).get("env", {}), **step.get("env", {})}
-    return {key: evaluate(value, inputs, matrix) for key, value in merged.items()}
-
-
 def run_step() -> dict[str, Any]:
     return next(s for s in job("column")["steps"] if ".venv/bin/runner run " in s.get("run", ""))
 
@@ -263,11 +216,6 @@ def run_job_scripts(job_name: str, cwd: Path, bin_dir: Path, inputs: dict[str, s
     return result
 
 
-def outputs(path: Path) -> dict[str, str]:
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    return dict(line.split("=", 1) for line in lines if "=" in line)
-
-
 @pytest.mark.parametrize(
     ("inputs", "harnesses", "cases"),
     [
@@ -301,30 +249,6 @@ def test_a_hostile_input_stays_a_value(checkout: Path, setup_python: Path, tmp_p
 
 
 # --- the cell and report jobs: every runner command parses with the real CLI --------------------------------
-
-
-def commands(script: str, program: str) -> list[list[str]]:
-    """Each invocation of ``program`` in a script, as its argument words (quotes removed, $VARS kept)."""
-    found = []
-    for line in script.replace("\\\n", " ").splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|<>()")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        words = list(lexer)
-        for i, word in enumerate(words):
-            if word == program and (i == 0 or words[i - 1] in (";", "&&", "||", "|", "then", "do", "(")):
-                rest = words[i + 1:]
-                end = next((j for j, w in enumerate(rest) if w and set(w) <= set(";&|<>()")), len(rest))
-                found.append(rest[:end])
-    return found
-
-
-def assignments(script: str) -> dict[str, str]:
-    """Plain ``name=value`` shell assignments (the first of each), for the variables a command line uses."""
-    out: dict[str, str] = {}
-    for m in re.finditer(r"^\s*([a-z_][a-z0-9_]*)=([^\s;]+)", script, re.M):
-        out.setdefault(m.group(1), m.group(2))
-    return out
 
 
 def split_command(words: list[str]) -> tuple[list[str], Any]:

@@ -185,6 +185,15 @@ def test_synthetic_suites_stay_within_64_jobs_and_every_cell_lands_in_exactly_on
     assert len({job["job"] for job in matrix["include"]}) == len(matrix["include"]), "artifact names are unique"
 
 
+def test_a_shard_the_hash_leaves_empty_starts_no_job() -> None:
+    found = cells("codex", "escalation,hidden-tool,forged-grant")  # three cells: four shards leave one empty
+    matrix = github_matrix(found, shard_minutes=0.1)
+    assert {job["shard"] for job in matrix["include"]} < {f"{k}/4" for k in range(1, 5)}
+    assert all(int(job["cells"]) > 0 for job in matrix["include"])
+    held = jobs_holding(matrix, found)
+    assert sorted(held) == sorted(turn_cells(found)) and all(len(j) == 1 for j in held.values())
+
+
 def test_the_job_count_does_not_grow_with_the_rows() -> None:
     # cells fast enough to fit one job each: 10 or 60 rows, the same jobs
     few, many = github_matrix(synthetic(10, 16, 4.0)), github_matrix(synthetic(60, 16, 4.0))
