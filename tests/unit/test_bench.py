@@ -1,4 +1,5 @@
-"""The pure parts of ``runner.bench``: percentiles, ratios, target verdicts and the JSON it writes.
+"""The pure parts of ``runner.bench``: percentiles, ratios, target verdicts, the figures built from
+samples, and the JSON and table it writes.
 
 No timing is asserted here; the measurements themselves run only under ``make bench``.
 """
@@ -10,27 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.bench import (
-    INFO,
-    MISS,
-    NOT_MEASURED,
-    PASS,
-    SCHEMA,
-    SECTIONS,
-    TARGETS,
-    Figure,
-    Target,
-    cold_figures,
-    count_turn_cells,
-    document,
-    median,
-    not_measured,
-    percentile,
-    plan_for,
-    ratio,
-    summarise,
-    verdict,
-)
+from runner.bench.cell import cell_figures
+from runner.bench.figures import INFO, MISS, NOT_MEASURED, PASS, TARGETS, Figure, Target, not_measured, verdict
+from runner.bench.images import cold_figures
+from runner.bench.matrix import count_turn_cells
+from runner.bench.plan import SECTIONS, plan_for
+from runner.bench.report import SCHEMA, document, table
+from runner.bench.run import SECTION_FIGURES, failed, parse
+from runner.bench.stats import median, percentile, ratio, summarise
 from runner.sandbox import timings
 
 # --- percentiles ------------------------------------------------------------------------------
@@ -188,3 +176,57 @@ def test_count_turn_cells(tmp_path: Path) -> None:
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "result.json").write_text("{")
     assert count_turn_cells(tmp_path) == {"turn": 2, "declared": 1, "infrastructure": 1}
+
+
+def test_the_flags_make_the_plan() -> None:
+    args, plan = parse(["--quick", "--only", "images, cell", "--strict", "--out", "x.json"])
+    assert plan.quick and plan.sections == ("cell", "images") and args.strict and args.out == Path("x.json")
+    args, plan = parse([])
+    assert plan.sections == SECTIONS and not plan.quick and args.out == Path("bench-results.json")
+    with pytest.raises(SystemExit):
+        parse(["--only", "mcp,nonsense"])
+
+
+def test_every_section_names_its_headline_figures_and_each_has_a_target() -> None:
+    assert set(SECTION_FIGURES) == set(SECTIONS)
+    for section in SECTIONS:
+        figures = failed(section, "no engine")
+        assert figures and all(f.verdict == NOT_MEASURED and f.note == "no engine" for f in figures)
+        assert all(f.target is not None for f in figures)
+
+
+# --- start-up and the cell, from their samples --------------------------------------------------
+
+
+def test_cell_figures_compare_the_exec_process_and_the_running_cell_to_one_floor() -> None:
+    walls = {"cell": [1.1, 1.2, 1.0], "exec": [2.0, 2.2, 2.1], "turn": [0.9, 1.0, 1.1],
+             "floor": [1.0, 1.0, 1.0], "imports": [0.6, 0.7, 0.8]}
+    figures = {f.key: f for f in cell_figures(walls, 3)}
+    assert figures["cell.ratio.median"].value == pytest.approx(1.1)
+    assert figures["cell.ratio.median"].verdict == PASS
+    assert figures["cell.exec.ratio"].value == pytest.approx(2.1)
+    assert figures["cell.outside.median"].value == pytest.approx(1.1)
+    assert figures["cell.ratio.median"].detail == {"turnOverFloor": pytest.approx(1.0)}
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def test_the_table_shows_each_value_beside_its_target_and_verdict() -> None:
+    from rich.console import Console
+
+    figures = [Figure("mcp.ratio.p50", 1, "runner --help / python -c pass", 15.04, "×", "how"),
+               Figure("cell.ratio.median", 2, "exec / floor", 1.2, "×"),
+               not_measured("images.warm", 5, "warm", "s", "no engine")]
+    machine = {"cores": 2, "memoryMiB": 2048.0, "kernel": "6.1", "docker": {"server": "20.10"}}
+    doc = document(figures, machine, {"runner": "0.1.0"}, plan_for(True).to_json(), "t", 1.0)
+    console = Console(width=200, record=True)
+    console.print(table(doc))
+    lines = console.export_text().splitlines()
+    help_row = next(line for line in lines if "runner --help" in line)
+    assert "15.0 ×" in help_row and "< 4" in help_row and "MISS" in help_row
+    exec_row = next(line for line in lines if "exec / floor" in line)
+    assert "1.200 ×" in exec_row and "< 1.3" in exec_row and "PASS" in exec_row
+    warm_row = next(line for line in lines if "warm" in line)
+    assert "—" in warm_row and "not measured" in warm_row and "no engine" in warm_row
+    assert any("--quick" in line for line in lines)
