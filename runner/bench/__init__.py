@@ -19,7 +19,8 @@ One module per concern; each measurement's module says how it is taken and again
   server on in-memory streams; 2. :mod:`~runner.bench.cell` a whole reference cell, in process and as
   ``runner exec``, against a bare ``containers.run``; 3 and 4. :mod:`~runner.bench.matrix` matrix
   throughput at ``-j 1``/``-j 2`` and peak RSS; 5. :mod:`~runner.bench.images` warm image builds and
-  the recorded cold steps;
+  the recorded cold steps; 6. :mod:`~runner.bench.startup` ``runner --help`` and ``runner cases``
+  against ``python -c pass``;
 - :mod:`~runner.bench.run` the command itself.
 
 The bench never builds an image: it checks ``images/lock.json`` against the engine and the recipes

@@ -146,7 +146,7 @@ def cell_figures(walls: dict[str, list[float]], reps: int) -> list[Figure]:
         Figure("cell.ratio.median", 2, "cell / floor (median wall)", ratio(cell_m, floor_m), "×",
                "median in-process cell wall ÷ median floor wall: both in a running process, like for like",
                detail={"turnOverFloor": ratio(turn_m, floor_m)}),
-        Figure("cell.exec.ratio", 2, "runner exec / floor (median wall)", ratio(exec_m, floor_m), "×",
-               "median runner exec process wall ÷ median floor wall: adds the interpreter and imports, "
-               "paid once per command, not per cell"),
+        Figure("cell.exec.ratio", 2, "runner exec process / floor (median wall)", ratio(exec_m, floor_m), "×",
+               "median runner exec process wall ÷ median floor wall, alternated in this run: adds the "
+               "interpreter, imports and engine connect, paid once per command"),
     ]

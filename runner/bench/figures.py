@@ -48,10 +48,13 @@ TARGETS: dict[str, Target] = {
     "mcp.real.p50": Target("<", 1.0),  # ms
     "mcp.ratio.p50": Target("<", 4.0),
     "cell.ratio.median": Target("<", 1.3),
+    "cell.exec.ratio": Target("<", 1.3),  # the whole runner exec process against the same floor
     "matrix.speedup": Target(">=", 1.6),
     "rss.flood": Target("<", 200.0),  # MiB
     "rss.matrix.j2": Target("<", 300.0),  # MiB
     "images.warm": Target("<", 5.0),  # s
+    "startup.help.ratio": Target("<", 5.0),  # runner --help ÷ python -c pass
+    "startup.cases.ratio": Target("<", 5.0),  # runner cases ÷ python -c pass
 }
 
 

@@ -20,11 +20,14 @@ from runner.bench.report import document, table
 # the headline figures of each section, reported as not measured when the section fails
 SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
     "mcp": [("mcp.real.p50", 1, "tools/call real p50", "ms"), ("mcp.ratio.p50", 1, "tools/call real / floor", "×")],
-    "cell": [("cell.ratio.median", 2, "cell / floor (median wall)", "×")],
+    "cell": [("cell.ratio.median", 2, "cell / floor (median wall)", "×"),
+             ("cell.exec.ratio", 2, "runner exec process / floor (median wall)", "×")],
     "matrix": [("matrix.speedup", 3, "matrix speedup -j 2 / -j 1", "×"),
                ("rss.matrix.j2", 4, "peak RSS, runner run -j 2", "MiB")],
     "flood": [("rss.flood", 4, "peak RSS, flood turn", "MiB")],
     "images": [("images.warm", 5, "warm images build --all", "s")],
+    "startup": [("startup.help.ratio", 6, "runner --help / python -c pass", "×"),
+                ("startup.cases.ratio", 6, "runner cases / python -c pass", "×")],
 }
 
 
@@ -39,6 +42,7 @@ async def measure(client: Any, plan: Plan, image_id: str, run_id: str, scratch: 
     from runner.bench.images import measure_images
     from runner.bench.matrix import measure_flood, measure_matrix
     from runner.bench.roundtrip import measure_mcp
+    from runner.bench.startup import measure_startup
 
     figures: list[Figure] = []
     steps: dict[str, Any] = {
@@ -47,6 +51,7 @@ async def measure(client: Any, plan: Plan, image_id: str, run_id: str, scratch: 
         "matrix": lambda: anyio.to_thread.run_sync(measure_matrix, plan, scratch, say),
         "flood": lambda: anyio.to_thread.run_sync(measure_flood, scratch),
         "images": lambda: anyio.to_thread.run_sync(measure_images),
+        "startup": lambda: anyio.to_thread.run_sync(measure_startup, plan, say),
     }
     for section in plan.sections:
         say(f"{section} …")
