@@ -1,4 +1,5 @@
-"""The pure parts of ``runner.bench``: percentiles, ratios, target verdicts and the JSON it writes.
+"""The pure parts of ``runner.bench``: percentiles, ratios, target verdicts, the figures built from
+samples, and the JSON and table it writes.
 
 No timing is asserted here; the measurements themselves run only under ``make bench``.
 """
@@ -10,27 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from runner.bench import (
-    INFO,
-    MISS,
-    NOT_MEASURED,
-    PASS,
-    SCHEMA,
-    SECTIONS,
-    TARGETS,
-    Figure,
-    Target,
-    cold_figures,
-    count_turn_cells,
-    document,
-    median,
-    not_measured,
-    percentile,
-    plan_for,
-    ratio,
-    summarise,
-    verdict,
-)
+from runner.bench.cell import cell_figures
+from runner.bench.figures import INFO, MISS, NOT_MEASURED, PASS, TARGETS, Figure, Target, not_measured, verdict
+from runner.bench.images import cold_figures
+from runner.bench.matrix import count_turn_cells
+from runner.bench.plan import SECTIONS, plan_for
+from runner.bench.report import SCHEMA, document, table
+from runner.bench.run import SECTION_FIGURES, failed, parse
+from runner.bench.startup import startup_commands, startup_figures
+from runner.bench.stats import median, percentile, ratio, summarise
 from runner.sandbox import timings
 
 # --- percentiles ------------------------------------------------------------------------------
@@ -114,6 +103,9 @@ def test_the_briefed_targets() -> None:
     assert str(TARGETS["rss.flood"]) == "< 200"
     assert str(TARGETS["rss.matrix.j2"]) == "< 300"
     assert str(TARGETS["images.warm"]) == "< 5"
+    assert str(TARGETS["cell.exec.ratio"]) == "< 1.3"
+    assert str(TARGETS["startup.help.ratio"]) == "< 5"
+    assert str(TARGETS["startup.cases.ratio"]) == "< 5"
     assert verdict(1.6, TARGETS["matrix.speedup"]) == PASS
     assert verdict(1.3, TARGETS["cell.ratio.median"]) == MISS
 
@@ -158,6 +150,8 @@ def test_plans() -> None:
     full, quick = plan_for(False), plan_for(True)
     assert (full.mcp_warmup, full.mcp_calls, full.cell_reps, full.matrix_cases) == (20, 200, 5, "all")
     assert quick.mcp_calls < full.mcp_calls and quick.cell_reps < full.cell_reps and quick.matrix_cases != "all"
+    assert 3 <= quick.startup_reps < full.startup_reps  # start-up stays cheap under --quick
+    assert quick.to_json()["startupRepetitions"] == quick.startup_reps
     assert full.sections == SECTIONS
     assert plan_for(False, ["images", "mcp"]).sections == ("mcp", "images")  # run in item order
 
@@ -188,3 +182,79 @@ def test_count_turn_cells(tmp_path: Path) -> None:
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "result.json").write_text("{")
     assert count_turn_cells(tmp_path) == {"turn": 2, "declared": 1, "infrastructure": 1}
+
+
+def test_the_flags_make_the_plan() -> None:
+    args, plan = parse(["--quick", "--only", "startup, cell", "--strict", "--out", "x.json"])
+    assert plan.quick and plan.sections == ("cell", "startup") and args.strict and args.out == Path("x.json")
+    args, plan = parse([])
+    assert plan.sections == SECTIONS and not plan.quick and args.out == Path("bench-results.json")
+    with pytest.raises(SystemExit):
+        parse(["--only", "mcp,nonsense"])
+
+
+def test_every_section_names_its_headline_figures_and_each_has_a_target() -> None:
+    assert set(SECTION_FIGURES) == set(SECTIONS)
+    for section in SECTIONS:
+        figures = failed(section, "no engine")
+        assert figures and all(f.verdict == NOT_MEASURED and f.note == "no engine" for f in figures)
+        assert all(f.target is not None for f in figures)
+
+
+# --- start-up and the cell, from their samples --------------------------------------------------
+
+
+def test_startup_runs_the_console_script_beside_the_floor() -> None:
+    commands = startup_commands()
+    assert list(commands) == ["bare", "help", "cases"]
+    assert commands["bare"][1:] == ["-c", "pass"]
+    assert commands["help"][-1] == "--help" and commands["cases"][-1] == "cases"
+
+
+def test_startup_ratios_are_medians_over_the_bare_interpreter() -> None:
+    walls = {"bare": [0.02, 0.03, 0.025], "help": [0.09, 0.2, 0.1], "cases": [0.5, 0.4, 0.45]}
+    figures = {f.key: f for f in startup_figures(walls, 3)}
+    assert list(figures) == ["startup.bare.median", "startup.help.median", "startup.help.ratio",
+                             "startup.cases.median", "startup.cases.ratio"]
+    assert figures["startup.bare.median"].value == pytest.approx(0.025)
+    assert figures["startup.help.ratio"].value == pytest.approx(0.1 / 0.025)
+    assert figures["startup.help.ratio"].verdict == PASS  # 4×
+    assert figures["startup.cases.ratio"].value == pytest.approx(18.0)
+    assert figures["startup.cases.ratio"].verdict == MISS
+    assert figures["startup.bare.median"].verdict == INFO and figures["startup.help.median"].verdict == INFO
+    assert figures["startup.cases.median"].detail["samples"] == [0.5, 0.4, 0.45]
+
+
+def test_cell_figures_compare_the_exec_process_and_the_running_cell_to_one_floor() -> None:
+    walls = {"cell": [1.1, 1.2, 1.0], "exec": [2.0, 2.2, 2.1], "turn": [0.9, 1.0, 1.1],
+             "floor": [1.0, 1.0, 1.0], "imports": [0.6, 0.7, 0.8]}
+    figures = {f.key: f for f in cell_figures(walls, 3)}
+    assert figures["cell.ratio.median"].value == pytest.approx(1.1)
+    assert figures["cell.ratio.median"].verdict == PASS
+    assert figures["cell.exec.ratio"].value == pytest.approx(2.1)
+    assert figures["cell.exec.ratio"].verdict == MISS  # the whole process is held to the same 1.3×
+    assert figures["cell.outside.median"].value == pytest.approx(1.1)
+    assert figures["cell.ratio.median"].detail == {"turnOverFloor": pytest.approx(1.0)}
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def test_the_table_shows_each_value_beside_its_target_and_verdict() -> None:
+    from rich.console import Console
+
+    figures = [Figure("startup.help.ratio", 6, "runner --help / python -c pass", 15.04, "×", "how"),
+               Figure("cell.exec.ratio", 2, "exec / floor", 1.2, "×"),
+               not_measured("images.warm", 5, "warm", "s", "no engine")]
+    machine = {"cores": 2, "memoryMiB": 2048.0, "kernel": "6.1", "docker": {"server": "20.10"}}
+    doc = document(figures, machine, {"runner": "0.1.0"}, plan_for(True).to_json(), "t", 1.0)
+    console = Console(width=200, record=True)
+    console.print(table(doc))
+    lines = console.export_text().splitlines()
+    help_row = next(line for line in lines if "runner --help" in line)
+    assert "15.0 ×" in help_row and "< 5" in help_row and "MISS" in help_row
+    exec_row = next(line for line in lines if "exec / floor" in line)
+    assert "1.200 ×" in exec_row and "< 1.3" in exec_row and "PASS" in exec_row
+    warm_row = next(line for line in lines if "warm" in line)
+    assert "—" in warm_row and "not measured" in warm_row and "no engine" in warm_row
+    assert any("--quick" in line for line in lines)

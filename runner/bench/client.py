@@ -4,14 +4,15 @@
 Standalone on purpose (the standard library, ``anyio`` and the ``mcp`` SDK only, never the ``runner``
 package), because the same file runs in two places:
 
-- inside the reference image, copied into the bind-mounted turn directory and started as
+- inside the reference image, copied by :mod:`runner.bench.roundtrip` into the bind-mounted turn
+  directory as ``bench_client.py`` and started as
   ``/opt/venv/bin/python /run/runner/bench_client.py WARMUP CALLS TOOL ARGUMENTS_JSON``: it registers
   the server the way the reference harness does (a stdio server ``socat STDIO
   UNIX-CONNECT:/run/runner/mcp.sock``), or with ``direct`` connects straight to the socket
   (:mod:`runner.mcp.unix_client`, copied beside it), times every call inside the container and
   prints one JSON object on stdout;
-- in the bench process itself, where :func:`timed_calls` drives a session on in-memory streams (the
-  floor), so both figures come from the same loop.
+- in the bench process itself, where :func:`session_timings` drives a session on the real server's
+  in-memory streams (:mod:`runner.mcp.memory`, the floor), so both figures come from the same routine.
 """
 
 from __future__ import annotations

@@ -1,0 +1,37 @@
+"""What one bench run measures and how large its samples are (``--quick``, ``--only``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+SECTIONS = ("mcp", "cell", "matrix", "flood", "images", "startup")
+QUICK_MATRIX_CASES = "escalation,hidden-tool,forged-grant,read-to-mutation,namespace-crossing,grant-material"
+
+
+@dataclass(frozen=True)
+class Plan:
+    quick: bool
+    sections: tuple[str, ...]
+    mcp_warmup: int
+    mcp_calls: int
+    cell_reps: int
+    matrix_cases: str  # "all" or a comma-separated list
+    startup_reps: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "quick": self.quick, "sections": list(self.sections), "mcpWarmup": self.mcp_warmup,
+            "mcpCalls": self.mcp_calls, "cellRepetitions": self.cell_reps, "matrixCases": self.matrix_cases,
+            "startupRepetitions": self.startup_reps,
+        }
+
+
+def plan_for(quick: bool, only: Iterable[str] | None = None) -> Plan:
+    wanted = None if only is None else set(only)
+    sections = tuple(s for s in SECTIONS if wanted is None or s in wanted)
+    if quick:
+        return Plan(True, sections, mcp_warmup=10, mcp_calls=50, cell_reps=3, matrix_cases=QUICK_MATRIX_CASES,
+                    startup_reps=5)
+    return Plan(False, sections, mcp_warmup=20, mcp_calls=200, cell_reps=5, matrix_cases="all", startup_reps=11)
