@@ -32,7 +32,7 @@ from runner.conformance.behaviours import Behaviour, UnknownBehaviour, parse_beh
 from runner.conformance.cases import CASES, UnknownCase, UnknownCondition, get_case
 from runner.harnesses.profile import ProfileError, UnknownHarness, find_profile, known_harnesses, load_profile
 from runner.sandbox.engine import EngineError, connect
-from runner.turn.model_choice import ModelChoiceError, choose_model
+from runner.turn.model_choice import ModelChoiceError
 
 EPILOG = (
     "Exit codes: 0 done; 2 usage; 3 unknown harness, case or behaviour; 4 unusable profile; "
@@ -139,44 +139,44 @@ def exec_(
         fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
     if profile.unavailable:
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
+
+    from runner.matrix.cell import run_cell
+    from runner.matrix.cells import Cell
+    from runner.matrix.plan import CellOptions, plan_cells
+
+    run_id = new_run_id()
+    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault)
     try:
-        choice = choose_model(model, profile, os.environ, model_fault)
-        condition_obj = case_obj.condition_for(condition)
+        cell = Cell(case_obj, case_obj.condition_for(condition), profile)
+        [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
     except UnknownCondition as error:
         fail(Exit.UNKNOWN, str(error), as_json)
     except ModelChoiceError as error:
         fail(Exit.USAGE, str(error), as_json)
-
-    from runner.matrix.cell import CellOptions, run_cell
-    from runner.matrix.cells import Cell
-
-    run_id = new_run_id()
-    cell = Cell(case_obj, condition_obj, profile)
     target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else say
-    if choice.mode != "none":
-        shown = f"; fault {choice.fault}" if choice.fault else ""
-        err().print(f"[bold]model: {choice.mode}[/] ({escape(choice.why + shown)})", highlight=False)
-    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault)
+    if plan.model.mode != "none":
+        shown = f"; fault {plan.model.fault}" if plan.model.fault else ""
+        err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     _check_out(target, as_json)
     try:
         client = connect()
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error), as_json)
-    job = lambda: run_cell(client, cell, target, options, progress)  # noqa: E731
+    job = lambda: run_cell(client, plan, target, progress)  # noqa: E731
     result, report = interruptible(job, client, run_id, keep, as_json)
-    body = {**(report.to_json() if report else {}), "cell": result["cell"], "grade": result.get("grade"),
-            "pins": result["pins"], "repro": result["repro"]}
-    body["infrastructureError"] = result.get("infrastructureError")
+    problem = result.infrastructure_error
+    body = {**(report.to_json() if report else {}), "cell": result.cell.to_json(), "grade": result.grade,
+            "pins": result.pins, "repro": result.repro,
+            "infrastructureError": problem.to_json() if problem else None}
     if as_json:
         print(json.dumps(body, ensure_ascii=False))
     elif report is not None:
         _print_summary(report, result)
     else:
-        out().print(result.get("grade", {}).get("evidence", ""), markup=False, highlight=False)
-    if result.get("infrastructureError"):
-        problem = result["infrastructureError"]
-        text = f"infrastructure error ({problem['kind']}): {problem['detail']}"
+        out().print(result.evidence, markup=False, highlight=False)
+    if problem is not None:
+        text = f"infrastructure error ({problem.kind}): {problem.detail}"
         err().print(f"[bold red]runner:[/] {escape(text)}", highlight=False)
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
@@ -229,7 +229,7 @@ def interruptible(job: Any, client: Any, run_id: str, keep: bool, as_json: bool)
     return result[0]
 
 
-def _print_summary(report: Any, cell: dict[str, Any]) -> None:
+def _print_summary(report: Any, cell: Any) -> None:
     data = report.to_json()
     meta = data["outcome"]["metadata"]
     status = data["status"]
@@ -243,8 +243,8 @@ def _print_summary(report: Any, cell: dict[str, Any]) -> None:
     table.add_row("harness outcome", str(meta.get("harnessOutcome", "(no ask: the CLI's own outcome is the turn's)"))
                   + (f"  ({meta['harnessErrorCode']})" if meta.get("harnessErrorCode") else ""))
     table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
-    if cell.get("grade"):
-        table.add_row("cell grade", str(cell["grade"].get("evidence")))
+    if cell.grade:
+        table.add_row("cell grade", cell.evidence)
     table.add_row("harness", f"{data['harness']} · behaviour {data['behaviour']} · exit {data['exitCode']}"
                   + ("  · stopped at the deadline" if data["deadlineHit"] else ""))
     fault = f"  · fault {data['model']['fault']}" if data["model"].get("fault") else ""
@@ -262,7 +262,7 @@ def _print_summary(report: Any, cell: dict[str, Any]) -> None:
             out().print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     out().print(f"[bold]files[/]  {escape(str(Path(data['files']['record']).parent))}", highlight=False)
     out().print("[bold]repro[/]  ", end="")
-    out().print(cell["repro"], highlight=False, markup=False, soft_wrap=True)
+    out().print(cell.repro, highlight=False, markup=False, soft_wrap=True)
     if data["kept"]:
         out().print(f"[bold]kept container[/] {data['containerId'][:12]}  (remove with: docker rm -f …, or runner gc)")
 
@@ -305,9 +305,10 @@ def run(
     Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2
     """
     from runner.matrix import report as rep
-    from runner.matrix.cell import CellOptions, planned_pins, run_cell
+    from runner.matrix.cell import run_cell
     from runner.matrix.cells import runs_a_turn
-    from runner.matrix.run import run_matrix
+    from runner.matrix.plan import CellOptions, plan_cells
+    from runner.matrix.run import ImagePins, run_matrix
     from runner.matrix.shards import ShardError, parse_shard
 
     try:
@@ -330,27 +331,14 @@ def run(
     _check_out(out_dir, False)
     client: Any = None
     try:
-        profiles = list({c.profile.id: c.profile for c in chosen if runs_a_turn(c)}.values())
-        for profile in profiles:
-            choose_model(model, profile, os.environ, model_fault if profile.model is not None else None)
-        if model_fault and all(profile.model is None for profile in profiles):
-            raise ModelChoiceError(f"--model-fault {model_fault}: none of the chosen harnesses talks to a model")
-        if profiles:  # a selection with no turn to run needs no engine
+        plans = plan_cells(chosen, options, os.environ)
+        if any(runs_a_turn(c) for c in chosen):  # a selection with no turn to run needs no engine
             client = connect()
     except ModelChoiceError as error:
         fail(Exit.USAGE, str(error))
     except EngineError as error:
         fail(Exit.INFRASTRUCTURE, str(error))
-    from runner.sandbox.images import ensure_image
-
-    images: dict[str, Any] = {}
-
-    def planned(cell: Any) -> dict[str, Any]:
-        if not runs_a_turn(cell):
-            return planned_pins(cell, options)  # never runs a turn: no image is part of it
-        if cell.profile.image not in images:
-            images[cell.profile.image] = ensure_image(client, cell.profile.image)
-        return planned_pins(cell, options, images[cell.profile.image])
+    planned = ImagePins(client)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -359,36 +347,33 @@ def run(
         task = bar.add_task(f"{len(chosen)} cells", total=len(chosen))
         running: set[str] = set()
 
-        def events(kind: str, cell: Any, result: dict[str, Any] | None) -> None:
+        def events(kind: str, cell: Any, result: Any) -> None:
             if kind == "started":
                 running.add(cell.id)
             elif kind in ("finished", "reused"):
                 running.discard(cell.id)
                 bar.advance(task)
-                status = rep.status(result or {})
+                status = result.status if result is not None else "unknown"
                 err().print(f"  {cell.id}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
                 err().print(f"  {cell.id}: infrastructure error, retrying", highlight=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         summary = interruptible(
-            lambda: run_matrix(chosen, out_dir, lambda cell, d: _cell_only(run_cell(client, cell, d, options)),
+            lambda: run_matrix(plans, out_dir, lambda plan, d: _cell_only(run_cell(client, plan, d)),
                                planned, jobs=jobs, per_harness=per_harness, retries=retries, events=events),
             client, run_id, False, False,
         )
-    loaded = rep.load_cells([out_dir / c.id for c in chosen if (out_dir / c.id / "result.json").exists()])
-    (out_dir / "manifest.json").write_text(json.dumps(rep.manifest(loaded), indent=2) + "\n")
-    (out_dir / "report.md").write_text(rep.markdown(loaded))
-    (out_dir / "junit.xml").write_text(rep.junit(loaded))
+    rep.write_reports(out_dir, [out_dir / p.id for p in plans])
     out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
               f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}")
     if summary.infrastructure:
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
 
-async def _cell_only(job: Any) -> dict[str, Any]:
+async def _cell_only(job: Any) -> Any:
     result, _ = await job
-    return dict(result)
+    return result
 
 
 @app.command()
@@ -436,45 +421,40 @@ def repro(
     A live cell is replayed from its recorded model exchanges, offline. Exit 0 when the grade is
     reproduced, 1 when it differs.
     """
-    from runner.conformance.hashing import comparable
     from runner.matrix.artifact import read_cell
-    from runner.matrix.cell import CellOptions, run_cell
-    from runner.matrix.cells import Cell
+    from runner.matrix.cell import run_cell
+    from runner.matrix.repro import repro_plan, unmatched_pins
 
     directory = path.parent if path.is_file() else path
     recorded = read_cell(directory)
     if recorded is None:
         fail(Exit.USAGE, f"{directory}: no readable result.json", as_json)
-    pins = recorded.get("pins", {})
+    run_id = new_run_id()
     try:
-        case_obj = get_case(recorded["cell"]["case"])
-        profile = find_profile(recorded["cell"]["column"])
-        condition_obj = case_obj.condition_for(recorded["cell"]["condition"])
-        behaviour_obj = parse_behaviour(pins.get("behaviour", "cooperative"))
+        plan = repro_plan(recorded, directory, run_id, os.environ)
     except (UnknownCase, UnknownHarness, UnknownBehaviour, ValueError) as error:
         fail(Exit.UNKNOWN, str(error), as_json)
-    mode = pins.get("modelMode")
-    model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
-    run_id = new_run_id()
-    fault = pins.get("modelFault")  # a faulted cell reruns with the same fault
-    deadline = recorded.get("deadlineSeconds")
-    options = CellOptions(behaviour_obj, model, deadline, False, run_id, run_unsupported=True, model_fault=fault)
+    except ModelChoiceError as error:
+        fail(Exit.USAGE, str(error), as_json)
     target = out_dir or directory / f"repro-{run_id}"
     _check_out(target, as_json)
-    client = connect()
-    cell = Cell(case_obj, condition_obj, profile)
-    result, _ = interruptible(lambda: run_cell(client, cell, target, options), client, run_id, False, as_json)
-    if result.get("infrastructureError"):
-        problem = result["infrastructureError"]
-        fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem['kind']}): {problem['detail']}", as_json)
-    differing = [k for k in comparable(pins, result["pins"]) if k != "modelMode" or mode != "live"]
-    was, now = recorded.get("grade", {}).get("status"), result.get("grade", {}).get("status")
+    try:
+        client = connect()
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error), as_json)
+    result, _ = interruptible(lambda: run_cell(client, plan, target), client, run_id, False, as_json)
+    if result.infrastructure_error is not None:
+        problem = result.infrastructure_error
+        fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem.kind}): {problem.detail}", as_json)
+    pins = recorded.pins
+    differing = unmatched_pins(pins, result.pins)
+    was, now = (recorded.grade or {}).get("status"), (result.grade or {}).get("status")
     if as_json:
         print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
     else:
         out().print(f"recorded grade: {was}; rerun: {now}  ({target})", markup=False, highlight=False)
         for key in differing:
-            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {result['pins'].get(key)!r}",
+            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {result.pins.get(key)!r}",
                         markup=False, highlight=False)
     if was != now:
         raise typer.Exit(1)

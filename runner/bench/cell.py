@@ -83,16 +83,18 @@ async def running_cell(client: Any, run_id: str, out: Path) -> float:
     check, MCP server, container, turn, judge and artifacts (``run_cell``); its wall time."""
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
-    from runner.matrix.cell import CellOptions, run_cell
+    from runner.matrix.cell import run_cell
     from runner.matrix.cells import Cell
+    from runner.matrix.plan import CellOptions, plan_cells
 
     case = get_case("escalation")
     cell = Cell(case, case.condition, find_profile("reference"))
+    [plan] = plan_cells([cell], CellOptions(run_id=run_id), {})  # runner run plans every cell up front
     started = time.perf_counter()
-    result, _ = await run_cell(client, cell, out, CellOptions(run_id=run_id))
+    result, _ = await run_cell(client, plan, out)
     wall = time.perf_counter() - started
-    if result.get("turn", {}).get("status") != "escalated":
-        raise BenchError(f"the in-process reference cell did not escalate: {json.dumps(result)[:300]}")
+    if result.turn is None or result.turn.status != "escalated":
+        raise BenchError(f"the in-process reference cell did not escalate: {json.dumps(result.to_json())[:300]}")
     return wall
 
 

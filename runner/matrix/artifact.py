@@ -1,17 +1,19 @@
-"""One cell's directory: ``result.json`` (the grade, the turn, every pin), ``repro.sh`` (the exact
-command that reruns this cell), and the turn's own files (record, transcripts, exchange log).
+"""One cell's directory: ``result.json`` (the typed :class:`~runner.matrix.result.CellResult`: the grade, the
+turn, every pin), ``repro.sh`` (the exact command that reruns this cell), and the turn's own files (record,
+transcripts, exchange log).
 
-``result.json`` is what ``runner report`` merges and what ``runner run`` checks before running a cell
-again: a cell whose result holds the same plannable pins is not run twice.
+``result.json`` is what ``runner report`` merges and what ``runner run`` checks before running a cell again: a
+cell whose result holds the same plannable pins is not run twice.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 from pathlib import Path
 from typing import Any
+
+from runner.matrix.result import CellResult, ResultError
 
 RESULT = "result.json"
 REPRO = "repro.sh"
@@ -24,41 +26,46 @@ PLANNED_PINS = (
 ALWAYS_COMPARED = ("modelFault",)
 
 
-def repro_command(cell_id: str, argv: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in ["runner", *argv])
-
-
-def write_cell(directory: Path, result: dict[str, Any]) -> Path:
+def write_cell(directory: Path, result: CellResult) -> Path:
     """Write ``result.json`` atomically (a half-written result is never left) and ``repro.sh``."""
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".{RESULT}.tmp"
-    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, directory / RESULT)
     script = directory / REPRO
     script.write_text(
         "#!/bin/sh\n"
-        f"# Reruns the cell {result['cell']['id']} alone, with the pins recorded in result.json.\n"
+        f"# Reruns the cell {result.id} alone, with the pins recorded in result.json.\n"
         "# From the runner checkout: .venv/bin/runner … (or `runner repro <this directory>`).\n"
-        f"exec {result['repro']}\n",
+        f"exec {result.repro}\n",
         encoding="utf-8",
     )
     script.chmod(0o755)
     return directory / RESULT
 
 
-def read_cell(directory: Path) -> dict[str, Any] | None:
+def load_result(file: Path) -> CellResult:
+    """Read one ``result.json``; a file that is not one is a :class:`ResultError` naming it."""
     try:
-        data: dict[str, Any] = json.loads((directory / RESULT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ResultError(f"{file}: not a cell result ({err})") from None
+    return CellResult.from_json(data, str(file)).replace(directory=file.parent)
+
+
+def read_cell(directory: Path) -> CellResult | None:
+    """The result in a cell directory, or None when there is none that can be read (resume runs it again)."""
+    try:
+        return load_result(directory / RESULT)
+    except ResultError:
         return None
-    return data
 
 
-def reusable(existing: dict[str, Any] | None, planned: dict[str, Any]) -> bool:
+def reusable(existing: CellResult | None, planned: dict[str, Any]) -> bool:
     """An existing graded result with the same plannable pins: resume skips the cell."""
-    if not existing or existing.get("infrastructureError") or existing.get("interrupted"):
+    if existing is None or not existing.reusable:
         return False
-    pins = existing.get("pins", {})
+    pins = existing.pins
     return all(pins.get(k) == planned.get(k) for k in PLANNED_PINS if k in planned) and all(
         pins.get(k) == planned.get(k) for k in ALWAYS_COMPARED
     )

@@ -1,8 +1,9 @@
 """Merge cell directories into one report: the manifest (JSON), a Markdown table like upstream's, JUnit
 XML for CI, and the expected-failures gate.
 
-A cell directory holds ``result.json`` (written by :mod:`runner.matrix.artifact`). The gate passes on
-known failures, fails on new ones, and fails on stale entries (an expected failure that now passes).
+A cell directory holds ``result.json`` (a :class:`~runner.matrix.result.CellResult`, written by
+:mod:`runner.matrix.artifact`). The gate passes on known failures, fails on new ones, and fails on stale entries
+(an expected failure that now passes). Which grades fail is the judge's rule (``CellResult.strict_failure``).
 Cells are comparable only when their pins match; the report says which pins differ when they do not.
 """
 
@@ -16,7 +17,9 @@ from typing import Any
 
 import yaml
 
-STRICT = frozenset({"fail", "not_exercised"})
+from runner.matrix.artifact import RESULT, load_result
+from runner.matrix.result import INFRASTRUCTURE_ERROR, CellResult, ResultError
+
 SHARED_PINS = ("caseSetHash", "worldSetHash", "judgeVersion")
 
 
@@ -24,21 +27,19 @@ class ReportError(ValueError):
     """A cell directory or an expected-failures file that cannot be read; names the file."""
 
 
-def load_cells(paths: list[Path]) -> list[dict[str, Any]]:
+def load_cells(paths: list[Path]) -> list[CellResult]:
     """Every ``result.json`` under the given directories (or the files themselves), sorted by cell id."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, CellResult] = {}
     for path in paths:
-        files = [path] if path.is_file() else sorted(path.rglob("result.json"))
         if not path.exists():
             raise ReportError(f"{path}: no such file or directory")
+        files = [path] if path.is_file() else sorted(path.rglob(RESULT))
         for file in files:
             try:
-                cell = json.loads(file.read_text(encoding="utf-8"))
-                cell_id = cell["cell"]["id"]
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                raise ReportError(f"{file}: not a cell result ({err})") from None
-            cell["_dir"] = str(file.parent)
-            found[cell_id] = cell  # a later directory wins for the same cell
+                cell = load_result(file)
+            except ResultError as err:
+                raise ReportError(str(err)) from None
+            found[cell.id] = cell  # a later directory wins for the same cell
     return [found[k] for k in sorted(found)]
 
 
@@ -81,50 +82,46 @@ class Gate:
         return {"passed": self.passed, "new": self.new, "known": self.known, "stale": self.stale}
 
 
-def _failing_attempts(cell: dict[str, Any]) -> set[str]:
-    return {a["id"] for a in cell.get("grade", {}).get("attempts", []) if a.get("status") in STRICT}
-
-
-def gate(cells: list[dict[str, Any]], expected: list[Expected]) -> Gate:
+def gate(cells: list[CellResult], expected: list[Expected]) -> Gate:
     result = Gate()
-    by_id = {c["cell"]["id"]: c for c in cells}
+    by_id = {c.id: c for c in cells}
     for cell_id, cell in by_id.items():
-        if status(cell) not in STRICT:
+        if not cell.strict_failure:
             continue
         entries = [e for e in expected if e.cell == cell_id]
         covered = any(e.attempt is None for e in entries) or (
-            bool(entries) and _failing_attempts(cell) <= {e.attempt for e in entries}
+            bool(entries) and cell.failing_attempts() <= {e.attempt for e in entries}
         )
         (result.known if covered else result.new).append(cell_id)
     for entry in expected:
         graded = by_id.get(entry.cell)
         if graded is None:
             continue  # not part of this run: neither known nor stale
-        still = status(graded) in STRICT and (entry.attempt is None or entry.attempt in _failing_attempts(graded))
+        still = graded.strict_failure and (entry.attempt is None or entry.attempt in graded.failing_attempts())
         if not still:
             result.stale.append(entry.cell + (f" (attempt {entry.attempt})" if entry.attempt else ""))
     return result
 
 
-def status(cell: dict[str, Any]) -> str:
-    if cell.get("infrastructureError"):
-        return "infrastructure_error"
-    return str(cell.get("grade", {}).get("status", "unknown"))
+def write_reports(out: Path, cell_dirs: list[Path]) -> None:
+    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate)."""
+    loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
+    (out / "manifest.json").write_text(json.dumps(manifest(loaded), indent=2) + "\n")
+    (out / "report.md").write_text(markdown(loaded))
+    (out / "junit.xml").write_text(junit(loaded))
 
 
-def comparability(cells: list[dict[str, Any]]) -> list[str]:
+def comparability(cells: list[CellResult]) -> list[str]:
     """Problems that make cells not comparable: differing shared pins, differing per-case catalogues."""
     problems = []
     for pin in SHARED_PINS:
-        values = sorted({str(c.get("pins", {}).get(pin)) for c in cells})
+        values = sorted({str(c.pins.get(pin)) for c in cells})
         if len(values) > 1:
             problems.append(f"{pin} differs between cells: {', '.join(values)}")
     by_case: dict[str, set[str]] = {}
     for cell in cells:
-        if cell.get("pins", {}).get("catalogHash"):
-            by_case.setdefault(cell["cell"]["case"] + "." + cell["cell"]["condition"], set()).add(
-                cell["pins"]["catalogHash"]
-            )
+        if cell.pins.get("catalogHash"):
+            by_case.setdefault(cell.cell.case + "." + cell.cell.condition, set()).add(cell.pins["catalogHash"])
     problems += [
         f"{row}: the columns were served different catalogues ({', '.join(sorted(h))})"
         for row, h in sorted(by_case.items())
@@ -133,30 +130,31 @@ def comparability(cells: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def manifest(cells: list[dict[str, Any]], gate_result: Gate | None = None) -> dict[str, Any]:
-    columns = sorted({c["cell"]["column"] for c in cells})
+def manifest(cells: list[CellResult], gate_result: Gate | None = None) -> dict[str, Any]:
+    columns = sorted({c.cell.column for c in cells})
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for cell in cells:
-        key = (cell["cell"]["case"], cell["cell"]["condition"])
+        key = (cell.cell.case, cell.cell.condition)
+        described = cell.row or {}
         row = rows.setdefault(
             key,
             {
                 "caseId": key[0],
                 "conditionId": key[1],
-                "kind": cell.get("row", {}).get("kind"),
-                "invariant": cell.get("row", {}).get("invariant"),
-                "expectedOutcome": cell.get("row", {}).get("expectedOutcome"),
+                "kind": described.get("kind"),
+                "invariant": described.get("invariant"),
+                "expectedOutcome": described.get("expectedOutcome"),
                 "cells": [],
             },
         )
         row["cells"].append(
             {
-                "columnId": cell["cell"]["column"],
-                "status": status(cell),
-                **{k: v for k, v in cell.get("grade", {}).items() if k not in ("status", "attempts")},
+                "columnId": cell.cell.column,
+                "status": cell.status,
+                **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
             }
         )
-    first = cells[0]["pins"] if cells else {}
+    first = cells[0].pins if cells else {}
     return {
         "version": "1",
         "judgeVersion": first.get("judgeVersion"),
@@ -184,23 +182,18 @@ def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
     )
 
 
-def _prompt_set(cells: list[dict[str, Any]], column: str) -> str | None:
+def _prompt_set(cells: list[CellResult], column: str) -> str | None:
     from runner.core.canonical import sha256_hex
 
     entries = [
-        {
-            "case": c["cell"]["case"],
-            "condition": c["cell"]["condition"],
-            "turn": 1,
-            "promptHash": c["pins"]["promptHash"],
-        }
+        {"case": c.cell.case, "condition": c.cell.condition, "turn": 1, "promptHash": c.pins["promptHash"]}
         for c in cells
-        if c["cell"]["column"] == column and c.get("pins", {}).get("promptHash")
+        if c.cell.column == column and c.pins.get("promptHash")
     ]
     return sha256_hex(entries) if entries else None
 
 
-def markdown(cells: list[dict[str, Any]], gate_result: Gate | None = None) -> str:
+def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
     data = manifest(cells, gate_result)
     columns = [c["id"] for c in data["columns"]]
     out = ["# Conformance report", ""]
@@ -229,10 +222,10 @@ def markdown(cells: list[dict[str, Any]], gate_result: Gate | None = None) -> st
         for cell in row["cells"]:
             out.append(f"- **{cell['columnId']}**: {cell.get('evidence', cell['status'])}")
         out.append("")
-    failing = [c for c in cells if status(c) in STRICT or status(c) == "infrastructure_error"]
+    failing = [c for c in cells if c.strict_failure or c.status == INFRASTRUCTURE_ERROR]
     if failing:
         out += ["## Failing cells: reproduce one alone", ""]
-        out += [f"- `{c['cell']['id']}` ({status(c)}): `{c.get('repro', '')}`" for c in failing]
+        out += [f"- `{c.id}` ({c.status}): `{c.repro}`" for c in failing]
         out.append("")
     if gate_result is not None:
         out += [
@@ -245,34 +238,30 @@ def markdown(cells: list[dict[str, Any]], gate_result: Gate | None = None) -> st
         out.append("")
     out += ["## Pins", "", "| cell | image | CLI | runner | model | behaviour |", "|---|---|---|---|---|---|"]
     for c in cells:
-        p = c.get("pins", {})
+        p = c.pins
         out.append(
-            f"| `{c['cell']['id']}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
+            f"| `{c.id}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
             f"{p.get('runnerVersion', '')} | {p.get('modelMode', '')} | {p.get('behaviour', '')} |"
         )
     return "\n".join(out) + "\n"
 
 
-def junit(cells: list[dict[str, Any]]) -> str:
+def junit(cells: list[CellResult]) -> str:
     suites = ET.Element("testsuites", name="runner conformance")
-    for column in sorted({c["cell"]["column"] for c in cells}):
-        mine = [c for c in cells if c["cell"]["column"] == column]
+    for column in sorted({c.cell.column for c in cells}):
+        mine = [c for c in cells if c.cell.column == column]
         suite = ET.SubElement(suites, "testsuite", name=column, tests=str(len(mine)))
         failures = skipped = errors = 0
         for cell in mine:
-            case = ET.SubElement(
-                suite, "testcase", classname=column, name=f"{cell['cell']['case']}.{cell['cell']['condition']}"
-            )
-            st = status(cell)
-            evidence = cell.get("grade", {}).get("evidence", st)
-            if st == "infrastructure_error":
+            case = ET.SubElement(suite, "testcase", classname=column, name=f"{cell.cell.case}.{cell.cell.condition}")
+            st = cell.status
+            evidence = cell.evidence
+            if cell.infrastructure_error is not None:
                 errors += 1
-                ET.SubElement(case, "error", message=str(cell["infrastructureError"].get("detail"))).text = cell.get(
-                    "repro"
-                )
-            elif st in STRICT:
+                ET.SubElement(case, "error", message=cell.infrastructure_error.detail).text = cell.repro
+            elif cell.strict_failure:
                 failures += 1
-                ET.SubElement(case, "failure", message=f"{st}: {evidence}").text = cell.get("repro")
+                ET.SubElement(case, "failure", message=f"{st}: {evidence}").text = cell.repro
             elif st != "pass":
                 skipped += 1
                 ET.SubElement(case, "skipped", message=f"{st}: {evidence}")

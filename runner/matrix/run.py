@@ -21,11 +21,12 @@ import anyio
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from runner.matrix.artifact import read_cell, reusable, write_cell
-from runner.matrix.cells import Cell
+from runner.matrix.plan import CellPlan
+from runner.matrix.result import INTERRUPTED, CellRef, CellResult
 
-CellRunner = Callable[[Cell, Path], Awaitable[dict[str, Any]]]
-Planner = Callable[[Cell], dict[str, Any]]
-Events = Callable[[str, Cell, dict[str, Any] | None], None]
+CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]
+Planner = Callable[[CellPlan], dict[str, Any]]
+Events = Callable[[str, CellPlan, CellResult | None], None]
 
 
 @dataclass
@@ -34,22 +35,41 @@ class RunSummary:
     reused: list[str] = field(default_factory=list)
     infrastructure: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, CellResult] = field(default_factory=dict)
 
 
-def cell_dir(out: Path, cell: Cell) -> Path:
-    return out / cell.id
+class ImagePins:
+    """The planned pins of each cell for resume, the column's image built (or found) once per image, and only
+    for the cells that run a turn: a declared cell needs no image."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.images: dict[str, Any] = {}
+
+    def __call__(self, plan: CellPlan) -> dict[str, Any]:
+        if not plan.runs_a_turn:
+            return plan.planned_pins()
+        image = plan.cell.profile.image
+        if image not in self.images:
+            from runner.sandbox.images import ensure_image
+
+            self.images[image] = ensure_image(self.client, image)
+        return plan.planned_pins(self.images[image])
+
+
+def cell_dir(out: Path, plan: CellPlan) -> Path:
+    return out / plan.id
 
 
 async def run_matrix(
-    cells: list[Cell], out: Path, run_cell: CellRunner, planned_pins: Planner, *,
+    plans: list[CellPlan], out: Path, run_cell: CellRunner, planned_pins: Planner, *,
     jobs: int = 2, per_harness: int = 1, retries: int = 2, events: Events = lambda *_: None,
 ) -> RunSummary:
     summary = RunSummary()
     everything = anyio.CapacityLimiter(max(1, jobs))
     per: dict[str, anyio.CapacityLimiter] = {}
 
-    async def one(cell: Cell) -> None:
+    async def one(cell: CellPlan) -> None:
         directory = cell_dir(out, cell)
         existing = read_cell(directory)
         if reusable(existing, planned_pins(cell)):
@@ -58,7 +78,7 @@ async def run_matrix(
             summary.results[cell.id] = existing
             events("reused", cell, existing)
             return
-        limiter = per.setdefault(cell.profile.id, anyio.CapacityLimiter(max(1, per_harness)))
+        limiter = per.setdefault(cell.cell.profile.id, anyio.CapacityLimiter(max(1, per_harness)))
         async with everything, limiter:
             events("started", cell, None)
             try:
@@ -69,24 +89,24 @@ async def run_matrix(
                     summary.interrupted.append(cell.id)
                 raise
         summary.results[cell.id] = result
-        (summary.infrastructure if result.get("infrastructureError") else summary.ran).append(cell.id)
+        (summary.infrastructure if result.infrastructure_error else summary.ran).append(cell.id)
         events("finished", cell, result)
 
     async with anyio.create_task_group() as tg:
-        for cell in cells:
-            tg.start_soon(one, cell)
+        for plan in plans:
+            tg.start_soon(one, plan)
     return summary
 
 
 async def _with_retries(
-    cell: Cell, directory: Path, run_cell: CellRunner, retries: int, events: Events
-) -> dict[str, Any]:
-    result: dict[str, Any] = {}
+    cell: CellPlan, directory: Path, run_cell: CellRunner, retries: int, events: Events
+) -> CellResult:
+    result: CellResult | None = None
     async for attempt in AsyncRetrying(
-        retry=retry_if_result(lambda r: bool(r.get("infrastructureError"))),
+        retry=retry_if_result(lambda r: r is not None and r.infrastructure_error is not None),
         stop=stop_after_attempt(retries + 1),
         wait=wait_exponential(multiplier=1, max=20),
-        retry_error_callback=lambda state: state.outcome.result() if state.outcome else {},
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
     ):
         with attempt:
             if attempt.retry_state.attempt_number > 1:
@@ -94,15 +114,16 @@ async def _with_retries(
             result = await run_cell(cell, directory)
         if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
             attempt.retry_state.set_result(result)
+    assert result is not None
     return result
 
 
-def _interrupted(cell: Cell, existing: dict[str, Any] | None) -> dict[str, Any]:
-    return {
-        "version": 1,
-        "cell": cell.to_json(),
-        "interrupted": True,
-        "grade": {"status": "interrupted", "evidence": "the run was interrupted while this cell was running"},
-        "pins": (existing or {}).get("pins", {}),
-        "repro": f"runner exec --harness {cell.profile.id} --case {cell.case.id} --condition {cell.condition.id}",
-    }
+def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:
+    cell = plan.cell
+    return CellResult(
+        cell=CellRef(cell.id, cell.case.id, cell.condition.id, cell.profile.id),
+        interrupted=True,
+        grade={"status": INTERRUPTED, "evidence": "the run was interrupted while this cell was running"},
+        pins=existing.pins if existing else {},
+        repro=plan.repro,
+    )

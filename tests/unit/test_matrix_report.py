@@ -12,8 +12,10 @@ import pytest
 
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import read_cell, write_cell
-from runner.matrix.cells import Cell, cells
+from runner.matrix.cells import cells
+from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.report import Expected, ReportError, gate, junit, load_cells, load_expected, manifest, markdown
+from runner.matrix.result import CellResult
 from runner.matrix.run import run_matrix
 
 PINS = {"caseSetHash": "c" * 64, "worldSetHash": "w" * 64, "judgeVersion": 5, "runnerVersion": "0.1.0",
@@ -21,7 +23,12 @@ PINS = {"caseSetHash": "c" * 64, "worldSetHash": "w" * 64, "judgeVersion": 5, "r
         "modelMode": "scripted", "behaviour": "cooperative"}
 
 
-def result(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None, **pins: Any) -> dict[str, Any]:
+def result(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None, **pins: Any) -> CellResult:
+    return CellResult.from_json(result_json(cell_id, status, attempts, **pins))
+
+
+def result_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None, **pins: Any
+                ) -> dict[str, Any]:
     case, condition, column = cell_id.split(".")
     return {
         "version": 1, "cell": {"id": cell_id, "case": case, "condition": condition, "column": column},
@@ -56,7 +63,7 @@ def test_expected_failures_file_errors_name_the_file_and_field(tmp_path: Path) -
 
 def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_commands(tmp_path: Path) -> None:
     for cell in [result("a.base.x", "pass"), result("a.base.y", "fail", catalogHash="sha256:other")]:
-        write_cell(tmp_path / cell["cell"]["id"], cell)
+        write_cell(tmp_path / cell.id, cell)
     loaded = load_cells([tmp_path])
     data = manifest(loaded)
     assert [c["id"] for c in data["columns"]] == ["x", "y"]
@@ -70,19 +77,21 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
 
 
 def test_run_resumes_finished_cells_and_retries_infrastructure_errors(tmp_path: Path) -> None:
-    chosen = cells("reference", "escalation")
+    chosen = plan_cells(cells("reference", "escalation"), CellOptions(), {})
     assert [c.id for c in chosen] == ["escalation.baseline.reference"]
     calls: list[str] = []
 
-    async def flaky(cell: Cell, directory: Path) -> dict[str, Any]:
+    async def flaky(cell: CellPlan, directory: Path) -> CellResult:
         calls.append(cell.id)
         if len(calls) == 1:
-            return {**result(cell.id, "pass"), "infrastructureError": {"kind": "engine", "detail": "503"}}
+            return CellResult.from_json(
+                {**result_json(cell.id, "pass"), "infrastructureError": {"kind": "engine", "detail": "503"}}
+            )
         outcome = result(cell.id, "pass")
         write_cell(directory, outcome)
         return outcome
 
-    def planned(cell: Cell) -> dict[str, Any]:
+    def planned(cell: CellPlan) -> dict[str, Any]:
         return PINS
 
     summary = anyio.run(lambda: run_matrix(chosen, tmp_path, flaky, planned, retries=2))

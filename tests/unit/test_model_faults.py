@@ -127,17 +127,19 @@ def test_exec_refuses_a_bad_fault_as_usage(args: list[str], words: str) -> None:
 
 def test_a_matrix_faults_the_columns_with_a_model_and_runs_the_others_as_they_are(tmp_path: Path) -> None:
     from runner.conformance.cases import get_case
-    from runner.matrix.cell import CellOptions, planned_pins, repro_argv
     from runner.matrix.cells import Cell
+    from runner.matrix.plan import CellOptions, plan_cells
 
     case = get_case("escalation")
     options = CellOptions(model_fault="error")
-    codex = Cell(case, case.condition, find_profile("codex"))
-    reference = Cell(case, case.condition, find_profile("reference"))
-    assert planned_pins(codex, options)["modelFault"] == "error@1"
-    assert "--model-fault" in repro_argv(codex, options, "scripted")
-    assert "modelFault" not in planned_pins(reference, options)
-    assert "--model-fault" not in repro_argv(reference, options, "none")
+    codex, reference = plan_cells(
+        [Cell(case, case.condition, find_profile("codex")), Cell(case, case.condition, find_profile("reference"))],
+        options, {},
+    )
+    assert codex.planned_pins()["modelFault"] == "error@1"
+    assert "--model-fault" in codex.repro_argv() and codex.model.mode == "scripted"
+    assert "modelFault" not in reference.planned_pins()
+    assert "--model-fault" not in reference.repro_argv() and reference.model.mode == "none"
     # a selection where no column talks to a model is a usage error, before any engine is needed
     result = CliRunner().invoke(app, ["run", "--harness", "reference", "--case", "escalation", "--model-fault", "error",
                                       "--out", str(tmp_path / "m")])

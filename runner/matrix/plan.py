@@ -1,0 +1,115 @@
+"""A cell's plan: everything decided about a cell before it runs, decided once, at the command's edge.
+
+``runner exec``, ``runner run`` and ``runner repro`` each turn their options into :class:`CellOptions`, then into
+one :class:`CellPlan` per cell with :func:`plan_cells`. The plan holds the model choice (worked out once per
+column from the options and the host's credential variables: the only environment the plan reads, because those
+variables are the interface), whether the cell runs a turn, the pins known before it runs (what resume compares)
+and the exact command that reruns it alone. Everything below takes the plan and decides nothing again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import runner
+from runner.conformance.behaviours import Behaviour
+from runner.conformance.hashing import current_pins
+from runner.matrix.cells import Cell, runs_a_turn
+from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    behaviour: Behaviour = Behaviour.COOPERATIVE
+    model: str | None = None  # scripted | live | replay:PATH | None (choose per column)
+    deadline: float | None = None
+    keep: bool = False
+    run_id: str = "run"
+    # exec runs a row even where the matrix would not (unsupported on this column): the turn is
+    # recorded, and the grade still says not_applicable
+    run_unsupported: bool = False
+    model_fault: str | None = None  # --model-fault KIND[@STEP] (scripted model only)
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    cell: Cell
+    options: CellOptions
+    model: ModelChoice  # resolved once: the mode, why, and the fault it plays (None on a column with no model)
+    profile_hash: str
+
+    @property
+    def id(self) -> str:
+        return self.cell.id
+
+    @property
+    def runs_a_turn(self) -> bool:
+        """Whether this plan runs a turn: the matrix's rule, except that ``exec`` also runs unsupported rows."""
+        if runs_a_turn(self.cell):
+            return True
+        declared = self.cell.profile.unavailable or self.cell.case.not_implemented is not None
+        return self.options.run_unsupported and not declared
+
+    def planned_pins(self, image: Any | None = None) -> dict[str, Any]:
+        """The pins known before the cell runs (what resume compares); ``image`` once it is built."""
+        extra: dict[str, Any] = {"profileHash": self.profile_hash}
+        if self.model.fault:
+            extra["modelFault"] = self.model.fault  # a faulted cell is another experiment: never resumed as a plain one
+        pins = current_pins(
+            runner_version=runner.__version__, model_mode=self.model.mode, behaviour=self.options.behaviour.value,
+            image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,
+        )
+        return pins.to_json()
+
+    def repro_argv(self) -> list[str]:
+        """The ``runner`` arguments that rerun this cell alone."""
+        cell, options = self.cell, self.options
+        argv = ["exec", "--harness", cell.profile.id, "--case", cell.case.id, "--condition", cell.condition.id,
+                "--behaviour", options.behaviour.value]
+        if self.model.mode in ("scripted", "live"):
+            argv += ["--model", self.model.mode]
+        if options.deadline is not None:
+            argv += ["--deadline", f"{options.deadline:g}"]
+        if self.model.fault:
+            argv += ["--model-fault", self.model.fault]
+        return argv
+
+    @property
+    def repro(self) -> str:
+        """The exact command (shell-quoted) that reruns this cell alone: what result.json, repro.sh and the
+        report print."""
+        return " ".join(shlex.quote(a) for a in ["runner", *self.repro_argv()])
+
+
+def profile_hash(cell: Cell) -> str:
+    source = Path(cell.profile.source) if cell.profile.source else None
+    data = source.read_bytes() if source and source.is_file() else cell.profile.model_dump_json().encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def plan_cells(
+    cells: list[Cell], options: CellOptions, environ: Mapping[str, str], *, fault_every_column: bool = False
+) -> list[CellPlan]:
+    """One plan per cell. The model is chosen once per column; a choice that cannot be made (``--model live``
+    without credentials, a fault on a model that cannot play one) raises :class:`ModelChoiceError` here, before
+    anything starts. With ``--model-fault``, the columns that talk to no model run as they are, and a selection
+    where none talks to one is refused; with ``fault_every_column`` (``exec``: one cell, asked for by name) the
+    fault is the column's to play, and a column with no model is refused in the model choice's own words."""
+    choices: dict[str, ModelChoice] = {}
+    hashes: dict[str, str] = {}
+    plans = []
+    for cell in cells:
+        profile = cell.profile
+        if profile.id not in choices:
+            fault = options.model_fault if profile.model is not None or fault_every_column else None
+            choices[profile.id] = choose_model(options.model, profile, environ, fault)
+            hashes[profile.id] = profile_hash(cell)
+        plans.append(CellPlan(cell, options, choices[profile.id], hashes[profile.id]))
+    if options.model_fault and cells and all(c.profile.model is None for c in cells):
+        raise ModelChoiceError(f"--model-fault {options.model_fault}: none of the chosen harnesses talks to a model")
+    return plans

@@ -1,0 +1,43 @@
+"""``runner repro``: the plan that reruns the cell a result describes, with the same pins, and which pins the
+rerun could not match.
+
+A live cell is replayed from its recorded model exchanges (offline); a faulted cell reruns with the same fault;
+the deadline asked for is asked again. Only the comparability pins are compared (``comparable``), and a live
+cell's ``modelMode`` is expected to differ (it is replayed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runner.conformance.behaviours import parse_behaviour
+from runner.conformance.cases import get_case
+from runner.conformance.hashing import comparable
+from runner.harnesses.profile import find_profile
+from runner.matrix.cells import Cell
+from runner.matrix.plan import CellOptions, CellPlan, plan_cells
+from runner.matrix.result import CellResult
+
+
+def repro_plan(recorded: CellResult, directory: Path, run_id: str, environ: Mapping[str, str]) -> CellPlan:
+    """The plan of the rerun. Raises the lookup errors (unknown case, harness, condition or behaviour) of a cell
+    this runner no longer knows."""
+    pins = recorded.pins
+    case = get_case(recorded.cell.case)
+    cell = Cell(case, case.condition_for(recorded.cell.condition), find_profile(recorded.cell.column))
+    mode = pins.get("modelMode")
+    model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
+    options = CellOptions(
+        parse_behaviour(pins.get("behaviour", "cooperative")), model, recorded.deadline_seconds, False, run_id,
+        run_unsupported=True, model_fault=pins.get("modelFault"),
+    )
+    [plan] = plan_cells([cell], options, environ, fault_every_column=True)
+    return plan
+
+
+def unmatched_pins(recorded: dict[str, Any], rerun: dict[str, Any]) -> list[str]:
+    """The comparability pins the rerun did not match (a replayed live cell's ``modelMode`` aside)."""
+    live = recorded.get("modelMode") == "live"
+    return [k for k in comparable(recorded, rerun) if k != "modelMode" or not live]
