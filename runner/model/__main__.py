@@ -20,10 +20,10 @@ from pathlib import Path
 
 import anyio
 
+from runner.core.scrub import Scrubber
 from runner.harnesses.profile import LiveModel
 from runner.model.config import ModelEndpointConfig, ModelEndpointError, ModelMode
 from runner.model.server import serve_model, serve_model_tcp
-from runner.turn.scrub import Scrubber
 
 
 def _parser() -> argparse.ArgumentParser:

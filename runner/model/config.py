@@ -9,10 +9,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.core.scrub import Scrubber
 from runner.harnesses.profile import LiveModel, ModelEndpoint
 from runner.model.faults import FaultSpecError, ModelFault, as_fault
 from runner.model.script import normalise_actions
-from runner.turn.scrub import Scrubber
 
 if TYPE_CHECKING:
     from runner.model.replay import RecordedExchange
