@@ -28,17 +28,11 @@ exchange-log record in :mod:`runner.model.exchange_log`. ``python -m runner.mode
 """
 
 from runner.model.compare import first_divergence
-from runner.model.config import (
-    DEFAULT_MODEL,
-    DEFAULT_PLACEHOLDER_KEY,
-    LiveCredentialMissing,
-    ModelEndpointConfig,
-    ModelEndpointError,
-    ModelMode,
-)
+from runner.model.config import DEFAULT_MODEL, DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelMode
 from runner.model.replay import RecordingError
 from runner.model.script import ScriptError
 from runner.model.server import ModelEndpointHandle, serve_model, serve_model_tcp
+from runner.model.types import LiveCredentialMissing, ModelEndpointError
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -22,8 +22,9 @@ import anyio
 
 from runner.core.scrub import Scrubber
 from runner.harnesses.profile import LiveModel
-from runner.model.config import ModelEndpointConfig, ModelEndpointError, ModelMode
+from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.server import serve_model, serve_model_tcp
+from runner.model.types import ModelEndpointError
 
 
 def _parser() -> argparse.ArgumentParser:

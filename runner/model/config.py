@@ -7,15 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner.core.scrub import Scrubber
 from runner.harnesses.profile import LiveModel, ModelEndpoint
 from runner.model.faults import FaultSpecError, ModelFault, as_fault
+from runner.model.replay import RecordedExchange, load_recording
 from runner.model.script import normalise_actions
-
-if TYPE_CHECKING:
-    from runner.model.replay import RecordedExchange
+from runner.model.types import LiveCredentialMissing, ModelEndpointError
 
 DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
 DEFAULT_MODEL = "runner-scripted"
@@ -25,18 +24,6 @@ class ModelMode(StrEnum):
     SCRIPTED = "scripted"  # a deterministic model playing the turn's action list
     LIVE = "live"  # forwards to the vendor API with the host's credential
     REPLAY = "replay"  # serves a recorded exchange log back, stopping at the first divergence
-
-
-class ModelEndpointError(ValueError):
-    """A model endpoint that cannot be started as configured."""
-
-
-class LiveCredentialMissing(ModelEndpointError):
-    def __init__(self, variables: list[str]) -> None:
-        super().__init__(
-            "live model mode needs a host credential, but none of these variables is set: " + ", ".join(variables)
-        )
-        self.variables = variables
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +69,6 @@ class ModelEndpointConfig:
                 raise ModelEndpointError(
                     "replay model mode needs a recording (the model-exchanges.jsonl of an earlier turn); none given"
                 )
-            from runner.model.replay import load_recording
-
             object.__setattr__(self, "recording", Path(self.recording))
             object.__setattr__(self, "exchanges", load_recording(Path(self.recording)))
         elif self.recording is not None:
