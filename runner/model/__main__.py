@@ -21,10 +21,9 @@ from pathlib import Path
 import anyio
 
 from runner.core.scrub import Scrubber
-from runner.harnesses.profile import LiveModel
 from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.server import serve_model, serve_model_tcp
-from runner.model.types import ModelEndpointError
+from runner.model.types import LiveModel, ModelEndpointError
 
 
 def _parser() -> argparse.ArgumentParser:

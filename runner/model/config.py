@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.scrub import Scrubber
-from runner.harnesses.profile import LiveModel, ModelEndpoint
 from runner.model.faults import FaultSpecError, ModelFault, as_fault
 from runner.model.replay import RecordedExchange, load_recording
 from runner.model.script import normalise_actions
-from runner.model.types import LiveCredentialMissing, ModelEndpointError
-
-DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
-DEFAULT_MODEL = "runner-scripted"
+from runner.model.types import (
+    DEFAULT_MODEL,
+    DEFAULT_PLACEHOLDER_KEY,
+    LiveModel,
+    ModelEndpoint,
+    ModelEndpointError,
+    resolve_credential,
+)
 
 
 class ModelMode(StrEnum):
@@ -111,11 +114,3 @@ class ModelEndpointConfig:
             recording=recording, fault=fault,
         )
 
-
-def resolve_credential(live: LiveModel, environ: Mapping[str, str]) -> tuple[str, str]:
-    """``(variable, value)`` of the first of ``live.credentials`` set (non-empty) in ``environ``."""
-    for name in live.credentials:
-        value = environ.get(name, "")
-        if value:
-            return name, value
-    raise LiveCredentialMissing(list(live.credentials))
