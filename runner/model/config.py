@@ -93,6 +93,9 @@ class ModelEndpointConfig:
 
     @property
     def host_environ(self) -> Mapping[str, str]:
+        """Where the live credential is read: ``environ``, or the process environment when none was
+        given. The model layer's only read of the environment (the live credential variables the
+        profile's ``model.live.credentials`` names); ``python -m runner.model`` passes its own."""
         return os.environ if self.environ is None else self.environ
 
     @classmethod
