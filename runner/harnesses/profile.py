@@ -20,6 +20,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from runner.model.types import ModelEndpoint
+
 PROFILE_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 PLACEHOLDERS = frozenset(
     {"prompt", "prompt_json", "turn_dir", "mcp_socket", "script", "home", "model_url", "model_port", "api_key", "model"}
@@ -78,25 +80,6 @@ class ConfigFile(_Strict):
     def _content(cls, value: str) -> str:
         _check_template(value)
         return value
-
-
-class LiveModel(_Strict):
-    """Where live mode forwards the CLI's model requests, and which host credential it adds."""
-
-    base_url: str
-    credentials: list[str] = Field(min_length=1, description="host variables, first one set wins")
-    auth: Literal["bearer", "x-api-key", "x-goog-api-key"] = "bearer"
-    model: str | None = None  # the model id a live run asks for; None: the CLI's own default
-
-
-class ModelEndpoint(_Strict):
-    """How the CLI reaches its model: a loopback port inside the container, forwarded to model.sock."""
-
-    dialect: Literal["openai-responses", "openai-chat", "anthropic-messages", "gemini"]
-    port: int = Field(default=8787, ge=1024, le=65535)
-    scripted_model: str = "runner-scripted"
-    placeholder_key: str = "sk-runner-placeholder-not-a-key"
-    live: LiveModel | None = None
 
 
 class WindDown(_Strict):

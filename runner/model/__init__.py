@@ -27,19 +27,36 @@ was measured to send and need in the docstring of each :mod:`runner.model.dialec
 exchange-log record in :mod:`runner.model.exchange_log`. ``python -m runner.model`` runs it standalone.
 """
 
-from runner.model.compare import first_divergence
-from runner.model.config import (
-    DEFAULT_MODEL,
-    DEFAULT_PLACEHOLDER_KEY,
-    LiveCredentialMissing,
-    ModelEndpointConfig,
-    ModelEndpointError,
-    ModelMode,
-)
-from runner.model.replay import RecordingError
-from runner.model.script import ScriptError
-from runner.model.server import ModelEndpointHandle, serve_model, serve_model_tcp
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.model.compare import first_divergence
+    from runner.model.config import ModelEndpointConfig, ModelMode
+    from runner.model.replay import RecordingError
+    from runner.model.script import ScriptError
+    from runner.model.server import ModelEndpointHandle, serve_model, serve_model_tcp
+    from runner.model.types import DEFAULT_MODEL, DEFAULT_PLACEHOLDER_KEY, LiveCredentialMissing, ModelEndpointError
+
+# Each name is imported from its module (``_HOMES``) when first asked for, so that importing one light
+# module of the package (runner.model.types, which the harness profiles use) does not start the HTTP
+# server's imports (uvicorn, starlette, httpx2).
+_HOMES = {
+    "DEFAULT_MODEL": "types",
+    "DEFAULT_PLACEHOLDER_KEY": "types",
+    "LiveCredentialMissing": "types",
+    "ModelEndpointConfig": "config",
+    "ModelEndpointError": "types",
+    "ModelEndpointHandle": "server",
+    "ModelMode": "config",
+    "RecordingError": "replay",
+    "ScriptError": "script",
+    "first_divergence": "compare",
+    "serve_model": "server",
+    "serve_model_tcp": "server",
+}
 __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_PLACEHOLDER_KEY",
@@ -54,3 +71,16 @@ __all__ = [
     "serve_model",
     "serve_model_tcp",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

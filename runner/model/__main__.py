@@ -20,10 +20,10 @@ from pathlib import Path
 
 import anyio
 
-from runner.harnesses.profile import LiveModel
-from runner.model.config import ModelEndpointConfig, ModelEndpointError, ModelMode
+from runner.core.scrub import Scrubber
+from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.server import serve_model, serve_model_tcp
-from runner.turn.scrub import Scrubber
+from runner.model.types import LiveModel, ModelEndpointError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(args.actions.read_text(encoding="utf-8"))
         actions = data["actions"] if isinstance(data, dict) else data
     mode = ModelMode.REPLAY if args.replay else ModelMode.LIVE if live else ModelMode.SCRIPTED
+    environ = os.environ  # read here, at the command's edge, only: the scrubber's and the credential's
     try:
         config = ModelEndpointConfig(
-            mode=mode, actions=actions, live=live, scrubber=Scrubber(os.environ, args.credential),
-            recording=args.replay,
+            mode=mode, actions=actions, live=live, scrubber=Scrubber(environ, args.credential),
+            environ=environ, recording=args.replay,
         )
     except ModelEndpointError as err:
         print(f"error: {err}", file=sys.stderr)

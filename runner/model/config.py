@@ -7,36 +7,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from runner.harnesses.profile import LiveModel, ModelEndpoint
+from runner.core.scrub import Scrubber
 from runner.model.faults import FaultSpecError, ModelFault, as_fault
+from runner.model.replay import RecordedExchange, load_recording
 from runner.model.script import normalise_actions
-from runner.turn.scrub import Scrubber
-
-if TYPE_CHECKING:
-    from runner.model.replay import RecordedExchange
-
-DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
-DEFAULT_MODEL = "runner-scripted"
+from runner.model.types import (
+    DEFAULT_MODEL,
+    DEFAULT_PLACEHOLDER_KEY,
+    LiveModel,
+    ModelEndpoint,
+    ModelEndpointError,
+    resolve_credential,
+)
 
 
 class ModelMode(StrEnum):
     SCRIPTED = "scripted"  # a deterministic model playing the turn's action list
     LIVE = "live"  # forwards to the vendor API with the host's credential
     REPLAY = "replay"  # serves a recorded exchange log back, stopping at the first divergence
-
-
-class ModelEndpointError(ValueError):
-    """A model endpoint that cannot be started as configured."""
-
-
-class LiveCredentialMissing(ModelEndpointError):
-    def __init__(self, variables: list[str]) -> None:
-        super().__init__(
-            "live model mode needs a host credential, but none of these variables is set: " + ", ".join(variables)
-        )
-        self.variables = variables
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +72,6 @@ class ModelEndpointConfig:
                 raise ModelEndpointError(
                     "replay model mode needs a recording (the model-exchanges.jsonl of an earlier turn); none given"
                 )
-            from runner.model.replay import load_recording
-
             object.__setattr__(self, "recording", Path(self.recording))
             object.__setattr__(self, "exchanges", load_recording(Path(self.recording)))
         elif self.recording is not None:
@@ -105,6 +93,9 @@ class ModelEndpointConfig:
 
     @property
     def host_environ(self) -> Mapping[str, str]:
+        """Where the live credential is read: ``environ``, or the process environment when none was
+        given. The model layer's only read of the environment (the live credential variables the
+        profile's ``model.live.credentials`` names); ``python -m runner.model`` passes its own."""
         return os.environ if self.environ is None else self.environ
 
     @classmethod
@@ -126,11 +117,3 @@ class ModelEndpointConfig:
             recording=recording, fault=fault,
         )
 
-
-def resolve_credential(live: LiveModel, environ: Mapping[str, str]) -> tuple[str, str]:
-    """``(variable, value)`` of the first of ``live.credentials`` set (non-empty) in ``environ``."""
-    for name in live.credentials:
-        value = environ.get(name, "")
-        if value:
-            return name, value
-    raise LiveCredentialMissing(list(live.credentials))

@@ -19,7 +19,7 @@ says why). So a complete record holds everything replay mode needs to send the a
 The copy of a response (and of a request body) stops at :data:`MAX_CAPTURE_BYTES` with a
 ``truncated`` note; the client still gets everything, but such an exchange cannot be replayed.
 
-Every string in a record passes through the turn's :class:`~runner.turn.scrub.Scrubber` (and the
+Every string in a record passes through the turn's :class:`~runner.core.scrub.Scrubber` (and the
 live credential itself is replaced, whatever its length), and so does the finished line; headers
 that carry credentials are redacted by name regardless of their value. Three places where a secret
 would otherwise slip through whole-string scrubbing are handled on purpose: a body that is not JSON
@@ -40,8 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from runner.core.scrub import Scrubber
 from runner.model.sse import SseEvent, SseParser, compact_json
-from runner.turn.scrub import Scrubber
 
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
 REDACTED = "[redacted]"

@@ -32,8 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
 
-from runner.harnesses.profile import LiveModel
-from runner.model.config import resolve_credential
+from runner.model.types import LiveModel, resolve_credential
 
 VERSION_SEGMENT = re.compile(r"^v\d+[a-z0-9]*$")
 HOP_BY_HOP = frozenset(

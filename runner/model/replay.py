@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.model.compare import Difference, find_difference
-from runner.model.config import ModelEndpointError
 from runner.model.exchange_log import MAX_CAPTURE_BYTES
 from runner.model.sse import SSE_HEADERS, SseEvent, compact_json
+from runner.model.types import ModelEndpointError
 
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"

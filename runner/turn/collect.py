@@ -1,6 +1,6 @@
 """After the turn: copy the CLI's own session transcript out of the turn dir, scrubbed and bounded.
 
-Every byte copied passes :meth:`~runner.turn.scrub.Scrubber.mask` (same length, so a binary store
+Every byte copied passes :meth:`~runner.core.scrub.Scrubber.mask` (same length, so a binary store
 stays readable). That is not enough for a SQLite database (opencode keeps its session in one): a
 value longer than a page is stored across overflow pages, each starting with a four-byte pointer,
 so a secret that straddles a page boundary is never contiguous in the file and no byte search finds
@@ -15,7 +15,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from runner.turn.scrub import Scrubber
+from runner.core.scrub import Scrubber
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -33,6 +33,7 @@ from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import ERROR_MESSAGE_LIMIT, ExecutionResult, Fail, Json, ProtocolError, RuntimeOutcome
+from runner.core.scrub import Scrubber
 from runner.core.vocabulary import Code, message
 from runner.core.world import build_world
 from runner.harnesses.interpreters import get_interpreter
@@ -44,7 +45,6 @@ from runner.sandbox.images import ImageRecord
 from runner.turn.collect import copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive
 from runner.turn.model_choice import ModelChoice
-from runner.turn.scrub import Scrubber
 from runner.turn.transcript import StreamSink
 from runner.turn.turndir import create_turn_dir, placeholder_values
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO
 
+from runner.core.scrub import Scrubber
 from runner.harnesses.stream import LineSplitter, StreamReader, Tail
-from runner.turn.scrub import Scrubber
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 CUT_NOTE = b" [cut: line over the frame limit]"

@@ -15,11 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import Exit, app
-from runner.harnesses.profile import LiveModel, find_profile
+from runner.core.scrub import Scrubber
+from runner.harnesses.profile import find_profile
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointError, serve_model
 from runner.model.faults import FaultKind, FaultSpecError, ModelFault
+from runner.model.types import LiveModel
 from runner.turn.model_choice import ModelChoiceError, choose_model
-from runner.turn.scrub import Scrubber
 from tests.simulated_clis import SimulatedCli, parse_answer
 from tests.unit.test_model_endpoint import TOOLS, escalation_actions, records, uds_client, wait_for
 

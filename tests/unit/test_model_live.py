@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runner.harnesses.profile import LiveModel, ModelEndpoint
+from runner.core.scrub import Scrubber
 from runner.model import LiveCredentialMissing, ModelEndpointConfig, ModelEndpointError, ModelMode
-from runner.model.config import resolve_credential
 from runner.model.live import auth_header, forward_request_headers, forward_response_headers, upstream_url
-from runner.turn.scrub import Scrubber
+from runner.model.types import LiveModel, ModelEndpoint, resolve_credential
 
 LIVE = LiveModel(base_url="https://api.example.com/v1", credentials=["RUNNER_A_KEY", "RUNNER_B_KEY"])
 

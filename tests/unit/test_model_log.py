@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner.core.scrub import Scrubber
 from runner.model.exchange_log import Capture, ExchangeLog, body_for_log, classify_auth, redact_headers
 from runner.model.sse import SseEvent, SseParser
-from runner.turn.scrub import Scrubber
 
 SECRET = "sk-live-0123456789abcdef"
 

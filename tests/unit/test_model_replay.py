@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from runner.core.scrub import Scrubber
 from runner.model import ModelEndpointConfig, ModelEndpointError, ModelMode, first_divergence
 from runner.model.compare import find_difference, normalise_body
 from runner.model.exchange_log import Capture
 from runner.model.replay import RecordingError, Replayer, answer_for, load_recording
 from runner.model.sse import SseEvent, SseParser
-from runner.turn.scrub import Scrubber
 
 ARGS = {"path": ["Workspace", "policy.md"]}
 RESULT = '{"path":["Workspace","policy.md"],"content":"Only the owner changes policy.\\n"}'

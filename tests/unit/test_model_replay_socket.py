@@ -18,10 +18,10 @@ import pytest
 
 from runner.conformance.behaviours import FINAL_TEXT, Behaviour, actions_for
 from runner.conformance.cases import get_case
-from runner.harnesses.profile import LiveModel
+from runner.core.scrub import Scrubber
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointHandle, serve_model, serve_model_tcp
 from runner.model.sse import SseEvent, SseParser
-from runner.turn.scrub import Scrubber
+from runner.model.types import LiveModel
 from tests.simulated_clis import SimulatedCli, parse_answer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

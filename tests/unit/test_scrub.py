@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.scrub import MIN_DANGLING, Scrubber, spellings
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.stream import LineSplitter, StreamReader, Tail, harness_outcome
 from runner.model.exchange_log import Capture, ExchangeLog, body_for_log
 from runner.model.sse import SseEvent
 from runner.turn.collect import copy_session_transcript
-from runner.turn.scrub import MIN_DANGLING, Scrubber, spellings
 from runner.turn.transcript import StreamSink
 
 KEY = "sk-runner-FAKE-0123456789abcdef"

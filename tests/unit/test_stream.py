@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from runner.core.outcomes import Complete, Fail
+from runner.core.scrub import Scrubber
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.stream import LineSplitter, StreamReader, Tail, harness_outcome
-from runner.turn.scrub import Scrubber
 
 
 def frames(*objs: object) -> bytes:
