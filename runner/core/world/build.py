@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.core.grants import Grant, GrantBook, OperationClock
+from runner.core.grants import Address, Grant, GrantBook, OperationClock
 from runner.core.outcomes import Json
 from runner.core.tools import ToolDefinition
 from runner.core.world.authority import issue_grants
@@ -30,6 +30,13 @@ class World:
     tools: dict[str, ToolDefinition]
     state: WorldState
     book: GrantBook
+    # who acts, for whom, at what instant, in which namespaces: the envelope and the catalogue take
+    # them from the world they are handed (defaults: the conformance world's)
+    agent: Address = AGENT
+    owner: Address = OWNER
+    now: str = NOW
+    namespace_id: str = NAMESPACE_ID
+    enabled_tool_namespaces: tuple[str, ...] = ENABLED_TOOL_NAMESPACES
 
     @property
     def requested_tools(self) -> list[str]:
@@ -37,15 +44,15 @@ class World:
         return sorted(set(self.tools) | set(EXTRA_REQUESTED_TOOLS))
 
     def clock(self) -> str:
-        """The world's instant: ``NOW``, unless the condition started the operation clock."""
+        """The world's instant: ``now``, unless the condition started the operation clock."""
         return self.book.clock.now()
 
     def describe(self) -> dict[str, Json]:
         """The world description that ``worldHash`` is taken over (§6.6)."""
         return {
             "condition": self.condition.to_json(),
-            "namespaceId": NAMESPACE_ID,
-            "enabledToolNamespaces": list(ENABLED_TOOL_NAMESPACES),
+            "namespaceId": self.namespace_id,
+            "enabledToolNamespaces": list(self.enabled_tool_namespaces),
             "grants": [g.to_json() for g in self.grants],
             "tools": [describe_tool(t) for t in sorted(self.tools.values(), key=lambda t: t.name)],
         }
@@ -68,4 +75,8 @@ def build_world(condition: WorldCondition | None = None, *, describe_only: bool 
     if condition.broker is not None:
         tools[BROKER_TOOL] = broker_tool()
     clock = OperationClock(NOW, moving=condition.expires_after_operations is not None, step_ms=STEP_MS)
-    return World(condition, grants, tools, state, GrantBook(grants, actor=AGENT, owner=OWNER, clock=clock))
+    book = GrantBook(grants, actor=AGENT, owner=OWNER, clock=clock)
+    return World(
+        condition, grants, tools, state, book, agent=AGENT, owner=OWNER, now=NOW,
+        namespace_id=NAMESPACE_ID, enabled_tool_namespaces=ENABLED_TOOL_NAMESPACES,
+    )
