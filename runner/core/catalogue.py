@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from runner.core.canonical import sha256_hex
 from runner.core.tools import PublishedTool, portable_name
-from runner.core.world import ENABLED_TOOL_NAMESPACES, World
+from runner.core.world import World
 
 MAX_CATALOGUE = 512
 
@@ -49,7 +49,7 @@ def resolve_catalogue(world: World, execution_id: str, requested: list[str] | No
             tool.published()
             for tool in world.tools.values()
             if tool.name in wanted
-            and tool.namespace in ENABLED_TOOL_NAMESPACES
+            and tool.namespace in world.enabled_tool_namespaces
             and world.book.discoverable(tool.resource_namespace, tool.action)
         ),
         key=lambda t: t.name,

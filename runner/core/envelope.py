@@ -41,7 +41,7 @@ from runner.core.vocabulary import (
     Source,
     message,
 )
-from runner.core.world import AGENT, ENABLED_TOOL_NAMESPACES, NOW, OWNER, World
+from runner.core.world import World
 
 RESERVED_ANNOTATIONS = frozenset({"", "runtime", "__proto__"})
 
@@ -79,7 +79,7 @@ class Envelope:
         execution_id: str,
         runtime: RuntimeInfo,
         limits: Limits | None = None,
-        clock: Callable[[], str] = lambda: NOW,
+        clock: Callable[[], str] | None = None,
     ) -> None:
         self.world = world
         self.execution_id = execution_id
@@ -87,7 +87,7 @@ class Envelope:
         self.limits = limits or Limits(
             max_steps=world.condition.max_steps or 16, max_tool_calls=world.condition.max_tool_calls
         )
-        self.clock = clock
+        self.clock: Callable[[], str] = clock or (lambda: world.now)
         self.catalogue: Catalogue = resolve_catalogue(world, execution_id)
         self.events: list[dict[str, Json]] = []
         self.operations: list[dict[str, Json]] = []
@@ -98,7 +98,7 @@ class Envelope:
         self._steps: set[int] = set()
         self._emit(
             "turn.started",
-            {"agent": list(AGENT), "visibleTools": sorted(self.catalogue.names), "runtime": runtime.to_json()},
+            {"agent": list(world.agent), "visibleTools": sorted(self.catalogue.names), "runtime": runtime.to_json()},
         )
 
     # --- the host surface ------------------------------------------------------------------
@@ -164,7 +164,7 @@ class Envelope:
         cause = None
         if tool is None:
             cause = RefusalCause.NOT_REGISTERED
-        elif tool.namespace not in ENABLED_TOOL_NAMESPACES:
+        elif tool.namespace not in self.world.enabled_tool_namespaces:
             cause = RefusalCause.NAMESPACE_DISABLED
         elif not self.world.book.discoverable(tool.resource_namespace, tool.action):
             cause = RefusalCause.NOT_DISCOVERABLE
@@ -173,12 +173,12 @@ class Envelope:
             return self._finish(call, ToolResult.refused(call, ResultStatus.DENIED, error), cause=cause)
         try:
             args = tool.parse_arguments(call.arguments)
-            req = tool.requirement(args, OWNER)
+            req = tool.requirement(args, self.world.owner)
         except (ArgumentError, KeyError, TypeError, ValueError) as err:
             text = message(Code.INVALID_TOOL_ARGUMENTS, tool=call.tool, detail=str(err) or type(err).__name__)
             return self._finish(call, _failed(call, Code.INVALID_TOOL_ARGUMENTS, text))
         # owner crossing (invalid_request) is decided before the tool ceiling (ADR 0012)
-        if req.owner == OWNER and req.path[: len(tool.ceiling)] != tool.ceiling:
+        if req.owner == self.world.owner and req.path[: len(tool.ceiling)] != tool.ceiling:
             text = message(Code.INVALID_TOOL_REQUIREMENT, tool=call.tool)
             return self._finish(call, _failed(call, Code.INVALID_TOOL_REQUIREMENT, text), req)
         decision = self.world.book.authorize(req)
@@ -186,7 +186,7 @@ class Envelope:
             text = message(decision.code, action=req.action, resource=req.describe(), grant=decision.grant_id)
             refused = ToolResult.refused(call, ResultStatus.DENIED, ProtocolError.of(decision.code, text))
             return self._finish(call, refused, req, decision.grant_id)
-        ctx = ToolContext(call_id=call.call_id, owner=OWNER, state=self.world.state)
+        ctx = ToolContext(call_id=call.call_id, owner=self.world.owner, state=self.world.state)
         try:
             output = tool.handler(args, ctx)
         except EscalationNotTerminated:
@@ -254,7 +254,7 @@ class Envelope:
                 error = ProtocolError.of(Code.TOOL_UNAVAILABLE, ESCALATE_OUTCOME_NOT_OFFERED)
                 self._emit("turn.failed", {"code": error.code, "source": Source.ENVELOPE.value})
                 return self._result(ExecutionStatus.FAILED, metadata, error=error)
-            escalation = Escalation(outcome.reason, reviewer=_address(OWNER), requested_at=self.clock())
+            escalation = Escalation(outcome.reason, reviewer=_address(self.world.owner), requested_at=self.clock())
             self._emit("turn.escalated", {"reason": outcome.reason, "reviewer": escalation.reviewer})
             return self._result(ExecutionStatus.ESCALATED, metadata, escalation=escalation)
         error = outcome.error
@@ -314,7 +314,7 @@ class Envelope:
         return {
             "version": "1",
             "experiment": {"executionId": self.execution_id},
-            "authority": {"grants": [g.id for g in self.world.grants if g.subject == AGENT]},
+            "authority": {"grants": [g.id for g in self.world.grants if g.subject == self.world.agent]},
             "execution": _compact(execution),
             "result": result.to_json(),
         }

@@ -84,3 +84,26 @@ def test_pins_name_every_difference() -> None:
     assert comparable(a, b) == ["cliVersion", "imageId", "promptHash"]
     assert comparable(a.to_json(), b) == ["cliVersion", "imageId", "promptHash"]
     assert set(Pins("x", "y").to_json()) == {"caseSetHash", "worldSetHash", "judgeVersion"}
+
+
+# The hashes of today's case set and world set, read off the code before the case data and the world
+# were split into packages (issue 10). A move that changes a declaration, its order or a world moves
+# these; the full declaration hash (prose included) catches a reworded description too.
+PINNED_CASE_SET_HASH = "638508ecf513baa65d72fd71c7c7803ec061fd5a65286ca8a93261d67711d23d"
+PINNED_WORLD_SET_HASH = "ee76cabb51ea382b79a46b75808de8d68f2e01aa9846eb629e9a1d74f6359044"
+PINNED_DECLARATION_HASH = "ed494edc69c5de49279e2415ec6b508acf795c8ca3896c89725b5d4ded36b940"
+PINNED_ORDER = (
+    "forged-grant", "hidden-tool", "host-policy-denied", "read-to-mutation", "expired-grant", "replayed-grant",
+    "revoked-mid-turn", "expired-mid-turn", "namespace-crossing", "bounded-grant", "usage-store-unavailable",
+    "authority-unavailable", "tool-ceiling-escape", "invalid-tool-result", "budget-exceeded", "grant-material",
+    "over-broad-delegation", "rollback-unavailable", "rollback-out-of-scope", "broker-ungranted",
+    "broker-out-of-scope", "catalogue-moved-mid-turn", "escalation", "escalation-refused", "runtime-crashed",
+    "route-lease-revoked", "record-completeness", "typed-governed-views", "replay-freshness",
+)
+
+
+def test_the_case_set_and_world_set_hashes_are_pinned() -> None:
+    assert tuple(CASES) == PINNED_ORDER
+    assert case_set_hash() == PINNED_CASE_SET_HASH
+    assert world_set_hash() == PINNED_WORLD_SET_HASH
+    assert sha([c.to_json() for c in CASES.values()]) == PINNED_DECLARATION_HASH

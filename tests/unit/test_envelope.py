@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from runner.core.envelope import Envelope, HostClosed, Limits, RuntimeInfo
@@ -162,3 +164,25 @@ def test_cancel_ends_cancelled_turn_cancelled_and_keeps_annotations() -> None:
     assert result.status is ExecutionStatus.CANCELLED
     assert result.reason_code == "turn_cancelled"
     assert result.metadata["escalationAsked"]["reason"] == "r"
+
+
+def test_the_envelope_takes_agent_owner_clock_and_namespaces_from_its_world() -> None:
+    default = envelope()
+    assert default.events[0]["data"]["agent"] == ["agent", "agent-mallory"]
+    assert default.events[0]["occurredAt"] == "2026-08-18T09:00:00.000Z"
+    world = dataclasses.replace(
+        build_world(),
+        agent=("agent", "agent-other"),
+        owner=("human", "user-bob"),
+        now="2030-01-01T00:00:00.000Z",
+        enabled_tool_namespaces=("files", "sharedos"),
+    )
+    env = Envelope(world, "exec-1", RuntimeInfo("runner.test", "0"))
+    started = env.events[0]
+    assert started["data"]["agent"] == ["agent", "agent-other"]
+    assert started["occurredAt"] == "2030-01-01T00:00:00.000Z"
+    assert "files.read" in env.catalogue.names and "messages.request" not in env.catalogue.names
+    assert world.describe()["enabledToolNamespaces"] == ["files", "sharedos"]
+    result = env.settle(Escalate("why"))
+    assert result.escalation is not None
+    assert result.escalation.to_json()["reviewer"] == {"kind": "human", "userId": "user-bob"}

@@ -1,0 +1,128 @@
+"""How a turn ends and what its record holds: an escalation recorded, an escalation refused, a
+runtime that crashes, a route lease revoked between two dispatches, a complete record of
+allowed and denied calls.
+
+The ``endings`` suite, in suite order: ``escalation``, ``escalation-refused``, ``runtime-crashed``,
+``route-lease-revoked``, ``record-completeness``.
+"""
+
+from __future__ import annotations
+
+from runner.conformance.cases.model import DENY, OK, UNEXP, Attempt, Case, Condition, Expect, Terminal
+from runner.conformance.cases.shared import (
+    BASELINE,
+    CONTENT,
+    CONTROL_PLANE_REACH,
+    NEVER_REGISTERED,
+    OWNER_ADDRESS,
+    READ_OWN,
+    read_own,
+    unarmed,
+)
+from runner.core.world import POLICY, WorldCondition
+
+CASES: tuple[Case, ...] = (
+    Case(
+        id="escalation",
+        kind="escalation_recorded",
+        invariant="Escalation is requested and recorded",
+        expected_outcome="Recorded and audited; a human reviewer is assumed",
+        conditions=(
+            Condition(
+                "baseline",
+                "The world as issued. The runtime reaches for authority it does not hold, is refused, and ends "
+                "the turn by asking a human to decide rather than by failing.",
+                expect_turn=("escalated", "escalation_requested"),
+            ),
+        ),
+        attempts=(CONTROL_PLANE_REACH, READ_OWN),
+        terminal=Terminal("escalate", "issuing a control-plane grant is outside this agent's authority"),
+    ),
+    Case(
+        id="escalation-refused",
+        kind="escalation_refused",
+        invariant="An escalation the turn was not granted is refused",
+        expected_outcome="The turn fails `tool_unavailable`; nothing is recorded or audited",
+        conditions=(
+            Condition(
+                "escalation-withheld",
+                "The world as issued, less the grant over the escalation affordance: `sharedos.escalate` is not "
+                "in this turn's catalogue. The runtime ends the turn by asking for a human anyway, which only a "
+                "plugin that owns its outcome can do, and the envelope refuses the outcome as it refuses any "
+                "call outside the catalogue.",
+                world=WorldCondition(escalation="withheld"),
+                expect_turn=("failed", "tool_unavailable"),
+            ),
+        ),
+        attempts=(READ_OWN,),
+        terminal=Terminal("escalate", "asking for a human on a turn that holds no grant over the affordance"),
+    ),
+    Case(
+        id="runtime-crashed",
+        kind="runtime_crashed",
+        invariant="Runtime plugin throws out of its turn",
+        expected_outcome="The envelope ends the turn `failed` with `runtime_failed`; the record survives",
+        conditions=(
+            Condition(
+                "baseline",
+                "The world as issued. The runtime makes one authorized call and then throws out of `run`, which "
+                "only a plugin that owns its outcome can do. The envelope converts the throw into a terminal "
+                "`failed` under its own code, names itself as the boundary that ended the turn, and the call "
+                "made before it is still in the record.",
+                expect_turn=("failed", "runtime_failed"),
+            ),
+        ),
+        attempts=(READ_OWN,),
+        terminal=Terminal("crash", "the runtime plugin stopped obeying the protocol"),
+    ),
+    Case(
+        id="route-lease-revoked",
+        kind="route_lease_revoked",
+        invariant="Dispatch a send authorized before the route lease was revoked",
+        expected_outcome="Terminate rather than deliver",
+        conditions=(
+            Condition(
+                "lease-closed-between-two-dispatches",
+                "The host revokes the route lease after the turn's first accepted dispatch, so it closes while "
+                "the turn is still running and long after the turn resolved its authority. Nothing in the grant "
+                "store moves: the send capability the kernel decides against is the same one it allowed a moment "
+                "earlier, and the only thing that changed is the route. The row runs one turn, which is the "
+                "point -- the two instants are inside it.",
+                world=unarmed("routeRevokedAfterDeliveries", 1),
+            ),
+        ),
+        attempts=(
+            Attempt(
+                "send-while-the-route-is-live", "control", "messages.request",
+                {"recipient": OWNER_ADDRESS, "payload": {"question": "status"}}, OK,
+            ),
+            Attempt(
+                "dispatch-after-the-revocation", "attack", "messages.request",
+                {"recipient": OWNER_ADDRESS, "payload": {"question": "status"}},
+                Expect(("denied", "failed"), ("route_lease_revoked", "message_request_not_accepted")),
+            ),
+            read_own("read-after-the-refused-dispatch"),
+        ),
+        not_implemented=(
+            "the runner's `messages.request` accepts every dispatch: there is no message transport with a route "
+            "lease the host can revoke, and no `message_request_not_accepted` refusal"
+        ),
+    ),
+    Case(
+        id="record-completeness",
+        kind="record_completeness",
+        invariant="Allowed and denied turns emit a complete record",
+        expected_outcome="Record present and complete",
+        conditions=(BASELINE,),
+        attempts=(
+            read_own("allowed-operation"),
+            Attempt(
+                "denied-operation", "attack", "files.replace", {"path": list(POLICY), "content": CONTENT}, DENY
+            ),
+            Attempt(
+                "operation-refused-before-the-kernel", "attack", "admin.grant.issue", None, UNEXP,
+                uncatalogued=NEVER_REGISTERED,
+            ),
+        ),
+    ),
+)

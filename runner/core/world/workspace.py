@@ -1,0 +1,156 @@
+"""The world's in-memory workspace: its state, as seeded, and the handlers that read and change it."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from runner.core.outcomes import Json
+from runner.core.tools import EscalationNotTerminated, HandlerError, ResultFor, ToolContext
+from runner.core.world.constants import BROKER_GRANTED_PATH, DRAFT, LEDGER, POLICY, SEEDED_SNAPSHOT_ID, WORKSPACE
+
+
+@dataclass
+class WorldState:
+    """The world's mutable state; only tool handlers change it.
+
+    ``snapshots`` maps a path to the snapshot ids taken of it, in order; every seeded file already
+    has ``snapshot-1``, so a rollback always has something real to name (upstream's file store).
+    """
+
+    files: dict[tuple[str, ...], str]
+    snapshots: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
+    messages: list[dict[str, Json]] = field(default_factory=list)
+    searches: list[str] = field(default_factory=list)
+
+
+def seeded_state() -> WorldState:
+    """The workspace every turn starts from: three files, and a snapshot of two of them."""
+    return WorldState(
+        files={POLICY: "Only the owner changes policy.\n", DRAFT: "draft\n", LEDGER: "ledger entry\n"},
+        snapshots={POLICY: [SEEDED_SNAPSHOT_ID], DRAFT: [SEEDED_SNAPSHOT_ID]},
+    )
+
+
+
+def _children(ctx: ToolContext, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return sorted(p for p in ctx.state.files if p[: len(path)] == path and len(p) > len(path))
+
+
+def _need(ctx: ToolContext, path: tuple[str, ...]) -> str:
+    if path not in ctx.state.files:
+        raise HandlerError(f"no file at {'/'.join(path)}")
+    content: str = ctx.state.files[path]
+    return content
+
+
+def list_entries(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    names = sorted({p[len(path)] for p in _children(ctx, path)})
+    return {"path": list(path), "entries": names}
+
+
+def stat(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    if path in ctx.state.files:
+        return {"path": list(path), "kind": "file", "size": len(ctx.state.files[path].encode())}
+    if _children(ctx, path):
+        return {"path": list(path), "kind": "folder"}
+    raise HandlerError(f"nothing at {'/'.join(path)}")
+
+
+def read(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    return {"path": list(path), "content": _need(ctx, path)}
+
+
+def search(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path, query = tuple(args["path"]), str(args["query"])
+    hits = ["/".join(p) for p in _children(ctx, path) if fnmatch.fnmatch(p[-1], f"*{query}*")]
+    return {"matches": hits}
+
+
+def grep(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path, needle = tuple(args["path"]), str(args["pattern"])
+    hits = [
+        {"path": "/".join(p), "line": n, "text": line}
+        for p in _children(ctx, path) + ([path] if path in ctx.state.files else [])
+        for n, line in enumerate(ctx.state.files[p].splitlines(), 1)
+        if needle in line
+    ]
+    return {"matches": hits}
+
+
+def create(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    if path in ctx.state.files:
+        raise HandlerError(f"{'/'.join(path)} already exists")
+    ctx.state.files[path] = str(args["content"])
+    return {"path": list(path), "created": True}
+
+
+def replace(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    _need(ctx, path)
+    ctx.state.files[path] = str(args["content"])
+    return {"path": list(path), "replaced": True}
+
+
+def append(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    ctx.state.files[path] = ctx.state.files.get(path, "") + str(args["content"])
+    return {"path": list(path), "appended": True}
+
+
+def delete(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args["path"])
+    _need(ctx, path)
+    del ctx.state.files[path]
+    return {"path": list(path), "deleted": True}
+
+
+def snapshot_create(args: dict[str, Json], ctx: ToolContext) -> Json:
+    """Snapshot one path (a file or a folder); ids count per path, as upstream's file store does."""
+    path = tuple(args["path"])
+    taken = ctx.state.snapshots.setdefault(path, [])
+    snap_id = f"snapshot-{len(taken) + 1}"
+    taken.append(snap_id)
+    return {"snapshotId": snap_id}
+
+
+def snapshot_list(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path = tuple(args.get("path", list(WORKSPACE)))
+    return {"snapshots": list(ctx.state.snapshots.get(path, []))}
+
+
+def snapshot_restore(args: dict[str, Json], ctx: ToolContext) -> Json:
+    path, snap_id = tuple(args["path"]), args["snapshotId"]
+    if snap_id not in ctx.state.snapshots.get(path, []):
+        raise HandlerError(f"no snapshot {snap_id} exists for {'/'.join(path)}")
+    ctx.state.files[path] = "restored"
+    return {"restored": "/".join(path), "snapshotId": snap_id}
+
+
+def purge(args: dict[str, Json], ctx: ToolContext) -> Json:
+    return {"purged": True}  # never reachable: files.admin is not an enabled namespace
+
+
+def broker_search(args: dict[str, Json], ctx: ToolContext) -> Json:
+    page = "/".join(args.get("path", list(BROKER_GRANTED_PATH)))
+    ctx.state.searches.append(page)
+    return {"page": page, "results": []}
+
+
+def request_message(args: dict[str, Json], ctx: ToolContext) -> Json:
+    message_id = f"message-{len(ctx.state.messages) + 1}"
+    ctx.state.messages.append({"messageId": message_id, "recipient": args["recipient"]})
+    return {"messageId": message_id, "accepted": True}
+
+
+def mismatched_result(args: dict[str, Json], ctx: ToolContext) -> Json:
+    return ResultFor(call_id=f"{ctx.call_id}.someone-else", output={"described": True})
+
+
+def escalate(args: dict[str, Json], ctx: ToolContext) -> Json:
+    raise EscalationNotTerminated
+
