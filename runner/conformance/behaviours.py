@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from runner.conformance.cases import Case, Condition
-from runner.conformance.columns import issuable_attempts, limits_for
-from runner.core.outcomes import Json
 from runner.core.vocabulary import ESCALATE_TOOL
+from runner.errors import UnknownName
+
+if TYPE_CHECKING:  # the names alone stay cheap to import: the command line's --help lists them
+    from runner.conformance.cases import Case, Condition
+    from runner.core.outcomes import Json
 
 FLOOD_BYTES = 50 * 1024 * 1024
 PERSISTENT_EXTRA_CALLS = 3
@@ -34,7 +37,7 @@ class Behaviour(StrEnum):
     FLOOD = "flood"  # 50 MB on stdout, then finishes
 
 
-class UnknownBehaviour(ValueError):
+class UnknownBehaviour(UnknownName, ValueError):
     def __init__(self, name: str) -> None:
         super().__init__(f"no such behaviour: {name!r} (known: {', '.join(b.value for b in Behaviour)})")
 
@@ -76,6 +79,8 @@ def actions_for(
     ``condition`` defaults to the case's first. An ``escalate`` terminal ends with the ask; a ``crash``
     terminal ends with the harness exiting non-zero and no terminal frame; otherwise the turn finishes.
     """
+    from runner.conformance.columns import issuable_attempts, limits_for
+
     condition = condition or case.condition
     issuable = issuable_attempts(case, condition, limits_for(case, condition, issue_uncatalogued), turn=turn)
     attempts = issuable

@@ -20,6 +20,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from runner.errors import ProfileProblem, UnknownName
 from runner.model.types import ModelEndpoint
 
 PROFILE_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
@@ -29,11 +30,11 @@ PLACEHOLDERS = frozenset(
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
 
 
-class ProfileError(ValueError):
+class ProfileError(ProfileProblem, ValueError):
     """A profile that cannot be used; the message names the file and the field."""
 
 
-class UnknownHarness(LookupError):
+class UnknownHarness(UnknownName, LookupError):
     def __init__(self, harness: str, known: list[str]) -> None:
         super().__init__(f"no such harness: {harness!r} (known: {', '.join(known) or 'none'})")
         self.harness = harness

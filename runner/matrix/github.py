@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from runner.errors import UsageError
 from runner.harnesses.profile import Profile
 from runner.matrix.cells import Cell, runs_a_turn, unique
 from runner.matrix.shards import Shard, job_seconds, shards_needed
@@ -42,7 +43,7 @@ JOB_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class MatrixTooLarge(ValueError):
+class MatrixTooLarge(UsageError, ValueError):
     """More columns than GitHub accepts jobs in one matrix; the message says how to narrow it."""
 
 

@@ -17,13 +17,14 @@ from typing import Any
 
 import yaml
 
+from runner.errors import UsageError
 from runner.matrix.artifact import RESULT, load_result
 from runner.matrix.result import INFRASTRUCTURE_ERROR, CellResult, ResultError
 
 SHARED_PINS = ("caseSetHash", "worldSetHash", "judgeVersion")
 
 
-class ReportError(ValueError):
+class ReportError(UsageError, ValueError):
     """A cell directory or an expected-failures file that cannot be read; names the file."""
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.conformance.judge import STRICT
+from runner.errors import UsageError
 
 RESULT_VERSION = 1
 INFRASTRUCTURE_ERROR = "infrastructure_error"
@@ -31,7 +32,7 @@ INTERRUPTED = "interrupted"
 UNAVAILABLE = "unavailable"
 
 
-class ResultError(ValueError):
+class ResultError(UsageError, ValueError):
     """A ``result.json`` that cannot be read as a cell result; the message names the file and the field."""
 
 

@@ -19,10 +19,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runner.errors import UsageError
+
 SHARD = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
 
 
-class ShardError(ValueError):
+class ShardError(UsageError, ValueError):
     """A ``--shard`` value that is not ``K/N`` with 1 <= K <= N."""
 
 

@@ -20,6 +20,8 @@ from tenacity import (
     wait_exponential,
 )
 
+from runner.errors import InfrastructureError
+
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 ATTEMPTS = 4  # one call and three retries, 0.5 s, 1 s and 2 s apart: a hiccup costs seconds, never a hang
 logger = logging.getLogger("runner.engine")
@@ -28,7 +30,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class EngineError(Exception):
+class EngineError(InfrastructureError):
     """Base class for everything the sandbox layer raises about the engine or its images."""
 
 

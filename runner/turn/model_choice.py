@@ -17,13 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from runner.errors import UsageError
 from runner.harnesses.profile import Profile
 
 Mode = Literal["none", "scripted", "live", "replay"]
 REPLAY_PREFIX = "replay:"
 
 
-class ModelChoiceError(ValueError):
+class ModelChoiceError(UsageError, ValueError):
     """The requested model mode cannot be used for this harness."""
 
 

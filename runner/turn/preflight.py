@@ -10,10 +10,12 @@ import shutil
 import uuid
 from pathlib import Path
 
+from runner.errors import InfrastructureError
+
 MIN_FREE_BYTES = 256 * 1024 * 1024
 
 
-class OutputDirError(OSError):
+class OutputDirError(InfrastructureError, OSError):
     """The output directory cannot take this run's artifacts; the message says why and where."""
 
 

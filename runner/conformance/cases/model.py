@@ -13,6 +13,7 @@ from typing import Literal
 from runner.core.grants import address_json
 from runner.core.outcomes import Json
 from runner.core.world import AGENT, NAMESPACE_ID, NOW, OWNER, PURPOSE, WorldCondition
+from runner.errors import UnknownName
 
 Role = Literal["attack", "probe", "control"]
 ADVERSARIAL: frozenset[str] = frozenset({"attack", "probe"})
@@ -209,5 +210,5 @@ class Row:
         return self.case.not_implemented
 
 
-class UnknownCondition(ValueError):
+class UnknownCondition(UnknownName, ValueError):
     """A condition id the case does not declare."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from runner.conformance.cases import authority, bounds, broker, declared, endings, lifetime, rollback, stores, tools
 from runner.conformance.cases.model import Case, Row
+from runner.errors import UnknownName
 
 SUITES = (authority, lifetime, stores, tools, bounds, rollback, broker, endings, declared)
 
@@ -20,7 +21,7 @@ def rows(cases: dict[str, Case] | None = None) -> list[Row]:
     return [Row(case, condition) for case in (cases or CASES).values() for condition in case.conditions]
 
 
-class UnknownCase(KeyError):
+class UnknownCase(UnknownName, KeyError):
     def __init__(self, case_id: str) -> None:
         super().__init__(case_id)
         self.case_id = case_id

@@ -1,0 +1,62 @@
+"""``runner cases`` (the matrix rows) and ``runner harnesses`` (the columns, and whether each can run here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from runner.cli.render import escape, out
+
+
+def cases(as_json: Annotated[bool, typer.Option("--json", help="One JSON object per row, in a list.")] = False) -> None:
+    """List the cases (matrix rows) this runner can run."""
+    from runner.conformance.cases import CASES
+
+    if as_json:
+        print(json.dumps([
+            {"case": c.id, "conditions": [d.id for d in c.conditions], "kind": c.kind, "invariant": c.invariant,
+             "notImplemented": c.not_implemented}
+            for c in CASES.values()
+        ], ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    table = Table("case", "condition", "expected turn", "invariant")
+    for case in CASES.values():
+        expect = case.condition.expect_turn
+        table.add_row(case.id, case.condition.id, "/".join(expect) if expect else "-", escape(case.invariant))
+    out().print(table)
+
+
+def harnesses(
+    profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per column, in a list.")] = False,
+) -> None:
+    """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here."""
+    from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
+
+    rows = []
+    for harness_id in known_harnesses(profiles_dir):
+        try:
+            p = find_profile(harness_id, profiles_dir)
+        except ProfileError as error:
+            rows.append({"harness": harness_id, "label": "", "image": "", "interpreter": "", "state": "invalid",
+                         "why": str(error)})
+            continue
+        state, why = ("unavailable", " ".join(p.unavailable.split())) if p.unavailable else ("ok", "")
+        rows.append({"harness": p.id, "label": p.label, "image": p.image, "interpreter": p.interpreter,
+                     "state": state, "why": why})
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    table = Table("harness", "label", "image", "interpreter", "state")
+    colour = {"ok": "green", "unavailable": "yellow", "invalid": "red"}
+    for row in rows:
+        shown = f"[{colour[row['state']]}]{row['state']}[/]" + (f": {escape(row['why'])}" if row["why"] else "")
+        table.add_row(row["harness"], escape(row["label"]), row["image"], row["interpreter"], shown)
+    out().print(table)

@@ -1,0 +1,199 @@
+"""``runner run`` (a matrix, resumable, sharded for CI), ``runner report`` (merge and gate), ``runner repro``
+(one cell again, with its pins) and ``runner matrix`` (the CI job plan). The matrix logic is in
+:mod:`runner.matrix`; these commands parse, plan at the edge and print."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from runner.cli.render import err, fail, out, reported
+from runner.cli.turn import BEHAVIOUR_HELP, FAULT_HELP, check_out, connect_engine, interruptible, new_run_id
+from runner.errors import Exit
+
+
+def run(
+    harness: Annotated[str, typer.Option(help="Columns: harness ids separated by commas, or all.")] = "all",
+    case: Annotated[str, typer.Option(help="Rows: case ids separated by commas, or all.")] = "all",
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Cells at once.")] = 2,
+    per_harness: Annotated[int, typer.Option(min=1, help="Cells of one CLI at once.")] = 1,
+    out_dir: Annotated[Path, typer.Option("--out", help="The run directory (one subdirectory per cell).")]
+    = Path("runs/matrix"),
+    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
+    model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per column).")] = None,
+    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
+    = None,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
+    shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
+        "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
+        "same on every machine); the cells that run no turn are left to a run without --shard or with "
+        "--declared-only. CI runs one slice per job."))] = None,
+    declared_only: Annotated[bool, typer.Option("--declared-only", help=(
+        "Write only the cells that run no turn (rows not implemented or not applicable to the column, "
+        "unavailable columns): graded from what is declared, with no engine."))] = False,
+    profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+) -> None:
+    """Run a matrix of cells (rows = cases, columns = CLIs), resuming finished cells, then report it.
+
+    Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from runner.conformance.behaviours import parse_behaviour
+    from runner.matrix import report as rep
+    from runner.matrix.cell import run_cell
+    from runner.matrix.cells import cells, runs_a_turn
+    from runner.matrix.plan import CellOptions, plan_cells
+    from runner.matrix.run import ImagePins, run_matrix
+    from runner.matrix.shards import parse_shard
+
+    with reported():
+        behaviour_obj = parse_behaviour(behaviour)
+        slice_ = parse_shard(shard) if shard is not None else None
+        if slice_ is not None and declared_only:
+            fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
+        chosen = cells(harness, case, profiles_dir)
+    if slice_ is not None:
+        chosen = [c for c in chosen if runs_a_turn(c) and slice_.holds(c.id)]
+    elif declared_only:
+        chosen = [c for c in chosen if not runs_a_turn(c)]
+    run_id = new_run_id()
+    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault)
+    check_out(out_dir, False)
+    with reported():
+        plans = plan_cells(chosen, options, os.environ)
+    client = connect_engine() if any(p.runs_a_turn for p in plans) else None  # no turn to run: no engine needed
+    planned = ImagePins(client)
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err(), transient=False) as bar:
+        task = bar.add_task(f"{len(chosen)} cells", total=len(chosen))
+        running: set[str] = set()
+
+        def events(kind: str, cell: Any, result: Any) -> None:
+            if kind == "started":
+                running.add(cell.id)
+            elif kind in ("finished", "reused"):
+                running.discard(cell.id)
+                bar.advance(task)
+                status = result.status if result is not None else "unknown"
+                err().print(f"  {cell.id}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
+            elif kind == "retrying":
+                err().print(f"  {cell.id}: infrastructure error, retrying", highlight=False)
+            bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
+
+        async def one(plan: Any, directory: Path) -> Any:
+            result, _ = await run_cell(client, plan, directory)
+            return result
+
+        summary = interruptible(
+            lambda: run_matrix(plans, out_dir, one, planned, jobs=jobs, per_harness=per_harness, retries=retries,
+                               events=events),
+            client, run_id, False, False,
+        )
+    rep.write_reports(out_dir, [out_dir / p.id for p in plans])
+    out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
+                f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}", markup=False, highlight=False)
+    if summary.infrastructure:
+        raise typer.Exit(int(Exit.INFRASTRUCTURE))
+
+
+def report(
+    dirs: Annotated[list[Path], typer.Argument(help="Cell directories, or directories holding them.")],
+    markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here (else to stdout).")] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    manifest: Annotated[Path | None, typer.Option(help="Write the manifest (JSON) here.")] = None,
+    expected_failures: Annotated[Path | None, typer.Option(help="Known failures (YAML): the gate passes on them.")]
+    = None,
+) -> None:
+    """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one."""
+    from runner.matrix import report as rep
+
+    with reported():
+        loaded = rep.load_cells(dirs)  # a path that does not exist is an error: a gate never passes on nothing
+        expected = rep.load_expected(expected_failures) if expected_failures else []
+    verdict = rep.gate(loaded, expected)
+    text = rep.markdown(loaded, verdict)
+    if markdown:
+        markdown.write_text(text)
+    else:
+        print(text)
+    if junit:
+        junit.write_text(rep.junit(loaded))
+    if manifest:
+        manifest.write_text(json.dumps(rep.manifest(loaded, verdict), indent=2) + "\n")
+    err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
+                f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
+    if not verdict.passed:
+        raise typer.Exit(int(Exit.VERDICT))
+
+
+def repro(
+    path: Annotated[Path, typer.Argument(help="A cell directory (or its result.json).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where the rerun goes (default: PATH/repro-<id>).")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Rerun the cell an artifact describes with the same pins, and say which pins differ.
+
+    A live cell is replayed from its recorded model exchanges, offline. Exit 0 when the grade is
+    reproduced, 1 when it differs.
+    """
+    from runner.matrix.artifact import read_cell
+    from runner.matrix.cell import run_cell
+    from runner.matrix.repro import repro_plan, unmatched_pins
+
+    directory = path.parent if path.is_file() else path
+    recorded = read_cell(directory)
+    if recorded is None:
+        fail(Exit.USAGE, f"{directory}: no readable result.json", as_json)
+    run_id = new_run_id()
+    with reported(as_json):
+        plan = repro_plan(recorded, directory, run_id, os.environ)
+    target = out_dir or directory / f"repro-{run_id}"
+    check_out(target, as_json)
+    client = connect_engine(as_json)
+    result, _ = interruptible(lambda: run_cell(client, plan, target), client, run_id, False, as_json)
+    if result.infrastructure_error is not None:
+        problem = result.infrastructure_error
+        fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem.kind}): {problem.detail}", as_json)
+    pins = recorded.pins
+    differing = unmatched_pins(pins, result.pins)
+    was, now = (recorded.grade or {}).get("status"), (result.grade or {}).get("status")
+    if as_json:
+        print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
+    else:
+        out().print(f"recorded grade: {was}; rerun: {now}  ({target})", markup=False, highlight=False)
+        for key in differing:
+            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {result.pins.get(key)!r}",
+                        markup=False, highlight=False)
+    if was != now:
+        raise typer.Exit(int(Exit.VERDICT))
+
+
+def matrix(
+    output_format: Annotated[str, typer.Option("--format", help="github: JSON for strategy.matrix.")] = "github",
+    harness: Annotated[str, typer.Option(help="Columns, as for runner run.")] = "all",
+    case: Annotated[str, typer.Option(help="Rows, as for runner run.")] = "all",
+    shard_minutes: Annotated[float, typer.Option(min=0.1, help=(
+        "The most turn time one job may hold, in minutes: a column whose cells take longer is split into "
+        "shards (each profile's cell_seconds, cells run one at a time)."))] = 20.0,
+    profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+) -> None:
+    """Print the CI job matrix: one job per column, or per shard of a slow column, whatever the number of rows.
+
+    Each job runs `runner run --harness <harness> --case <the same cases> --shard <shard>`; cells that run no
+    turn start no job (`runner run --declared-only` writes them where the report is made).
+    Example: runner matrix --format github --harness all --case all --shard-minutes 10
+    """
+    from runner.matrix.cells import cells
+    from runner.matrix.github import dumps, github_matrix
+
+    if output_format != "github":
+        fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
+    with reported():
+        print(dumps(github_matrix(cells(harness, case, profiles_dir), shard_minutes)))

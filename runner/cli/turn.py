@@ -1,0 +1,176 @@
+"""``runner exec`` (one turn: one case through one CLI in its container) and ``runner gc``, with the signal
+handling every command that starts containers shares: Ctrl-C or SIGTERM cancels the work, and the run's
+containers are removed however it ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from runner.cli.render import err, escape, fail, out, print_turn_summary, reported, say
+from runner.conformance.behaviours import Behaviour
+from runner.errors import Exit, InfrastructureError
+
+T = TypeVar("T")
+
+BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
+FAULT_HELP = (
+    "Make the scripted model fail on purpose, from conversation request STEP (1-based, default 1; "
+    "or after-ask: the first request after the ask) on: error (HTTP 500 with the dialect's error "
+    "body), stall (never answers; the deadline settles the turn), early-close (the stream starts, "
+    "then the connection drops before its terminal event). Scripted model only."
+)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def check_out(path: Path, as_json: bool) -> None:
+    """Refuse to start when the output directory cannot take the artifacts (nothing half-written)."""
+    from runner.turn.preflight import check_output_dir
+
+    with reported(as_json):
+        check_output_dir(path)
+
+
+def connect_engine(as_json: bool = False) -> Any:
+    from runner.sandbox.engine import connect
+
+    with reported(as_json):
+        return connect()
+
+
+def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, keep: bool, as_json: bool) -> T:
+    """Run ``job()`` (a coroutine factory); Ctrl-C or SIGTERM cancels it, and its teardown still
+    removes every container of the run (``client`` None: the job started none)."""
+    import anyio
+
+    from runner.sandbox.container import RUN_LABEL, remove_labelled
+
+    result: list[T] = []
+    interrupted: list[int] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for signum in signals:
+                        interrupted.append(signum)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch_signals)
+            result.append(await job())
+            tg.cancel_scope.cancel()
+
+    try:
+        with reported(as_json):
+            anyio.run(main)
+    finally:
+        if not keep and client is not None:
+            try:
+                remove_labelled(client, f"{RUN_LABEL}={run_id}")
+            except InfrastructureError as error:
+                err().print(f"[yellow]runner:[/] could not remove the run's containers ({escape(str(error))}); "
+                            f"`runner gc` removes them once the engine answers", highlight=False)
+    if interrupted or not result:
+        fail(Exit.INTERRUPTED, "interrupted; the run's containers and socket directories were removed", as_json)
+    return result[0]
+
+
+def exec_(
+    harness: Annotated[str, typer.Option(help="Harness id (a profile in harness_profiles/), e.g. reference.")] = "",
+    case: Annotated[str, typer.Option(help="Case id, e.g. escalation or escalation-refused.")] = "escalation",
+    condition: Annotated[str | None, typer.Option(help="The row's condition (default: the case's first).")] = None,
+    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
+    deadline: Annotated[float | None, typer.Option(help="Turn deadline in seconds (default: the profile's).")] = None,
+    keep: Annotated[bool, typer.Option(help="Keep the container after the turn, for inspection.")] = False,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Directory for this turn's files.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="scripted or live (default: live when the harness's credentials are set, else scripted)."
+    )] = None,
+    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
+    = None,
+    profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
+    = None,
+    profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
+    = None,
+) -> None:
+    """Run one turn: one case through one CLI in its container, and print how it settled.
+
+    Example: runner exec --harness reference --case escalation --behaviour persistent --json
+    """
+    from runner.conformance.behaviours import parse_behaviour
+    from runner.conformance.cases import get_case
+    from runner.harnesses.profile import find_profile, known_harnesses, load_profile
+    from runner.matrix.cell import run_cell
+    from runner.matrix.cells import Cell
+    from runner.matrix.plan import CellOptions, plan_cells
+
+    with reported(as_json):
+        case_obj = get_case(case)
+        behaviour_obj = parse_behaviour(behaviour)
+        if profile_path is not None:
+            profile = load_profile(profile_path)
+        elif harness:
+            profile = find_profile(harness, profiles_dir)
+        else:
+            fail(Exit.USAGE, f"give --harness (one of: {', '.join(known_harnesses(profiles_dir))}) or --profile",
+                 as_json)
+    if deadline is not None and deadline <= 0:
+        fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
+    if profile.unavailable:
+        fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
+    run_id = new_run_id()
+    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault)
+    with reported(as_json):
+        cell = Cell(case_obj, case_obj.condition_for(condition), profile)
+        [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
+    target = out_dir or Path("runs") / run_id / cell.id
+    progress = (lambda _msg: None) if as_json else say
+    if plan.model.mode != "none":
+        shown = f"; fault {plan.model.fault}" if plan.model.fault else ""
+        err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
+    check_out(target, as_json)
+    client = connect_engine(as_json)
+    result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep, as_json)
+    problem = result.infrastructure_error
+    body = {**(report.to_json() if report else {}), "cell": result.cell.to_json(), "grade": result.grade,
+            "pins": result.pins, "repro": result.repro,
+            "infrastructureError": problem.to_json() if problem else None}
+    if as_json:
+        print(json.dumps(body, ensure_ascii=False))
+    elif report is not None:
+        print_turn_summary(report, result)
+    else:
+        out().print(result.evidence, markup=False, highlight=False)
+    if problem is not None:
+        err().print(f"[bold red]runner:[/] {escape(f'infrastructure error ({problem.kind}): {problem.detail}')}",
+                    highlight=False)
+        raise typer.Exit(int(Exit.INFRASTRUCTURE))
+
+
+def gc(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Remove every container a runner run left behind (found by label), e.g. after a SIGKILL."""
+    from runner.sandbox.container import OWNER_LABEL, remove_labelled
+
+    client = connect_engine(as_json)
+    with reported(as_json):
+        removed = remove_labelled(client, f"{OWNER_LABEL}=runner")
+    if as_json:
+        print(json.dumps({"removed": removed}))
+    else:
+        out().print(f"removed {len(removed)} container(s)")
+
+
