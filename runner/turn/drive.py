@@ -1,4 +1,4 @@
-"""Driving the CLI's container for the length of a turn: start, read, wait, and the deadline.
+"""Driving the CLI's process for the length of a turn: start, read, wait, and the deadline.
 
 Nothing here reacts to what the CLI asked: the only stop is the deadline, which sends SIGTERM to the
 CLI's process group, waits the profile's grace period, then sends SIGKILL. Blocking docker-py calls
@@ -17,8 +17,9 @@ import anyio
 import anyio.to_thread
 
 from runner.harnesses.profile import Profile
-from runner.sandbox.container import STDOUT, ContainerStartError, SandboxedProcess
+from runner.sandbox.container import STDOUT, ContainerStartError
 from runner.sandbox.engine import EngineError
+from runner.turn.process import CliProcess
 from runner.turn.transcript import StreamSink
 
 THREADS = anyio.CapacityLimiter(16)  # our own: waits and pumps must not starve anyio's default pool
@@ -36,7 +37,7 @@ class Drive:
 
 
 async def drive(
-    proc: SandboxedProcess, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
+    proc: CliProcess, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
     progress: object,
 ) -> Drive:
     say = progress if callable(progress) else (lambda _m: None)
