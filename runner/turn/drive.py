@@ -1,4 +1,4 @@
-"""Driving the CLI's container for the length of a turn: start, read, wait, and the deadline.
+"""Driving the CLI's process for the length of a turn: start, read, wait, and the deadline.
 
 Nothing here reacts to what the CLI asked: the only stop is the deadline, which sends SIGTERM to the
 CLI's process group, waits the profile's grace period, then sends SIGKILL. Blocking docker-py calls
@@ -11,14 +11,16 @@ and teardown removes the container as always.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
 import anyio.to_thread
 
 from runner.harnesses.profile import Profile
-from runner.sandbox.container import STDOUT, ContainerStartError, SandboxedProcess
+from runner.sandbox.container import STDOUT, ContainerStartError
 from runner.sandbox.engine import EngineError
+from runner.turn.process import CliProcess
 from runner.turn.transcript import StreamSink
 
 THREADS = anyio.CapacityLimiter(16)  # our own: waits and pumps must not starve anyio's default pool
@@ -36,9 +38,10 @@ class Drive:
 
 
 async def drive(
-    proc: SandboxedProcess, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
+    proc: CliProcess, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
     progress: object,
 ) -> Drive:
+    """Start the CLI and drive it to its end: by itself, or stopped by the deadline and the wind-down."""
     say = progress if callable(progress) else (lambda _m: None)
     run = Drive()
     try:
@@ -47,55 +50,68 @@ async def drive(
         run.not_started = str(err)
         return run
     run.container_id = proc.id
-    exited, pumped = anyio.Event(), anyio.Event()
-    codes: list[int | None] = []
-    failures: list[EngineError] = []  # engine calls that kept failing after their retries
-
-    def on_output(stream: int, data: bytes) -> None:
-        if stream != STDOUT:
-            stderr.feed(data)
-        elif stdout.feed(data) and profile.prompt.keep_stdin_open:
-            proc.close_stdin()  # the first terminal frame ends the CLI's input (§3.2)
-
-    async def pump() -> None:
-        await anyio.to_thread.run_sync(proc.pump, on_output, limiter=THREADS, abandon_on_cancel=True)
-        pumped.set()
-
-    async def wait() -> None:
-        try:
-            codes.append(await anyio.to_thread.run_sync(proc.wait, limiter=THREADS, abandon_on_cancel=True))
-        except EngineError as err:
-            failures.append(err)  # nobody can say how the CLI ended; teardown removes the container
-        exited.set()
-
-    async def send(signal: str) -> None:
-        try:
-            await anyio.to_thread.run_sync(proc.signal, signal, limiter=THREADS)
-        except EngineError as err:
-            failures.append(err)
-
+    watch = _Watch(proc, stdout, stderr, profile)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(pump)
-        tg.start_soon(wait)
+        tg.start_soon(watch.pump)
+        tg.start_soon(watch.wait)
         say(f"turn running (deadline {deadline:g}s)")
-        with anyio.move_on_after(deadline):
-            await exited.wait()
-        if not exited.is_set():
+        if not await watch.exited_within(deadline):
             run.deadline_hit = True
-            say("deadline reached: SIGTERM to the CLI's process group")
-            await send("SIGTERM")
-            with anyio.move_on_after(profile.wind_down.grace_seconds):
-                await exited.wait()
-            if not exited.is_set():
-                say("grace period over: SIGKILL")
-                await send("SIGKILL")
-                with anyio.move_on_after(KILL_WAIT_SECONDS):
-                    await exited.wait()
-        # the output stream ends with the container; let the pump drain what is left
+            await _wind_down(watch, profile, say)
+        # the output stream ends with the process; let the pump drain what is left
         with anyio.move_on_after(DRAIN_SECONDS):
-            await pumped.wait()
+            await watch.pumped.wait()
         tg.cancel_scope.cancel()
-    run.exit_code = codes[0] if codes else None
-    if failures:
-        run.engine_failed = str(failures[0])
+    run.exit_code = watch.codes[0] if watch.codes else None
+    if watch.failures:
+        run.engine_failed = str(watch.failures[0])
     return run
+
+
+async def _wind_down(watch: _Watch, profile: Profile, say: Callable[[str], None]) -> None:
+    """The deadline passed: SIGTERM to the CLI's process group, the grace period, then SIGKILL."""
+    say("deadline reached: SIGTERM to the CLI's process group")
+    await watch.send("SIGTERM")
+    if await watch.exited_within(profile.wind_down.grace_seconds):
+        return
+    say("grace period over: SIGKILL")
+    await watch.send("SIGKILL")
+    await watch.exited_within(KILL_WAIT_SECONDS)
+
+
+class _Watch:
+    """The running CLI: its output pumped into the sinks, its exit awaited, signals sent, failures kept."""
+
+    def __init__(self, proc: CliProcess, stdout: StreamSink, stderr: StreamSink, profile: Profile) -> None:
+        self.proc, self.stdout, self.stderr, self.profile = proc, stdout, stderr, profile
+        self.exited, self.pumped = anyio.Event(), anyio.Event()
+        self.codes: list[int | None] = []
+        self.failures: list[EngineError] = []  # engine calls that kept failing after their retries
+
+    def on_output(self, stream: int, data: bytes) -> None:
+        if stream != STDOUT:
+            self.stderr.feed(data)
+        elif self.stdout.feed(data) and self.profile.prompt.keep_stdin_open:
+            self.proc.close_stdin()  # the first terminal frame ends the CLI's input (§3.2)
+
+    async def pump(self) -> None:
+        await anyio.to_thread.run_sync(self.proc.pump, self.on_output, limiter=THREADS, abandon_on_cancel=True)
+        self.pumped.set()
+
+    async def wait(self) -> None:
+        try:
+            self.codes.append(await anyio.to_thread.run_sync(self.proc.wait, limiter=THREADS, abandon_on_cancel=True))
+        except EngineError as err:
+            self.failures.append(err)  # nobody can say how the CLI ended; teardown removes the container
+        self.exited.set()
+
+    async def exited_within(self, seconds: float) -> bool:
+        with anyio.move_on_after(seconds):
+            await self.exited.wait()
+        return self.exited.is_set()
+
+    async def send(self, signal: str) -> None:
+        try:
+            await anyio.to_thread.run_sync(self.proc.signal, signal, limiter=THREADS)
+        except EngineError as err:
+            self.failures.append(err)

@@ -1,75 +1,52 @@
 """One turn, end to end: case + profile in, settled result and record out (DESIGN "one turn").
 
-1. The world and its envelope resolve the catalogue once; the latch wraps the envelope.
-2. The prompt and instructions are composed and ``promptHash`` is annotated before anything starts.
-3. The MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a model, the model endpoint
-   on ``<turn dir>/model.sock``; the CLI starts in its hardened container with the turn dir mounted,
-   and its stdout is read through the profile's interpreter (:mod:`runner.turn.drive`).
-4. Nothing is stopped when the latch fires. Only the deadline stops the CLI.
-5. The CLI's own outcome is settled by the latch and then by the envelope; the record, the
-   transcripts and the CLI's own session transcript are written, scrubbed.
-6. Teardown always runs, in order: close the bridge (MCP server), stop the model endpoint, remove
-   the container (unless kept), remove the turn dir.
+:func:`run_turn` is its steps, in order, each a function of its own:
+
+1. **Prepare** (:mod:`runner.turn.prepare`): the world and its envelope resolve the catalogue once;
+   the latch wraps the envelope; the prompt and instructions are composed and ``promptHash`` is
+   annotated; the turn dir is written and the profile rendered into the process's spec.
+2. **Serve and start**: the MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a
+   model, the model endpoint on ``<turn dir>/model.sock``; the CLI's process comes from the
+   injected :data:`~runner.turn.process.ProcessFactory` (the hardened container by default) with the
+   turn dir mounted.
+3. **Drive to the end** (:mod:`runner.turn.drive`): its stdout is read through the profile's
+   interpreter. Nothing is stopped when the latch fires; only the deadline stops the CLI (SIGTERM to
+   its group, the grace period, SIGKILL).
+4. **Settle** (:mod:`runner.turn.settle`): the CLI's own outcome is settled by the latch and then by
+   the envelope.
+5. **Collect**: the record, the transcripts and the CLI's own session transcript are written, scrubbed.
+6. **Teardown, always**, in order: close the bridge (MCP server), stop the model endpoint (both when
+   step 2's stack exits), remove the process (unless kept), remove the turn dir.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import string
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import docker
 
-import runner
-from runner.conformance.behaviours import Behaviour, actions_for
-from runner.conformance.cases import Case, Condition
-from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
-from runner.core.envelope import Envelope, RuntimeInfo
-from runner.core.latch import EscalationLatch
-from runner.core.outcomes import ERROR_MESSAGE_LIMIT, ExecutionResult, Fail, Json, ProtocolError, RuntimeOutcome
+from runner.core.outcomes import ExecutionResult, Json
 from runner.core.scrub import Scrubber
-from runner.core.vocabulary import Code, message
-from runner.core.world import build_world
-from runner.harnesses.interpreters import get_interpreter
-from runner.harnesses.profile import Profile
-from runner.harnesses.stream import StreamReader, Tail, harness_outcome
-from runner.mcp.server import serve_mcp
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec, SandboxedProcess
-from runner.sandbox.images import ImageRecord
-from runner.turn.collect import copy_session_transcript
+from runner.mcp.server import McpServerHandle, serve_mcp
 from runner.turn.drive import THREADS, Drive, drive
-from runner.turn.model_choice import ModelChoice
-from runner.turn.transcript import StreamSink
-from runner.turn.turndir import create_turn_dir, placeholder_values
+from runner.turn.prepare import FAULT_ENV, PreparedTurn, TurnRequest, prepare_turn
+from runner.turn.process import CliProcess, DockerProcesses, ProcessFactory
+from runner.turn.settle import Settlement, settle_turn
 
-Progress = Any  # Callable[[str], None]
+if TYPE_CHECKING:
+    import docker
+
+__all__ = ["FAULT_ENV", "LIVE_BASE_URL_ENV", "TurnReport", "TurnRequest", "run_turn"]
+
+Progress = Callable[[str], None]
 LIVE_BASE_URL_ENV = "RUNNER_LIVE_BASE_URL"
-FAULT_ENV = "RUNNER_FAULT"
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    case: Case
-    profile: Profile
-    behaviour: Behaviour
-    image: ImageRecord
-    out_dir: Path
-    run_id: str
-    model: ModelChoice
-    deadline: float | None = None  # seconds; the profile's default when None
-    keep: bool = False
-    condition_id: str | None = None  # the row's condition; the case's first when None
-    model_fault: str | None = None  # --model-fault KIND[@STEP]: the scripted model fails on purpose
-
-    @property
-    def condition(self) -> Condition:
-        return self.case.condition_for(self.condition_id)
 
 
 @dataclass
@@ -116,135 +93,66 @@ class TurnReport:
         }
 
 
-async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Progress = lambda _: None) -> TurnReport:
+@dataclass
+class Played:
+    """What serving the turn and driving its CLI to the end left behind."""
+
+    run: Drive
+    server: McpServerHandle
+    mcp: dict[str, Json]
+    divergence: dict[str, Any] | None
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+async def run_turn(
+    client: docker.DockerClient | None, req: TurnRequest, progress: Progress = _quiet,
+    *, processes: ProcessFactory | None = None,
+) -> TurnReport:
+    """Run one turn; its CLI's process comes from ``processes`` (a container on ``client`` by default)."""
     started = time.monotonic()
-    profile, case, condition = req.profile, req.case, req.condition
-    execution_id = f"{case.id}.{condition.id}.{profile.id}"
-    deadline = req.deadline if req.deadline is not None else profile.default_deadline_seconds
-    scrubber = Scrubber(os.environ, profile.credentials)
-    req.out_dir.mkdir(parents=True, exist_ok=True)
-
-    world = build_world(condition.world)
-    envelope = Envelope(
-        world, execution_id, RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__), clock=world.clock
-    )
-    latch = EscalationLatch(envelope, envelope.catalogue.names)
-    # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
-    # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").
-    invoker = envelope if os.environ.get(FAULT_ENV) == "latch-disabled" else latch
-    instructions = instructions_for(world.grants)
-    prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
-    envelope.annotate("promptHash", prompt_hash(instructions, prompt))
-
-    actions = [
-        a.to_json()
-        for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
-    ]
-    script: dict[str, object] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}
-    model_id = _model_id(profile, req.model)
-    values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
-    turn_dir = create_turn_dir(profile, script, values)
-
-    env = {**profile.render_env(values), "HOME": turn_dir.home}
-    if profile.home == "turn":
-        env.update({"RUNNER_CD": turn_dir.workdir, "PWD": turn_dir.workdir})
-    if profile.model is not None:
-        env["RUNNER_MODEL_PORT"] = str(profile.model.port)
-    spec = ContainerSpec(
-        image_id=req.image.image_id,
-        argv=profile.render_argv(values),
-        env=env,
-        turn_dir=turn_dir.host,
-        labels={RUN_LABEL: req.run_id, CELL_LABEL: execution_id, "runner.harness": profile.id},
-        stdin=_stdin_for(profile, prompt, values),
-        keep_stdin_open=profile.prompt.keep_stdin_open,
-        workdir=turn_dir.workdir,
-    )
-    reader = StreamReader(get_interpreter(profile.interpreter))
-    tail, err_tail = Tail(), Tail(max_lines=20)
-    stdout = StreamSink(req.out_dir / "stdout.log", scrubber, tail, reader)
-    stderr = StreamSink(req.out_dir / "stderr.log", scrubber, err_tail)
-    mcp_log: list[dict[str, Any]] = []
-
-    def log_mcp(kind: str, data: dict[str, Any]) -> None:
-        mcp_log.append({"event": kind, **data})
-
-    proc = SandboxedProcess(client, spec)
+    if processes is None:
+        if client is None:
+            raise ValueError("run_turn needs a Docker client or a process factory")
+        processes = DockerProcesses(client)
+    turn = prepare_turn(req)
+    proc: CliProcess | None = None
     try:
-        async with AsyncExitStack() as stack:
-            server = await stack.enter_async_context(serve_mcp(
-                turn_dir.mcp_socket, envelope.catalogue, invoker, instructions=instructions,
-                server_name=profile.mcp_server_name, on_event=log_mcp,
-            ))
-            model = await _serve_model(stack, req, turn_dir.model_socket, actions, scrubber, model_id)
-            progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
-            run = await drive(proc, stdout, stderr, deadline, profile, progress)
-            divergence = None
-            mcp_summary: dict[str, Json] = {
-                "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
-                "calls": server.calls, "clients": server.client_infos,
-            }
-            if model is not None:
-                mcp_summary["modelRequests"] = getattr(model, "requests", None)
-                divergence = getattr(model, "divergence", None)
-        stdout.close()
-        stderr.close()
-
-        harness_metadata: dict[str, Json] = {
-            "harness": profile.id,
-            "toolshare": "mcp",
-            "mcpServer": profile.mcp_server_name,
-            "catalogHash": f"sha256:{envelope.catalogue.catalog_hash}",
-            "transcriptTail": tail.lines(),
-            "imageId": req.image.image_id,
-            "cliVersion": req.image.cli_version,
-            "behaviour": req.behaviour.value,
-            "modelMode": req.model.mode,
-        }
-        if model_id:
-            harness_metadata["model"] = model_id
-        outcome = _harness_outcome(run, reader, profile, deadline)
-        if run.not_started is not None:
-            harness_metadata["harnessStartError"] = scrubber.text(run.not_started)
-        settled = latch.settle(outcome, harness_metadata)
-        if run.deadline_hit and not latch.asked:
-            # stopped before any ask: the turn was cancelled, whatever the CLI said afterwards
-            result = envelope.cancel(f"the turn deadline of {deadline:g}s passed", settled.metadata)
-        else:
-            result = envelope.settle(settled)
-        result = _scrubbed(result, scrubber)
-        record = scrubber.value(envelope.record(result))
-        infra = _infrastructure_error(run, reader, server.sessions_initialized, profile, err_tail, scrubber)
-        if divergence:
-            # a replay stops at the first request that differs from the recording instead of improvising
-            infra = {"kind": "replay_diverged", "detail": scrubber.text(f"step {divergence.get('step')}: "
-                                                                        f"{divergence.get('what')}"), **divergence}
-        files = _write_artifacts(req.out_dir, record, result, script, prompt, instructions, mcp_log, scrubber)
-        if profile.session_transcript and turn_dir.home_host is not None:
-            copied = copy_session_transcript(
-                turn_dir.home_host / profile.session_transcript, req.out_dir / "session", scrubber
-            )
-            if copied:
-                files["session"] = str(req.out_dir / "session")
-        if profile.model is not None:
-            files["modelExchanges"] = str(req.out_dir / "model-exchanges.jsonl")
+        proc = processes(turn.spec)
+        played = await _serve_and_drive(turn, proc, progress)
+        turn.transcript.close()
+        settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
+        files = _collect(turn, proc, settled)
         return TurnReport(
-            request=req, result=result, record=record, files=files, drive=run,
-            elapsed=time.monotonic() - started, mcp=mcp_summary, infrastructure_error=infra,
+            request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
+            elapsed=time.monotonic() - started, mcp=played.mcp, infrastructure_error=settled.infrastructure_error,
         )
     finally:
-        with anyio.CancelScope(shield=True):
-            if not req.keep:
-                await anyio.to_thread.run_sync(proc.remove, limiter=THREADS)
-            turn_dir.remove()
+        await _teardown(turn, proc)
 
 
-def _model_id(profile: Profile, choice: ModelChoice) -> str | None:
-    if profile.model is None:
-        return None
-    if choice.mode == "live" and profile.model.live and profile.model.live.model:
-        return profile.model.live.model
-    return profile.model.scripted_model
+async def _serve_and_drive(turn: PreparedTurn, proc: CliProcess, progress: Progress) -> Played:
+    """Serve MCP (and the model), start the CLI and drive it to its end; the servers stop on the way out."""
+    req, profile = turn.req, turn.profile
+    async with AsyncExitStack() as stack:
+        server = await stack.enter_async_context(serve_mcp(
+            turn.turn_dir.mcp_socket, turn.envelope.catalogue, turn.invoker, instructions=turn.instructions,
+            server_name=profile.mcp_server_name, on_event=turn.log_mcp,
+        ))
+        model = await _serve_model(stack, req, turn.turn_dir.model_socket, turn.actions, turn.scrubber, turn.model_id)
+        progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
+        run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress)
+        mcp: dict[str, Json] = {
+            "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
+            "calls": server.calls, "clients": server.client_infos,
+        }
+        divergence = None
+        if model is not None:
+            mcp["modelRequests"] = getattr(model, "requests", None)
+            divergence = getattr(model, "divergence", None)
+    return Played(run, server, mcp, divergence)
 
 
 async def _serve_model(
@@ -270,65 +178,27 @@ async def _serve_model(
     )
 
 
-def _harness_outcome(run: Drive, reader: StreamReader, profile: Profile, deadline: float) -> RuntimeOutcome:
-    if run.not_started is not None:
-        text = message(Code.HARNESS_NOT_STARTED, harness=profile.id)
-        return Fail(ProtocolError.of(Code.HARNESS_NOT_STARTED, text, retryable=False))
-    if run.engine_failed is not None:  # its exit went unseen: say no more than that
-        text = message(Code.HARNESS_EXITED_WITHOUT_OUTCOME, harness=profile.id, code="unknown")
-        return Fail(ProtocolError.of(Code.HARNESS_EXITED_WITHOUT_OUTCOME, text, retryable=True))
-    if run.deadline_hit:
-        text = message(Code.HARNESS_WIND_DOWN_TIMEOUT, harness=profile.id, deadline=f"{deadline:g}")
-        return Fail(ProtocolError.of(Code.HARNESS_WIND_DOWN_TIMEOUT, text, retryable=False))
-    return harness_outcome(reader, run.exit_code, profile.id)
+def _collect(turn: PreparedTurn, proc: CliProcess, settled: Settlement) -> dict[str, str]:
+    """Write the turn's artifacts and copy the CLI's own session transcript; the files, by role."""
+    req, profile = turn.req, turn.profile
+    files = _write_artifacts(req.out_dir, settled.record, settled.result, turn.script, turn.prompt,
+                             turn.instructions, turn.mcp_log, turn.scrubber)
+    home = turn.turn_dir.home_host
+    if profile.session_transcript and home is not None:
+        relative = str((home / profile.session_transcript).relative_to(turn.turn_dir.host))
+        if proc.collect(relative, req.out_dir / "session", turn.scrubber):
+            files["session"] = str(req.out_dir / "session")
+    if profile.model is not None:
+        files["modelExchanges"] = str(req.out_dir / "model-exchanges.jsonl")
+    return files
 
 
-def _infrastructure_error(
-    run: Drive, reader: StreamReader, sessions: int, profile: Profile, err_tail: Tail, scrubber: Scrubber
-) -> dict[str, Json] | None:
-    """A turn that never really ran (no container, no MCP) is the infrastructure's fault, not the CLI's."""
-    if run.not_started is not None:
-        return {"kind": "container_not_started", "detail": scrubber.text(run.not_started)}
-    if run.engine_failed is not None:
-        return {"kind": "engine_failed", "detail": scrubber.text(run.engine_failed), "stderrTail": err_tail.lines()}
-    failed = [s for s in reader.startup if not s.connected]
-    if failed:
-        words = "; ".join(f"{s.server}: {s.detail}" for s in failed)
-        return {"kind": "mcp_not_connected", "detail": f"the CLI reported its MCP server not connected ({words})",
-                "stderrTail": err_tail.lines()}
-    if profile.mcp_startup_required and not reader.startup:
-        return {"kind": "mcp_not_connected", "detail": "the CLI never reported its MCP servers at start-up",
-                "stderrTail": err_tail.lines()}
-    if profile.requires_mcp_session and sessions == 0:
-        return {"kind": "mcp_not_connected", "detail": "the CLI never opened an MCP session on the mounted socket",
-                "stderrTail": err_tail.lines()}
-    return None
-
-
-def _scrubbed(result: ExecutionResult, scrubber: Scrubber) -> ExecutionResult:
-    """The result with what the CLI or the model said scrubbed: a reason, an output or an error message
-    can carry a host secret into memory, and from there into result.json and the printed report."""
-    if not scrubber.active:
-        return result
-    error = result.error
-    if error is not None:
-        error = replace(error, message=scrubber.text(error.message)[:ERROR_MESSAGE_LIMIT],
-                        details=scrubber.value(error.details))
-    escalation = result.escalation
-    if escalation is not None:
-        escalation = replace(escalation, reason=scrubber.text(escalation.reason))
-    return replace(result, events=scrubber.value(result.events), metadata=scrubber.value(result.metadata),
-                   output=scrubber.value(result.output), error=error, escalation=escalation)
-
-
-def _stdin_for(profile: Profile, prompt: str, values: dict[str, str]) -> bytes | None:
-    feed = profile.prompt
-    if feed.via == "stdin-line":
-        line = string.Template(feed.stdin_template).substitute(values) if feed.stdin_template else prompt
-        return line.encode() + b"\n"
-    if feed.via == "stdin-file":
-        return prompt.encode()
-    return None
+async def _teardown(turn: PreparedTurn, proc: CliProcess | None) -> None:
+    """Remove the process (unless kept) and the turn dir, whatever happened before, even under cancellation."""
+    with anyio.CancelScope(shield=True):
+        if proc is not None and not turn.req.keep:
+            await anyio.to_thread.run_sync(proc.remove, limiter=THREADS)
+        turn.turn_dir.remove()
 
 
 def _write_artifacts(

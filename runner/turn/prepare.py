@@ -1,0 +1,182 @@
+"""Before anything starts: the turn's authority, its prompt, its turn dir and the spec of its process.
+
+:func:`prepare_turn` resolves the world and its envelope once, wraps the envelope in the latch,
+composes the prompt and instructions (annotating ``promptHash``), writes the turn dir, and renders
+the profile into the :class:`~runner.sandbox.container.ContainerSpec` and the transcript sinks. It
+starts no server and no process: :mod:`runner.turn.runtime` does that with what is prepared here.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import runner
+from runner.conformance.behaviours import Behaviour, actions_for
+from runner.conformance.cases import Case, Condition
+from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
+from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.latch import EscalationLatch
+from runner.core.scrub import Scrubber
+from runner.core.world import build_world
+from runner.harnesses.interpreters import get_interpreter
+from runner.harnesses.profile import Profile
+from runner.harnesses.stream import StreamReader, Tail
+from runner.mcp.server import Invoker
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec
+from runner.sandbox.images import ImageRecord
+from runner.turn.model_choice import ModelChoice
+from runner.turn.transcript import StreamSink
+from runner.turn.turndir import TurnDir, create_turn_dir, placeholder_values
+
+FAULT_ENV = "RUNNER_FAULT"
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    case: Case
+    profile: Profile
+    behaviour: Behaviour
+    image: ImageRecord
+    out_dir: Path
+    run_id: str
+    model: ModelChoice
+    deadline: float | None = None  # seconds; the profile's default when None
+    keep: bool = False
+    condition_id: str | None = None  # the row's condition; the case's first when None
+    model_fault: str | None = None  # --model-fault KIND[@STEP]: the scripted model fails on purpose
+
+    @property
+    def condition(self) -> Condition:
+        return self.case.condition_for(self.condition_id)
+
+
+@dataclass
+class Transcript:
+    """The CLI's two streams: files on disk, bounded tails, and stdout read through the interpreter."""
+
+    reader: StreamReader
+    tail: Tail
+    err_tail: Tail
+    stdout: StreamSink
+    stderr: StreamSink
+
+    def close(self) -> None:
+        self.stdout.close()
+        self.stderr.close()
+
+
+@dataclass
+class PreparedTurn:
+    req: TurnRequest
+    execution_id: str
+    deadline: float
+    scrubber: Scrubber
+    envelope: Envelope
+    latch: EscalationLatch
+    invoker: Invoker  # what the MCP server calls: the latch (the envelope only for a deliberately broken build)
+    instructions: str
+    prompt: str
+    actions: list[dict[str, Any]]
+    script: dict[str, Any]
+    model_id: str | None
+    turn_dir: TurnDir
+    spec: ContainerSpec
+    transcript: Transcript
+    mcp_log: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def profile(self) -> Profile:
+        return self.req.profile
+
+    def log_mcp(self, kind: str, data: dict[str, Any]) -> None:
+        self.mcp_log.append({"event": kind, **data})
+
+
+def prepare_turn(req: TurnRequest) -> PreparedTurn:
+    """Everything the turn needs before its servers and its process start; creates the turn dir."""
+    profile, case, condition = req.profile, req.case, req.condition
+    execution_id = f"{case.id}.{condition.id}.{profile.id}"
+    scrubber = Scrubber(os.environ, profile.credentials)
+    req.out_dir.mkdir(parents=True, exist_ok=True)
+
+    world = build_world(condition.world)
+    envelope = Envelope(
+        world, execution_id, RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__), clock=world.clock
+    )
+    latch = EscalationLatch(envelope, envelope.catalogue.names)
+    # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
+    # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").
+    invoker: Invoker = envelope if os.environ.get(FAULT_ENV) == "latch-disabled" else latch
+    instructions = instructions_for(world.grants)
+    prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
+    envelope.annotate("promptHash", prompt_hash(instructions, prompt))
+
+    actions = [
+        a.to_json()
+        for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
+    ]
+    script: dict[str, Any] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}
+    model_id = _model_id(profile, req.model)
+    values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
+    turn_dir = create_turn_dir(profile, script, values)
+    return PreparedTurn(
+        req=req, execution_id=execution_id,
+        deadline=req.deadline if req.deadline is not None else profile.default_deadline_seconds,
+        scrubber=scrubber, envelope=envelope, latch=latch, invoker=invoker, instructions=instructions,
+        prompt=prompt, actions=actions, script=script, model_id=model_id, turn_dir=turn_dir,
+        spec=_container_spec(req, execution_id, turn_dir, prompt, values),
+        transcript=_transcript(req, profile, scrubber),
+    )
+
+
+def _container_spec(
+    req: TurnRequest, execution_id: str, turn_dir: TurnDir, prompt: str, values: dict[str, str]
+) -> ContainerSpec:
+    profile = req.profile
+    env = {**profile.render_env(values), "HOME": turn_dir.home}
+    if profile.home == "turn":
+        env.update({"RUNNER_CD": turn_dir.workdir, "PWD": turn_dir.workdir})
+    if profile.model is not None:
+        env["RUNNER_MODEL_PORT"] = str(profile.model.port)
+    return ContainerSpec(
+        image_id=req.image.image_id,
+        argv=profile.render_argv(values),
+        env=env,
+        turn_dir=turn_dir.host,
+        labels={RUN_LABEL: req.run_id, CELL_LABEL: execution_id, "runner.harness": profile.id},
+        stdin=_stdin_for(profile, prompt, values),
+        keep_stdin_open=profile.prompt.keep_stdin_open,
+        workdir=turn_dir.workdir,
+    )
+
+
+def _transcript(req: TurnRequest, profile: Profile, scrubber: Scrubber) -> Transcript:
+    reader = StreamReader(get_interpreter(profile.interpreter))
+    tail, err_tail = Tail(), Tail(max_lines=20)
+    return Transcript(
+        reader, tail, err_tail,
+        stdout=StreamSink(req.out_dir / "stdout.log", scrubber, tail, reader),
+        stderr=StreamSink(req.out_dir / "stderr.log", scrubber, err_tail),
+    )
+
+
+def _model_id(profile: Profile, choice: ModelChoice) -> str | None:
+    if profile.model is None:
+        return None
+    if choice.mode == "live" and profile.model.live and profile.model.live.model:
+        return profile.model.live.model
+    return profile.model.scripted_model
+
+
+def _stdin_for(profile: Profile, prompt: str, values: dict[str, str]) -> bytes | None:
+    feed = profile.prompt
+    if feed.via == "stdin-line":
+        line = string.Template(feed.stdin_template).substitute(values) if feed.stdin_template else prompt
+        return line.encode() + b"\n"
+    if feed.via == "stdin-file":
+        return prompt.encode()
+    return None

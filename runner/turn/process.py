@@ -1,0 +1,77 @@
+"""The CLI's process as the turn sees it: a small interface, with the Docker container as the default.
+
+The turn never builds its process itself: it asks a :data:`ProcessFactory` for one, given the
+:class:`~runner.sandbox.container.ContainerSpec`, and drives it through :class:`CliProcess` only.
+:class:`DockerProcesses` makes the hardened container of :mod:`runner.sandbox.container`; a test
+hands in a fake and settles a turn without an engine (``tests/unit/test_turn_settlement.py``).
+
+Every method blocks, as docker-py does; the turn calls them from its own worker threads
+(:data:`runner.turn.drive.THREADS`), so the MCP server keeps answering meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from runner.core.scrub import Scrubber
+from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.turn.collect import copy_session_transcript
+
+if TYPE_CHECKING:
+    import docker
+
+OutputSink = Callable[[int, bytes], None]  # (stream: STDOUT or STDERR, chunk)
+
+
+class CliProcess(Protocol):
+    """One CLI for one turn: start it, stream its output, wait for it, signal it, collect, remove."""
+
+    @property
+    def id(self) -> str | None:
+        """What the engine calls it (the container id) once started; None before."""
+
+    def start(self) -> None:
+        """Start the CLI and hand over its stdin; :class:`~runner.sandbox.container.ContainerStartError`
+        when it could not be started (the turn then ends as an infrastructure error)."""
+
+    def close_stdin(self) -> None:
+        """End the CLI's input (the profile keeps it open until the first terminal frame)."""
+
+    def pump(self, on_output: OutputSink) -> None:
+        """Hand every stdout/stderr chunk to ``on_output`` until the output ends."""
+
+    def wait(self) -> int | None:
+        """Block until the CLI exits; its exit code (None when nobody can say). The turn bounds it with
+        the deadline. :class:`~runner.sandbox.engine.EngineError` when the engine keeps failing."""
+
+    def signal(self, name: str) -> None:
+        """Send ``name`` (``SIGTERM``, ``SIGKILL``) to the CLI's whole process group."""
+
+    def collect(self, relative: str, dest: Path, scrubber: Scrubber) -> list[str]:
+        """Copy what the CLI left at ``relative`` (a path in the turn dir) to ``dest``, scrubbed; the
+        files copied, relative to ``dest`` (none when it left nothing there)."""
+
+    def remove(self) -> None:
+        """Let go of the process and everything the engine holds for it. Must not raise."""
+
+
+ProcessFactory = Callable[[ContainerSpec], CliProcess]
+
+
+class DockerProcess(SandboxedProcess):
+    """The hardened container, which sees the turn dir through its bind mount."""
+
+    def collect(self, relative: str, dest: Path, scrubber: Scrubber) -> list[str]:
+        return copy_session_transcript(self.spec.turn_dir / relative, dest, scrubber)
+
+
+class DockerProcesses:
+    """The default factory: one :class:`DockerProcess` per turn on ``client``."""
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self.client = client
+
+    def __call__(self, spec: ContainerSpec) -> CliProcess:
+        return DockerProcess(self.client, spec)
