@@ -3,12 +3,17 @@ loads typer and the command modules, which import their work only when they run.
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 import runner
-from runner.cli import images, listing, matrix, turn
+from runner.cli.images import app as images_app
+from runner.cli.listing import cases, harnesses
+from runner.cli.matrix import matrix, report, repro, run
+from runner.cli.render import UNWRAPPED
+from runner.cli.turn import exec_, gc
 
 EPILOG = (
     "Exit codes: 0 done; 1 a verdict of no (the report's gate, a repro with another grade); 2 usage; "
@@ -16,19 +21,22 @@ EPILOG = (
     "output directory); 130 interrupted."
 )
 
+# help fits a terminal; written to a pipe or a file it is never folded (nor its command summaries cut short)
+HELP_WIDTH = {} if sys.stdout.isatty() else {"terminal_width": UNWRAPPED, "max_content_width": UNWRAPPED}
+
 app = typer.Typer(
     help="Run coding-agent CLIs in pinned containers against a SharedOS catalogue served over MCP.",
-    epilog=EPILOG, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+    epilog=EPILOG, no_args_is_help=True, add_completion=False, rich_markup_mode=None, context_settings=HELP_WIDTH,
 )
-app.command("exec")(turn.exec_)
-app.command("run")(matrix.run)
-app.command("report")(matrix.report)
-app.command("repro")(matrix.repro)
-app.command("matrix")(matrix.matrix)
-app.command("cases")(listing.cases)
-app.command("harnesses")(listing.harnesses)
-app.command("gc")(turn.gc)
-app.add_typer(images.app, name="images")
+app.command("exec")(exec_)
+app.command("run")(run)
+app.command("report")(report)
+app.command("repro")(repro)
+app.command("matrix")(matrix)
+app.command("cases")(cases)
+app.command("harnesses")(harnesses)
+app.command("gc")(gc)
+app.add_typer(images_app, name="images")
 
 
 @app.callback(invoke_without_command=True)

@@ -7,7 +7,15 @@ concatenation, so its order is the suite order the report, the row ids and every
 
 from __future__ import annotations
 
-from runner.conformance.cases import authority, bounds, broker, declared, endings, lifetime, rollback, stores, tools
+import runner.conformance.cases.authority as authority
+import runner.conformance.cases.bounds as bounds
+import runner.conformance.cases.broker as broker
+import runner.conformance.cases.declared as declared
+import runner.conformance.cases.endings as endings
+import runner.conformance.cases.lifetime as lifetime
+import runner.conformance.cases.rollback as rollback
+import runner.conformance.cases.stores as stores
+import runner.conformance.cases.tools as tools
 from runner.conformance.cases.model import Case, Row
 from runner.errors import UnknownName
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import runner.core.world.workspace as ws
 from runner.core.grants import Address, Requirement
 from runner.core.outcomes import Json
 from runner.core.tools import ArgumentError, Handler, Resolver, ToolDefinition
 from runner.core.vocabulary import ESCALATE_TOOL
-from runner.core.world import workspace as ws
 from runner.core.world.constants import BROKER_GRANTED_PATH, BROKER_TOOL
 
 SEGMENT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\.\.?$)[^/\\\x00]+$"}

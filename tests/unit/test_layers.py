@@ -1,0 +1,116 @@
+"""The layers of ``runner/`` point one way, read from the code's own imports (every import, including those inside
+functions and under ``TYPE_CHECKING``), and no module imports itself back through a chain of top-level imports.
+
+The rule (also in the README's layout section):
+
+    errors                          imports nothing of runner (every layer may raise its errors)
+    core                            errors                       the pure turn authority
+    conformance, mcp, model         core                         each on the core alone
+    sandbox                         errors                       the engine, images, the container
+    harnesses                       core, model                  profiles and what a CLI prints
+    turn                            everything above             one turn, tied together
+    matrix                          turn and everything above    cells, plans, results, reports
+    cli, bench                      matrix and everything above  the two top floors, apart from each other
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "runner"
+BELOW_TURN = {"errors", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "core": {"errors"},
+    "conformance": {"errors", "core"},
+    "mcp": {"errors", "core"},
+    "model": {"errors", "core"},
+    "sandbox": {"errors"},
+    "harnesses": {"errors", "core", "model"},
+    "turn": BELOW_TURN,
+    "matrix": BELOW_TURN | {"turn"},
+    "cli": BELOW_TURN | {"turn", "matrix"},
+    "bench": BELOW_TURN | {"turn", "matrix"},
+}
+STANDALONE = {"runner/harnesses/reference/client.py"}  # runs inside the container, on its own
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports(path: Path, top_level_only: bool = False) -> set[str]:
+    """The runner modules a file imports (``from runner.x import y`` counts ``runner.x.y`` when that is a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.split(".")[0] == "runner"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("runner"):
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_package_is_in_the_rule() -> None:
+    packages = {layer(m) for m in modules()} - {"__init__"}
+    assert packages == set(ALLOWED), "a new package needs its place in the layer rule (here and in the README)"
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_a_module_imports_only_from_the_layers_below_its_own(module: str) -> None:
+    path = modules()[module]
+    own = layer(module)
+    known = modules()
+    reached = {layer(m) for m in imports(path) if m in known or m.rsplit(".", 1)[0] in known}
+    if str(path.relative_to(PACKAGE.parent)) in STANDALONE:
+        assert not reached, f"{module} runs inside the container alone: it may import nothing of runner"
+        return
+    if own == "__init__":
+        return
+    wrong = reached - ALLOWED[own] - {own, "__init__"}
+    assert not wrong, f"{module} ({own}) imports from {sorted(wrong)}: the rule allows {sorted(ALLOWED[own])}"
+
+
+def test_no_module_imports_itself_back_through_top_level_imports() -> None:
+    known = modules()
+    graph = {m: {i for i in imports(p, top_level_only=True) if i in known and i != m} for m, p in known.items()}
+    seen: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        seen[module] = 1
+        for nxt in sorted(graph[module]):
+            if seen.get(nxt) == 1:
+                cycle = [*path[path.index(nxt):], nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in seen:
+                visit(nxt, [*path, nxt])
+        seen[module] = 2
+
+    for module in sorted(graph):
+        if module not in seen:
+            visit(module, [module])
+
+
+def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -> None:
+    """`runner --help` parses before it loads any of the work: importing the command tree pulls in none of it."""
+    heavy = ("docker", "mcp", "pydantic", "jsonschema", "anyio", "runner.conformance.cases", "runner.sandbox")
+    code = f"import sys, runner.cli; print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == [], f"importing runner.cli loads {loaded}"
