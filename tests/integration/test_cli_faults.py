@@ -95,7 +95,8 @@ def test_an_unwritable_or_full_output_directory_stops_before_any_container_start
         assert not any((tiny / "cell").glob("*.json")), "nothing half-written"
     finally:
         subprocess.run(["umount", str(tiny)], check=False)
-    assert {c.id for c in engine.containers.list(all=True)} == before
+    # no container was started (comparing the whole list would also see other users of the engine remove theirs)
+    assert not {c.id for c in engine.containers.list(all=True)} - before
 
 
 def test_profile_values_reach_the_cli_verbatim_and_no_shell_interprets_them(
