@@ -41,6 +41,7 @@ _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 class _Base:
     image_id: str
     identity: str  # what the recipe hash of an image built on it covers
+    ref: str = ""  # a name that `docker save` keeps with the image (its tag), when it has one
 
 
 def _find_base(client: docker.DockerClient, recipe_hash: str) -> Image | None:
@@ -104,11 +105,11 @@ def _ensure_base(client: docker.DockerClient, say: Progress, root: Path, name: s
     ref = _pinned_ref(name)
     if ref:
         try:
-            return _Base(_id(call_with_retry(client.images.get, ref)), ref)
+            return _Base(_id(call_with_retry(client.images.get, ref)), ref, ref)
         except docker.errors.ImageNotFound:
             say(f"[{name}] pulling {ref}")
             try:
-                return _Base(_id(call_with_retry(client.images.pull, ref)), ref)
+                return _Base(_id(call_with_retry(client.images.pull, ref)), ref, ref)
             except docker.errors.APIError as exc:
                 env = base_image_env(name)
                 raise ImageMissing(f"{env}={ref} is not in the engine and cannot be pulled: {exc}") from exc
@@ -118,7 +119,9 @@ def _ensure_base(client: docker.DockerClient, say: Progress, root: Path, name: s
     if found is None:
         with _exclusive(f"base-{name}"):  # another process may be bootstrapping the same recipe
             found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say, name)
-    return _Base(_id(found), "sha256:" + found.labels.get("runner.base.sha256", ""))
+    tag = f"{recipe.get('repository', f'runner/{name}')}:{rhash[:12]}"
+    ref = tag if tag in found.tags else next(iter(found.tags), _id(found))
+    return _Base(_id(found), "sha256:" + found.labels.get("runner.base.sha256", ""), ref)
 
 
 def _import_base(

@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,12 +20,12 @@ import requests
 from docker.models.images import Image
 
 from runner.sandbox import timings
-from runner.sandbox.engine import ImageBuildError, ImageUnavailable, call_with_retry
+from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
 from runner.sandbox.images.bases import _Base, _ensure_base
 from runner.sandbox.images.common import Progress, _exclusive, _id, _stderr, cache_dir, repo_root
-from runner.sandbox.images.context import PlanEntry, _context_plan, _materialise, _recipe_hash
+from runner.sandbox.images.context import PlanEntry, _context_plan, _layer_identity, _materialise, _recipe_hash
 from runner.sandbox.images.lock import ImageRecord, read_lock, write_lock
-from runner.sandbox.images.recipes import HarnessRecipe, load_harness_recipe
+from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
 from runner.sandbox.images.staging import _stage_npm, _stage_wheels
 
 _VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
@@ -38,8 +39,50 @@ def _find_built(client: docker.DockerClient, harness: str, recipe_hash: str, tag
     return max(found, key=lambda i: str(i.attrs.get("Created", "")), default=None)
 
 
+@dataclass(frozen=True)
+class _Found:
+    image: Image
+    base: _Base
+    rhash: str
+    tag: str
+    built: bool
+
+
+def _ensure_from(client: docker.DockerClient, say: Progress, root: Path, name: str) -> _Base:
+    """The base ``name`` stands for: an mmdebstrap base (or its pinned registry image), or a layer built from a
+    Dockerfile (``"kind": "base"``, like ``images/base-cli``) on its own base, whose identity is its recipe hash."""
+    if not is_layer_dir(root / "images" / name):
+        return _ensure_base(client, say, root, name)
+    found = _ensure_built(client, load_harness_recipe(name, root), root, say)
+    return _Base(_id(found.image), _layer_identity(name, found.rhash), found.tag)
+
+
+def _ensure_built(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, say: Progress) -> _Found:
+    """Stage, plan and hash ``recipe`` on its (ensured) base; build it offline unless an image already carries
+    that recipe hash and tag."""
+    name = recipe.harness
+    base = _ensure_from(client, say, root, recipe.base)
+    started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
+    wheels = _stage_wheels(recipe, say) if recipe.wheels else None
+    npm = _stage_npm(recipe, say) if recipe.npm else None
+    plan = _context_plan(recipe, root, wheels, npm)
+    rhash = _recipe_hash(plan, base.identity, recipe.build_args)
+    tag = f"runner/{name}:{rhash[:12]}"
+    image = _find_built(client, name, rhash, tag)
+    if image is not None:
+        return _Found(image, base, rhash, tag, built=False)
+    with _exclusive(f"image-{name}"):
+        image = _find_built(client, name, rhash, tag)  # another process may have built it meanwhile
+        if image is not None:
+            return _Found(image, base, rhash, tag, built=False)
+        image = call_with_retry(client.images.get, _build(client, recipe, plan, base, rhash, tag, say))
+    timings.record(cache_dir(), f"image.{name}", time.monotonic() - started, recipe=rhash)
+    return _Found(image, base, rhash, tag, built=True)
+
+
 def ensure_image(client: docker.DockerClient, harness: str, progress: Progress | None = None) -> ImageRecord:
-    """Return the pinned image for ``harness``, building it offline only when its recipe hash is new.
+    """Return the pinned image for ``harness``, building it (and any layer it stands on) offline only when its
+    recipe hash is new.
 
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """
@@ -48,37 +91,25 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
-    base = _ensure_base(client, say, root, recipe.base)
-    started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
-    wheels = _stage_wheels(recipe, say) if recipe.wheels else None
-    npm = _stage_npm(recipe, say) if recipe.npm else None
-    plan = _context_plan(recipe, root, wheels, npm)
-    rhash = _recipe_hash(plan, base.identity, recipe.build_args)
-    tag = f"runner/{harness}:{rhash[:12]}"
-    image, built = _find_built(client, harness, rhash, tag), False
-    if image is not None:
+    if recipe.kind != "harness":
+        raise ImageMissing(f'images/{harness} is a base layer ("kind": "base"), not a harness image')
+    found = _ensure_built(client, recipe, root, say)
+    image, rhash = found.image, found.rhash
+    if not found.built:
         locked = read_lock(root).get(harness)
         if locked and locked.image_id == image.id and locked.recipe_hash == rhash:
             return locked
-    else:
-        with _exclusive(f"image-{harness}"):
-            image = _find_built(client, harness, rhash, tag)  # another process may have built it meanwhile
-            if image is None:
-                image = call_with_retry(client.images.get, _build(client, recipe, plan, base, rhash, tag, say))
-                built = True
     image_id = _id(image)
     output = _version_output(client, image_id, recipe.version_command) if recipe.version_command else None
-    if built:
-        timings.record(cache_dir(), f"image.{harness}", time.monotonic() - started, recipe=rhash)
-    found = _VERSION.search(output or "")
+    version = _VERSION.search(output or "")
     record = ImageRecord(
         harness=harness,
         image_id=image_id,
-        tag=tag,
+        tag=found.tag,
         recipe_hash=rhash,
-        base=base.identity,
+        base=found.base.identity,
         cli_package=recipe.cli_package,
-        cli_version=found.group(0) if found else None,
+        cli_version=version.group(0) if version else None,
         version_output=output,
         built_at=str(image.attrs.get("Created", datetime.now(UTC).isoformat())),
     )

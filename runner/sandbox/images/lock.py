@@ -15,8 +15,8 @@ import docker.errors
 from runner.sandbox.engine import EngineError, ImageMissing, ImageUnavailable, call_with_retry
 from runner.sandbox.images.bases import _find_base, _pinned_ref, base_recipe_hash
 from runner.sandbox.images.common import _sha256_file, cache_dir, lock_path, repo_root
-from runner.sandbox.images.context import _context_plan, _recipe_hash
-from runner.sandbox.images.recipes import load_harness_recipe
+from runner.sandbox.images.context import _context_plan, _layer_identity, _recipe_hash
+from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
 from runner.sandbox.images.staging import _npm_digest, _npm_dir, _Tree, _wheel_dir
 
 LOCK_VERSION = 1
@@ -64,25 +64,33 @@ def current_recipe_hash(client: docker.DockerClient, harness: str, root: Path | 
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
-    ref = _pinned_ref(recipe.base)
-    if ref:
-        identity = ref
-    else:
-        bhash = base_recipe_hash(root, recipe.base)
-        found = _find_base(client, bhash)
-        tar = cache_dir() / "base" / f"{bhash}.tar"
-        if found is not None:
-            identity = "sha256:" + found.labels.get("runner.base.sha256", "")
-        elif tar.exists():
-            identity = "sha256:" + _sha256_file(tar)
-        else:
-            raise ImageMissing(f"the base image {recipe.base!r} for recipe {bhash[:12]} is not built")
+    return _hash_now(client, recipe, root)
+
+
+def _hash_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path) -> str:
+    identity = _base_identity_now(client, recipe.base, root)
     wheels = _wheel_dir(recipe)
     stage = _npm_dir(recipe)
     digest = _npm_digest(stage)
     npm = _Tree(stage / "npm-global", digest) if digest else None
     plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm)
     return _recipe_hash(plan, identity, recipe.build_args)
+
+
+def _base_identity_now(client: docker.DockerClient, name: str, root: Path) -> str:
+    if is_layer_dir(root / "images" / name):  # a layer built from a Dockerfile: its own recipe hash, recursively
+        return _layer_identity(name, _hash_now(client, load_harness_recipe(name, root), root))
+    ref = _pinned_ref(name)
+    if ref:
+        return ref
+    bhash = base_recipe_hash(root, name)
+    found = _find_base(client, bhash)
+    tar = cache_dir() / "base" / f"{bhash}.tar"
+    if found is not None:
+        return "sha256:" + found.labels.get("runner.base.sha256", "")
+    if tar.exists():
+        return "sha256:" + _sha256_file(tar)
+    raise ImageMissing(f"the base image {name!r} for recipe {bhash[:12]} is not built")
 
 
 def verify_lock(client: docker.DockerClient, root: Path | None = None) -> list[str]:
