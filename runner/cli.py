@@ -550,6 +550,67 @@ def images_verify() -> None:
     out.print("images/lock.json matches the engine")
 
 
+@images_app.command("cache-key")
+def images_cache_key(
+    harness: Annotated[str, typer.Option(help="The harness whose image the key names.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Print a cache key for the harness's saved image, from its declared inputs only (no engine, no staging)."""
+    from runner.sandbox.images import cache_key, cache_key_inputs
+
+    try:
+        key = cache_key(harness)
+        inputs = cache_key_inputs(harness) if as_json else None
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error), as_json)
+    print(json.dumps({"harness": harness, "key": key, "inputs": inputs}, indent=1) if as_json else key)
+
+
+@images_app.command("save")
+def images_save(
+    harness: Annotated[list[str], typer.Option(help="Save this harness's image and its bases (repeatable).")],
+    to: Annotated[Path | None, typer.Option(help="The archive (one --harness only; default "
+                                                 "$RUNNER_CACHE_DIR/saved/<harness>.tar).")] = None,
+) -> None:
+    """docker save the harness images and every base they stand on, for a CI cache (building them if needed)."""
+    from runner.sandbox.images import save_images
+
+    if to is not None and len(harness) != 1:
+        fail(Exit.USAGE, "--to takes exactly one --harness")
+    try:
+        client = connect()
+        for name in harness:
+            saved = save_images(client, name, to, progress=lambda m: err.print(f"[dim]…[/] {m}", highlight=False))
+            out.print(f"{name}: saved {' '.join(saved.refs)} to {saved.path} "
+                      f"({saved.bytes / 1e6:.0f} MB, {saved.seconds:.1f}s)", highlight=False)
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error))
+
+
+@images_app.command("load")
+def images_load(
+    harness: Annotated[list[str], typer.Option(help="Load this harness's saved archive (repeatable).")],
+    from_: Annotated[Path | None, typer.Option("--from", help="The archive (one --harness only).")] = None,
+) -> None:
+    """docker load saved archives; a missing or corrupt one only says so (the next build then builds)."""
+    from runner.sandbox.images import load_images
+
+    if from_ is not None and len(harness) != 1:
+        fail(Exit.USAGE, "--from takes exactly one --harness")
+    try:
+        client = connect()
+        for name in harness:
+            result = load_images(client, name, from_)
+            if result.status == "loaded":
+                out.print(f"{name}: {result.message} in {result.seconds:.1f}s", highlight=False)
+            elif result.status == "absent":
+                out.print(f"{name}: no saved image ({result.path})", highlight=False)
+            else:
+                err.print(f"[yellow]warning:[/] {name}: ignoring a corrupt archive: {result.message}", highlight=False)
+    except EngineError as error:
+        fail(Exit.INFRASTRUCTURE, str(error))
+
+
 @app.callback(invoke_without_command=True)
 def main(
     version: Annotated[bool, typer.Option("--version", help="Print the runner version and exit.")] = False,
