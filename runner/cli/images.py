@@ -1,14 +1,16 @@
-"""``runner images build|list|verify``: the pinned images, built offline (no registry), and their lock."""
+"""``runner images build|list|verify|cache-key|save|load``: the pinned images, built offline (no registry),
+their lock, and the archive CI caches them in."""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from runner.cli.render import err, escape, out, reported, say
+from runner.cli.render import err, escape, fail, out, reported, say, warn
 from runner.cli.turn import connect_engine
 from runner.errors import Exit
 
@@ -68,3 +70,61 @@ def images_verify() -> None:
     if problems:
         raise typer.Exit(int(Exit.VERDICT))
     out().print("images/lock.json matches the engine")
+
+
+@app.command("cache-key")
+def images_cache_key(
+    harness: Annotated[str, typer.Option(help="The image whose key to print (an images/ directory, e.g. codex).")],
+    as_json: Annotated[bool, typer.Option("--json", help="The key and every input it covers.")] = False,
+) -> None:
+    """Print a cache key for the image's saved archive, from its declared inputs only (no engine, no staging).
+
+    Stable across machines and checkouts; CI caches `runner images save` under it.
+    """
+    from runner.sandbox.images import cache_key, cache_key_inputs
+
+    with reported(as_json):
+        key = cache_key(harness)
+        inputs = cache_key_inputs(harness) if as_json else None
+    print(json.dumps({"harness": harness, "key": key, "inputs": inputs}, indent=1) if as_json else key)
+
+
+@app.command("save")
+def images_save(
+    harness: Annotated[list[str], typer.Option(help="Save this image and its bases (repeatable).")],
+    to: Annotated[Path | None, typer.Option(help="The archive (one --harness only; default "
+                                                 "$RUNNER_CACHE_DIR/saved/<harness>.tar).")] = None,
+) -> None:
+    """docker save the images and every base they stand on, for a CI cache (building them first if needed)."""
+    from runner.sandbox.images import save_images
+
+    if to is not None and len(harness) != 1:
+        fail(Exit.USAGE, "--to takes exactly one --harness")
+    client = connect_engine()
+    with reported():
+        for name in harness:
+            saved = save_images(client, name, to, progress=say)
+            out().print(f"{name}: saved {' '.join(saved.refs)} to {saved.path} "
+                        f"({saved.bytes / 1e6:.0f} MB, {saved.seconds:.1f}s)", markup=False, highlight=False)
+
+
+@app.command("load")
+def images_load(
+    harness: Annotated[list[str], typer.Option(help="Load this image's saved archive (repeatable).")],
+    from_: Annotated[Path | None, typer.Option("--from", help="The archive (one --harness only).")] = None,
+) -> None:
+    """docker load saved archives; a missing or corrupt one only says so (the next build then builds)."""
+    from runner.sandbox.images import load_images
+
+    if from_ is not None and len(harness) != 1:
+        fail(Exit.USAGE, "--from takes exactly one --harness")
+    client = connect_engine()
+    with reported():
+        for name in harness:
+            result = load_images(client, name, from_)
+            if result.status == "loaded":
+                out().print(f"{name}: {result.message} in {result.seconds:.1f}s", markup=False, highlight=False)
+            elif result.status == "absent":
+                out().print(f"{name}: no saved image ({result.path})", markup=False, highlight=False)
+            else:
+                warn(f"{name}: ignoring a corrupt archive: {result.message}")

@@ -1,0 +1,72 @@
+"""Pinned images: the offline bases and one image per harness, recorded in ``images/lock.json``.
+
+* :mod:`.bases`: the mmdebstrap bases (bootstrap, import, or a registry base pinned by digest).
+* :mod:`.recipes`: what ``images/<harness>/recipe.json`` declares, and which harnesses can be built here.
+* :mod:`.staging`: wheels and npm packages staged on the host once per package list.
+* :mod:`.context`: the build context plan and the recipe hash over it.
+* :mod:`.build`: :func:`ensure_image`, the offline build and the version command.
+* :mod:`.lock`: ``images/lock.json`` (read, write, verify against the engine and the recipes).
+* :mod:`.archive`: the CI cache of built images (a key from the declared inputs, ``docker save`` and ``load``).
+
+Everything a caller needs is importable from here (``from runner.sandbox.images import ensure_image``).
+"""
+
+from runner.sandbox.images.archive import (
+    ArchiveError,
+    LoadResult,
+    SavedArchive,
+    archive_path,
+    cache_key,
+    cache_key_inputs,
+    load_images,
+    save_images,
+)
+from runner.sandbox.images.bases import BASE_IMAGE_ENV, base_image_env, base_recipe_hash, ensure_base
+from runner.sandbox.images.build import ensure_image
+from runner.sandbox.images.common import CERTS_DIR, DEFAULT_BASE, Progress, cache_dir, lock_path, repo_root
+from runner.sandbox.images.lock import (
+    LOCK_VERSION,
+    ImageRecord,
+    current_recipe_hash,
+    read_lock,
+    verify_lock,
+    write_lock,
+)
+from runner.sandbox.images.recipes import (
+    HarnessRecipe,
+    buildable_harnesses,
+    load_harness_recipe,
+    unavailable_images,
+)
+
+__all__ = [
+    "BASE_IMAGE_ENV",
+    "CERTS_DIR",
+    "DEFAULT_BASE",
+    "LOCK_VERSION",
+    "ArchiveError",
+    "HarnessRecipe",
+    "ImageRecord",
+    "LoadResult",
+    "Progress",
+    "SavedArchive",
+    "archive_path",
+    "base_image_env",
+    "base_recipe_hash",
+    "buildable_harnesses",
+    "cache_dir",
+    "cache_key",
+    "cache_key_inputs",
+    "current_recipe_hash",
+    "ensure_base",
+    "ensure_image",
+    "load_harness_recipe",
+    "load_images",
+    "lock_path",
+    "read_lock",
+    "repo_root",
+    "save_images",
+    "unavailable_images",
+    "verify_lock",
+    "write_lock",
+]

@@ -1,0 +1,185 @@
+"""The offline bases: ``images/<base>/recipe.json`` (a directory with a recipe that has a ``suite`` and no
+Dockerfile: ``base`` is bookworm with python3, ``base-node`` is trixie with nodejs) drives mmdebstrap; the tarball
+is cached as ``$RUNNER_CACHE_DIR/base/<recipe-hash>.tar`` and imported with labels ``runner.base.recipe`` and
+``runner.base.sha256``. ``RUNNER_BASE_IMAGE=name@sha256:…`` (``RUNNER_BASE_NODE_IMAGE`` for ``base-node``, see
+:func:`base_image_env`) replaces one with a registry image pinned by digest."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+from docker.models.images import Image
+
+from runner.sandbox import timings
+from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageReferenceError, call_with_retry
+from runner.sandbox.images.common import (
+    DEFAULT_BASE,
+    Progress,
+    _exclusive,
+    _hash_json,
+    _id,
+    _load_json,
+    _sha256_file,
+    _stderr,
+    cache_dir,
+    repo_root,
+)
+
+BASE_IMAGE_ENV = "RUNNER_BASE_IMAGE"
+_DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class _Base:
+    image_id: str
+    identity: str  # what the recipe hash of an image built on it covers
+    ref: str = ""  # a name that `docker save` keeps with the image (its tag), when it has one
+
+
+def _find_base(client: docker.DockerClient, recipe_hash: str) -> Image | None:
+    """The imported base for ``recipe_hash``: one layer, equal to the tarball (derived images inherit the labels)."""
+    found = call_with_retry(client.images.list, filters={"label": f"runner.base.recipe={recipe_hash}"})
+    bases = [
+        i
+        for i in found
+        if i.attrs.get("RootFS", {}).get("Layers") == ["sha256:" + i.labels.get("runner.base.sha256", "")]
+    ]
+    return max(bases, key=lambda i: str(i.attrs.get("Created", "")), default=None)
+
+
+def base_image_env(name: str = DEFAULT_BASE) -> str:
+    """The variable that replaces base ``name`` with a registry image pinned by digest.
+
+    ``base`` -> ``RUNNER_BASE_IMAGE``, ``base-node`` -> ``RUNNER_BASE_NODE_IMAGE``.
+    """
+    return "RUNNER_" + re.sub(r"[^0-9A-Za-z]+", "_", name).upper() + "_IMAGE"
+
+
+def _is_base_dir(directory: Path) -> bool:
+    return (directory / "recipe.json").is_file() and not (directory / "Dockerfile").exists()
+
+
+def _base_recipe(root: Path, name: str) -> dict[str, Any]:
+    directory = root / "images" / name
+    if not _is_base_dir(directory):
+        raise ImageMissing(
+            f"no base recipe {name!r}: {directory}/recipe.json is missing (or the directory holds a Dockerfile, "
+            f"which makes it a harness image, not a base)"
+        )
+    recipe = _load_json(directory / "recipe.json")
+    missing = [k for k in ("suite", "variant", "include", "source_date_epoch") if k not in recipe]
+    if missing:
+        raise ImageBuildError(f"base recipe {directory}/recipe.json lacks {', '.join(missing)}")
+    return recipe
+
+
+def base_recipe_hash(root: Path | None = None, name: str = DEFAULT_BASE) -> str:
+    return _hash_json(_base_recipe(root or repo_root(), name))
+
+
+def ensure_base(client: docker.DockerClient, progress: Progress | None = None, name: str = DEFAULT_BASE) -> str:
+    """Return the id of base ``name``, importing the cached tarball or bootstrapping it first if needed."""
+    return _ensure_base(client, progress or _stderr, repo_root(), name).image_id
+
+
+def _pinned_ref(name: str = DEFAULT_BASE) -> str | None:
+    env = base_image_env(name)
+    ref = os.environ.get(env, "").strip()
+    if ref and not _DIGEST_REF.match(ref):
+        raise ImageReferenceError(
+            f"{env}={ref!r} is not pinned by digest; give name@sha256:<64 hex digits> "
+            f"or unset it to use the offline base"
+        )
+    return ref or None
+
+
+def _ensure_base(client: docker.DockerClient, say: Progress, root: Path, name: str = DEFAULT_BASE) -> _Base:
+    ref = _pinned_ref(name)
+    if ref:
+        try:
+            return _Base(_id(call_with_retry(client.images.get, ref)), ref, ref)
+        except docker.errors.ImageNotFound:
+            say(f"[{name}] pulling {ref}")
+            try:
+                return _Base(_id(call_with_retry(client.images.pull, ref)), ref, ref)
+            except docker.errors.APIError as exc:
+                env = base_image_env(name)
+                raise ImageMissing(f"{env}={ref} is not in the engine and cannot be pulled: {exc}") from exc
+    recipe = _base_recipe(root, name)
+    rhash = _hash_json(recipe)
+    found = _find_base(client, rhash)
+    if found is None:
+        with _exclusive(f"base-{name}"):  # another process may be bootstrapping the same recipe
+            found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say, name)
+    tag = f"{recipe.get('repository', f'runner/{name}')}:{rhash[:12]}"
+    ref = tag if tag in found.tags else next(iter(found.tags), _id(found))
+    return _Base(_id(found), "sha256:" + found.labels.get("runner.base.sha256", ""), ref)
+
+
+def _import_base(
+    client: docker.DockerClient, recipe: dict[str, Any], rhash: str, say: Progress, name: str = DEFAULT_BASE
+) -> Image:
+    tar = cache_dir() / "base" / f"{rhash}.tar"
+    started = time.monotonic()
+    bootstrapped = not tar.exists()
+    if bootstrapped:
+        _bootstrap(recipe, tar, say, name)
+    digest = _sha256_file(tar)
+    say(f"[{name}] importing {tar} ({tar.stat().st_size / 1e6:.0f} MB)")
+    changes = [*recipe.get("changes", []), f"LABEL runner.base.recipe={rhash}", f"LABEL runner.base.sha256={digest}"]
+    repository = str(recipe.get("repository", f"runner/{name}"))
+    call_with_retry(client.api.import_image_from_file, str(tar), repository=repository, tag=rhash[:12], changes=changes)
+    found = _find_base(client, rhash)
+    if found is None:
+        raise ImageMissing(f"imported {tar} but no image carries runner.base.recipe={rhash}")
+    timings.record(cache_dir(), f"base.{name}", time.monotonic() - started, recipe=rhash, bootstrapped=bootstrapped)
+    return found
+
+
+def _mmdebstrap_argv(recipe: dict[str, Any], out: Path) -> list[str]:
+    argv = ["mmdebstrap", f"--variant={recipe['variant']}", "--format=tar"]
+    if recipe.get("architecture"):
+        argv.append(f"--architectures={recipe['architecture']}")
+    argv += [f"--hook-dir={d}" for d in recipe.get("hook_dirs", [])]
+    argv.append("--include=" + ",".join(recipe["include"]))
+    argv += [f"--dpkgopt={o}" for o in recipe.get("dpkgopts", [])]
+    return [*argv, recipe["suite"], str(out), *recipe.get("sources", [])]
+
+
+def _bootstrap(recipe: dict[str, Any], tar: Path, say: Progress, name: str = DEFAULT_BASE) -> None:
+    tar.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tar.with_name(f".{tar.stem}.{os.getpid()}.tar")  # mmdebstrap picks the format from ".tar"
+    log = tar.with_suffix(".log")
+    argv = _mmdebstrap_argv(recipe, tmp)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(recipe["source_date_epoch"])}
+    say(f"[{name}] bootstrapping {recipe['suite']} with mmdebstrap (30-60 s; log {log})")
+    tail: list[str] = []
+    try:
+        with (
+            log.open("w") as logf,
+            subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, env=env
+            ) as proc,
+        ):
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                logf.write(line)
+                tail = [*tail[-19:], line.rstrip()]
+                if line[:2] in ("I:", "W:", "E:"):  # mmdebstrap's own progress; dpkg chatter goes to the log only
+                    say(f"[{name}] " + line.rstrip())
+    except FileNotFoundError as exc:
+        raise ImageBuildError(
+            "mmdebstrap is not installed; run scripts/ensure-docker.sh or apt-get install mmdebstrap"
+        ) from exc
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise ImageBuildError(f"mmdebstrap failed (exit {proc.returncode}); log {log}:\n" + "\n".join(tail))
+    os.replace(tmp, tar)

@@ -1,0 +1,94 @@
+"""What every part of the image code shares: the repository and cache paths, the cross-process lock of a cold
+step, and small hashing and JSON helpers (the recipe hashes are ``sha256`` of canonical JSON)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from docker.models.images import Image
+
+from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing
+
+Progress = Callable[[str], None]
+
+DEFAULT_BASE = "base"
+CERTS_DIR = Path("/usr/local/share/ca-certificates")
+
+
+# --------------------------------------------------------------------------------------------- paths
+
+
+def repo_root() -> Path:
+    """The directory holding ``images/`` and ``harness_profiles/`` ($RUNNER_REPO_ROOT overrides)."""
+    override = os.environ.get("RUNNER_REPO_ROOT")
+    if override:
+        return Path(override).resolve()
+    for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
+        for d in (start, *start.parents):
+            if (d / "images").is_dir() and (d / "harness_profiles").is_dir():
+                return d
+    raise EngineError("cannot find the runner repository (a directory with images/ and harness_profiles/)")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RUNNER_CACHE_DIR") or Path.home() / ".cache" / "runner")
+
+
+def lock_path(root: Path | None = None) -> Path:
+    return (root or repo_root()) / "images" / "lock.json"
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _exclusive(name: str) -> Iterator[None]:
+    """Serialise a cold step (bootstrap, download, build, lock update) across processes; warm paths skip it."""
+    path = cache_dir() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _hash_json(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ImageBuildError(f"cannot read recipe {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ImageBuildError(f"recipe {path} is not a JSON object")
+    return data
+
+
+def _id(image: Image) -> str:
+    if not image.id:
+        raise ImageMissing(f"the engine returned an image without an id: {image!r}")
+    return image.id

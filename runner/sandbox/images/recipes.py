@@ -1,0 +1,84 @@
+"""Harness image recipes: ``images/<harness>/`` holds a ``Dockerfile`` and a ``recipe.json`` naming its base and
+the inputs staged on the host (wheels, npm packages, repo files). A recipe with ``"kind": "base"``
+(``images/base-cli``) is a shared layer, built the same way, that other recipes name as their ``base``. A recipe
+with ``"unavailable": "<reason>"`` is skipped by :func:`buildable_harnesses` and listed by
+:func:`unavailable_images`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.sandbox.engine import ImageBuildError, ImageMissing
+from runner.sandbox.images.common import DEFAULT_BASE, _load_json, repo_root
+
+
+@dataclass(frozen=True)
+class HarnessRecipe:
+    harness: str
+    directory: Path
+    wheels: tuple[str, ...]
+    wheel_python: str
+    wheel_platforms: tuple[str, ...]
+    npm: tuple[str, ...]
+    files: tuple[str, ...]
+    build_args: dict[str, str]
+    version_command: tuple[str, ...]
+    cli_package: str | None
+    base: str = DEFAULT_BASE
+    unavailable: str | None = None
+    kind: str = "harness"  # "base": a shared layer other recipes build on (images/base-cli), not a harness
+
+
+def is_layer_dir(directory: Path) -> bool:
+    """A base built from a Dockerfile (``"kind": "base"`` in its recipe), like ``images/base-cli``."""
+    return _is_harness_dir(directory) and _load_json(directory / "recipe.json").get("kind") == "base"
+
+
+def _is_harness_dir(directory: Path) -> bool:
+    return (directory / "Dockerfile").is_file() and (directory / "recipe.json").is_file()
+
+
+def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe:
+    directory = (root or repo_root()) / "images" / harness
+    if not (directory / "Dockerfile").is_file():
+        raise ImageMissing(f"no image recipe for harness {harness!r}: {directory}/Dockerfile is missing")
+    data = _load_json(directory / "recipe.json")
+    unavailable = data.get("unavailable")
+    if data.get("kind", "harness") not in ("harness", "base"):
+        raise ImageBuildError(f'{directory}/recipe.json: \'kind\' must be "harness" (the default) or "base"')
+    if unavailable is not None and not (isinstance(unavailable, str) and unavailable.strip()):
+        raise ImageBuildError(f"{directory}/recipe.json: 'unavailable' must be a non-empty reason string")
+    return HarnessRecipe(
+        harness=harness,
+        directory=directory,
+        wheels=tuple(data.get("wheels", [])),
+        wheel_python=str(data.get("wheel_python", "3.11")),
+        wheel_platforms=tuple(data.get("wheel_platforms", ["manylinux_2_17_x86_64", "manylinux2014_x86_64"])),
+        npm=tuple(str(p) for p in data.get("npm", [])),
+        files=tuple(data.get("files", [])),
+        build_args={str(k): str(v) for k, v in data.get("build_args", {}).items()},
+        version_command=tuple(data.get("version_command", [])),
+        cli_package=data.get("cli_package"),
+        base=str(data.get("base", DEFAULT_BASE)),
+        unavailable=unavailable.strip() if unavailable else None,
+        kind=str(data.get("kind", "harness")),
+    )
+
+
+def _harness_dirs(root: Path | None) -> list[Path]:
+    images = (root or repo_root()) / "images"
+    dirs = (p.parent for p in images.glob("*/recipe.json") if _is_harness_dir(p.parent))
+    return sorted(d for d in dirs if not is_layer_dir(d))
+
+
+def buildable_harnesses(root: Path | None = None) -> list[str]:
+    """Every harness image under ``images/`` (a directory with a Dockerfile and a recipe.json) that can be built
+    here: bases (no Dockerfile, or ``"kind": "base"``) and recipes marked ``unavailable`` are left out."""
+    return [d.name for d in _harness_dirs(root) if not _load_json(d / "recipe.json").get("unavailable")]
+
+
+def unavailable_images(root: Path | None = None) -> dict[str, str]:
+    """Harness images whose recipe says they cannot be built here: {harness: reason}."""
+    reasons = {d.name: _load_json(d / "recipe.json").get("unavailable") for d in _harness_dirs(root)}
+    return {name: str(reason) for name, reason in reasons.items() if reason}

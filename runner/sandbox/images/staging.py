@@ -1,0 +1,178 @@
+"""Inputs staged on the host once and reused: wheels downloaded with pip for the image's Python ABI
+(``$RUNNER_CACHE_DIR/wheels/<key>``) and npm packages installed with ``npm install --global --prefix
+<stage>/npm-global`` once per package list (``$RUNNER_CACHE_DIR/npm/<key>``). A stage's digest (every installed
+package's path, name and version, plus the symlinks) is computed once and kept in ``<stage>/.complete``, so the warm
+path reads one small file instead of hashing hundreds of megabytes. The context gets the tree as ``npm-global/``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.sandbox.engine import ImageBuildError
+from runner.sandbox.images.common import Progress, _exclusive, _hash_json, _sha256_file, cache_dir
+from runner.sandbox.images.recipes import HarnessRecipe
+
+_NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _wheel_dir(recipe: HarnessRecipe) -> Path:
+    key = _hash_json([list(recipe.wheels), recipe.wheel_python, list(recipe.wheel_platforms)])
+    return cache_dir() / "wheels" / key[:24]
+
+
+def _stage_wheels(recipe: HarnessRecipe, say: Progress) -> Path:
+    """Download the wheels once per requirement set (for the image's Python ABI); later calls reuse them."""
+    target = _wheel_dir(recipe)
+    if (target / ".complete").exists():
+        return target
+    with _exclusive(f"wheels-{target.name}"):
+        if not (target / ".complete").exists():
+            _download_wheels(recipe, target, say)
+    return target
+
+
+def _download_wheels(recipe: HarnessRecipe, target: Path, say: Progress) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        recipe.wheel_python,
+        *[a for p in recipe.wheel_platforms for a in ("--platform", p)],
+        "-d",
+        str(tmp),
+        *recipe.wheels,
+    ]
+    say(f"[{recipe.harness}] downloading wheels: {' '.join(recipe.wheels)}")
+    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError(f"pip download for {recipe.harness} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    (tmp / ".complete").write_text("\n".join(recipe.wheels) + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """A staged directory that goes into the build context as is (symlinks kept), hashed by its recorded digest."""
+
+    path: Path
+    digest: str
+
+
+def _npm_dir(recipe: HarnessRecipe) -> Path:
+    key = _hash_json({"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)})
+    return cache_dir() / "npm" / key[:24]
+
+
+def _npm_digest(stage: Path) -> str | None:
+    """The digest recorded when ``stage`` was completed, or None if it is not (fully) staged."""
+    try:
+        digest = (stage / ".complete").read_text().strip()
+    except OSError:
+        return None
+    return digest if _HEX64.match(digest) and (stage / "npm-global").is_dir() else None
+
+
+def _stage_npm(recipe: HarnessRecipe, say: Progress) -> _Tree:
+    """Install the recipe's npm packages on the host once per package list; later calls only read the digest."""
+    stage = _npm_dir(recipe)
+    digest = _npm_digest(stage)
+    if digest is None:
+        with _exclusive(f"npm-{stage.name}"):
+            digest = _npm_digest(stage) or _install_npm(recipe, stage, say)
+    return _Tree(stage / "npm-global", digest)
+
+
+def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
+    stage.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=stage.parent))
+    prefix = tmp / "npm-global"
+    argv = [
+        "npm",
+        "install",
+        "--global",
+        "--prefix",
+        str(prefix),
+        "--no-audit",
+        "--no-fund",
+        "--no-update-notifier",
+        "--loglevel=warn",
+        *recipe.npm,
+    ]
+    say(f"[{recipe.harness}] npm install --global: {' '.join(recipe.npm)} (cached under {stage})")
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except FileNotFoundError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError("npm is not installed on the host; the vendor images stage their CLIs with it") from exc
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError(
+            f"npm install for {recipe.harness} failed (exit {proc.returncode}):\n"
+            f"{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        )
+    inventory = _npm_inventory(prefix)
+    if not inventory["packages"]:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError(f"npm install for {recipe.harness} installed nothing under {prefix}")
+    digest = _hash_json(inventory)
+    (tmp / "npm.log").write_text(proc.stdout + proc.stderr)
+    (tmp / "installed.json").write_text(
+        json.dumps({"requested": list(recipe.npm), "digest": digest, **inventory}, indent=1) + "\n"
+    )
+    (tmp / ".complete").write_text(digest + "\n")
+    shutil.rmtree(stage, ignore_errors=True)
+    os.replace(tmp, stage)
+    return digest
+
+
+def _npm_inventory(prefix: Path) -> dict[str, list[list[str]]]:
+    """What a staged prefix holds, cheaply: every installed package (path, name, version) and every symlink.
+
+    Registry tarballs are immutable per name@version, so this identifies the content without reading it.
+    """
+    packages: list[list[str]] = []
+    links: list[list[str]] = []
+
+    def scan(node_modules: Path) -> None:
+        for entry in sorted(node_modules.iterdir()):
+            if entry.name.startswith("."):
+                continue
+            scoped = entry.name.startswith("@") and entry.is_dir() and not entry.is_symlink()
+            for pkg in sorted(entry.iterdir()) if scoped else [entry]:
+                rel = pkg.relative_to(prefix).as_posix()
+                if pkg.is_symlink():
+                    links.append([rel, os.readlink(pkg)])
+                    continue
+                with suppress(OSError, ValueError, AttributeError):
+                    manifest = json.loads((pkg / "package.json").read_text())
+                    packages.append([rel, str(manifest.get("name")), str(manifest.get("version"))])
+                if (pkg / "node_modules").is_dir():
+                    scan(pkg / "node_modules")
+
+    if (prefix / "lib" / "node_modules").is_dir():
+        scan(prefix / "lib" / "node_modules")
+    for entry in sorted((prefix / "bin").iterdir()) if (prefix / "bin").is_dir() else []:
+        rel = entry.relative_to(prefix).as_posix()
+        links.append([rel, os.readlink(entry) if entry.is_symlink() else "sha256:" + _sha256_file(entry)])
+    return {"packages": packages, "links": links}

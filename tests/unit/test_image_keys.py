@@ -1,0 +1,154 @@
+"""Image keys without an engine: the CI cache key and the recipe hash cover every declared input.
+
+The vendor images build on the shared layer images/base-cli (certificates, the user, runner-entry, the npm
+prefix), so a change to that layer must reach every vendor's recipe hash and cache key, and a change to one
+vendor's own files must reach only that vendor's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from runner.sandbox.images import (
+    base_recipe_hash,
+    buildable_harnesses,
+    cache_key,
+    cache_key_inputs,
+    current_recipe_hash,
+    load_harness_recipe,
+)
+from runner.sandbox.images.staging import _npm_dir
+
+REPO = Path(__file__).resolve().parents[2]
+VENDORS = sorted(h for h in buildable_harnesses(REPO) if load_harness_recipe(h, REPO).base == "base-cli")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the image recipes (and the repo files they list) elsewhere, an empty cache, and no engine."""
+    dest = tmp_path / "checkout"
+    shutil.copytree(REPO / "images", dest / "images")
+    (dest / "harness_profiles").mkdir()
+    for directory in (dest / "images").iterdir():
+        if (directory / "recipe.json").is_file():
+            for rel in json.loads((directory / "recipe.json").read_text()).get("files", []):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(REPO / rel, dest / rel)
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(dest))
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    for var in ("RUNNER_BASE_IMAGE", "RUNNER_BASE_NODE_IMAGE", "RUNNER_BASE_CLI_IMAGE"):
+        monkeypatch.delenv(var, raising=False)
+    return dest
+
+
+def _keys(root: Path) -> dict[str, str]:
+    return {h: cache_key(h, root) for h in buildable_harnesses(root)}
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
+    assert VENDORS == ["claude-code", "codex", "gemini", "opencode", "pi", "qwen"]
+    layer = load_harness_recipe("base-cli", REPO)
+    assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
+    assert "base-cli" not in buildable_harnesses(REPO)
+    for harness in [*VENDORS, "deepseek"]:
+        text = (REPO / "images" / harness / "Dockerfile").read_text()
+        assert not re.search(r"^# *syntax=", text, re.M)
+        dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+        assert "runner-entry" not in dockerfile and "useradd" not in dockerfile and "npm-global" not in dockerfile
+
+
+def test_the_cache_key_is_stable_across_checkouts_and_caches(repo: Path, tmp_path: Path) -> None:
+    here = _keys(repo)
+    assert set(here) >= {*VENDORS, "reference"}
+    assert all(re.fullmatch(rf"runner-image-{re.escape(h)}-[0-9a-f]{{24}}", k) for h, k in here.items())
+    assert len(set(here.values())) == len(here)
+    assert _keys(REPO) == here  # another path, the same inputs
+    assert not (tmp_path / "cache").exists()  # computed without staging or touching the cache
+    assert json.dumps(cache_key_inputs("codex", repo)).count(str(tmp_path)) == 0
+
+
+@pytest.mark.parametrize("changed", ["images/common/runner-entry", "images/base-cli/Dockerfile",
+                                     "images/base-node/recipe.json"])  # fmt: skip
+def test_a_change_to_the_shared_layer_changes_every_vendor_key(repo: Path, changed: str) -> None:
+    before = _keys(repo)
+    path = repo / changed
+    if path.suffix == ".json":
+        path.write_text(json.dumps({**json.loads(path.read_text()), "include": ["nodejs", "socat"]}))
+    else:
+        _append(path, "\n# changed\n")
+    after = _keys(repo)
+    assert all(after[h] != before[h] for h in VENDORS)
+    assert after["reference"] == before["reference"]  # on images/base, not the CLI layer
+
+
+def test_a_vendor_change_changes_only_that_vendor_key(repo: Path) -> None:
+    before = _keys(repo)
+    _append(repo / "images" / "codex" / "Dockerfile", "\n# changed\n")
+    after = _keys(repo)
+    assert {h for h in after if after[h] != before[h]} == {"codex"}
+    recipe = repo / "images" / "gemini" / "recipe.json"
+    recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "npm": ["@google/gemini-cli@0.61.1"]}))
+    assert {h for h, k in _keys(repo).items() if k != after[h]} == {"gemini"}
+
+
+class _NoImages:
+    """An engine that holds no image: current_recipe_hash then reads the cached base tarball."""
+
+    class images:  # the docker-py attribute name
+        @staticmethod
+        def list(**_: Any) -> list[Any]:
+            return []
+
+
+def _stage(repo: Path, cache: Path) -> None:
+    """A synthetic cache: the node base's tarball and one completed npm stage per vendor."""
+    tar = cache / "base" / f"{base_recipe_hash(repo, 'base-node')}.tar"
+    tar.parent.mkdir(parents=True)
+    tar.write_bytes(b"not really a root filesystem")
+    for harness in VENDORS:
+        stage = _npm_dir(load_harness_recipe(harness, repo))
+        (stage / "npm-global").mkdir(parents=True)
+        (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
+
+
+def _hashes() -> dict[str, str]:
+    return {h: current_recipe_hash(_NoImages(), h) for h in VENDORS}  # type: ignore[arg-type]
+
+
+def test_the_recipe_hash_of_every_vendor_covers_the_shared_layer(repo: Path, tmp_path: Path) -> None:
+    _stage(repo, tmp_path / "cache")
+    before = _hashes()
+    assert len(set(before.values())) == len(VENDORS)
+    _append(repo / "images" / "common" / "runner-entry", "\n# changed\n")
+    after_entry = _hashes()
+    assert all(after_entry[h] != before[h] for h in VENDORS)
+    _append(repo / "images" / "base-cli" / "Dockerfile", "\n# changed\n")
+    after_layer = _hashes()
+    assert all(after_layer[h] != after_entry[h] for h in VENDORS)
+    (repo / "images" / "base-cli" / "recipe.json").write_text(
+        json.dumps({**json.loads((repo / "images" / "base-cli" / "recipe.json").read_text()), "build_args": {"X": "1"}})
+    )
+    assert all(_hashes()[h] != after_layer[h] for h in VENDORS)
+
+
+def test_the_cli_prints_the_same_key(repo: Path) -> None:
+    from runner.cli import app
+
+    result = CliRunner().invoke(app, ["images", "cache-key", "--harness", "codex"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == cache_key("codex", repo)
+    result = CliRunner().invoke(app, ["images", "cache-key", "--harness", "codex", "--json"])
+    body = json.loads(result.output)
+    assert body["key"] == cache_key("codex", repo) and body["inputs"]["chain"][1]["name"] == "base-cli"
