@@ -35,7 +35,7 @@ from runner.core.latch import EscalationLatch
 from runner.core.outcomes import ERROR_MESSAGE_LIMIT, ExecutionResult, Fail, Json, ProtocolError, RuntimeOutcome
 from runner.core.vocabulary import Code, message
 from runner.core.world import build_world
-from runner.harnesses.interpreters import get_interpreter
+from runner.harnesses.interpreters import get_interpreter, get_session_reader
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail, harness_outcome
 from runner.mcp.server import serve_mcp
@@ -189,6 +189,7 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
                 divergence = getattr(model, "divergence", None)
         stdout.close()
         stderr.close()
+        _read_session_log(profile, turn_dir.home_host, run, reader)
 
         harness_metadata: dict[str, Json] = {
             "harness": profile.id,
@@ -268,6 +269,14 @@ async def _serve_model(
     return await stack.enter_async_context(
         serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)
     )
+
+
+def _read_session_log(profile: Profile, home: Path | None, run: Drive, reader: StreamReader) -> None:
+    """For a CLI whose outcome is in its session log, not on stdout (dsh): read that log once it has exited."""
+    session_reader = get_session_reader(profile.interpreter)
+    if session_reader is None or home is None or not profile.session_transcript or run.not_started is not None:
+        return
+    reader.steps(session_reader(home / profile.session_transcript, run.exit_code))
 
 
 def _harness_outcome(run: Drive, reader: StreamReader, profile: Profile, deadline: float) -> RuntimeOutcome:
