@@ -59,6 +59,7 @@ CERTS_DIR = Path("/usr/local/share/ca-certificates")
 LOCK_VERSION = 1
 _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 _VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
+_NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 _NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -320,6 +321,9 @@ class HarnessRecipe:
     cli_package: str | None
     base: str = DEFAULT_BASE
     unavailable: str | None = None
+    # npm install --before=<this>: resolve every dependency as the registry stood then (a CLI whose caret
+    # ranges now pull in releases that break it, e.g. dsh 0.1.0-rc.8: images/deepseek/README.md)
+    npm_before: str | None = None
 
 
 def _is_harness_dir(directory: Path) -> bool:
@@ -334,6 +338,9 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
     unavailable = data.get("unavailable")
     if unavailable is not None and not (isinstance(unavailable, str) and unavailable.strip()):
         raise ImageBuildError(f"{directory}/recipe.json: 'unavailable' must be a non-empty reason string")
+    npm_before = data.get("npm_before")
+    if npm_before is not None and not (isinstance(npm_before, str) and _NPM_BEFORE.match(npm_before)):
+        raise ImageBuildError(f"{directory}/recipe.json: 'npm_before' must be a UTC time like 2026-08-25T00:00:00Z")
     return HarnessRecipe(
         harness=harness,
         directory=directory,
@@ -347,6 +354,7 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
         cli_package=data.get("cli_package"),
         base=str(data.get("base", DEFAULT_BASE)),
         unavailable=unavailable.strip() if unavailable else None,
+        npm_before=npm_before,
     )
 
 
@@ -405,7 +413,10 @@ class _Tree:
 
 
 def _npm_dir(recipe: HarnessRecipe) -> Path:
-    key = _hash_json({"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)})
+    spec: dict[str, object] = {"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)}
+    if recipe.npm_before:
+        spec["before"] = recipe.npm_before
+    key = _hash_json(spec)
     return cache_dir() / "npm" / key[:24]
 
 
@@ -442,6 +453,7 @@ def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
         "--no-fund",
         "--no-update-notifier",
         "--loglevel=warn",
+        *([f"--before={recipe.npm_before}"] if recipe.npm_before else []),
         *recipe.npm,
     ]
     say(f"[{recipe.harness}] npm install --global: {' '.join(recipe.npm)} (cached under {stage})")
