@@ -46,11 +46,14 @@ def session_logs(root: Path) -> list[Path]:
 
 
 def decompress(path: Path, limit: int = MAX_LOG_BYTES) -> bytes:
-    """As much of a zstd file as can be read, frame after frame, at most about ``limit`` bytes: a frame cut
-    short (the process was killed mid-write) keeps its decoded blocks, and anything unreadable after the
-    last good frame is dropped."""
+    """As much of a zstd file as can be read, at most about ``limit`` bytes (:func:`decompress_bytes`)."""
     with path.open("rb") as fh:
-        data = fh.read(limit)
+        return decompress_bytes(fh.read(limit), limit)
+
+
+def decompress_bytes(data: bytes, limit: int = MAX_LOG_BYTES) -> bytes:
+    """Frame after frame, at most ``limit`` bytes: a frame cut short (the process was killed mid-write) keeps
+    its decoded blocks, and anything unreadable after the last good frame is dropped."""
     out = bytearray()
     while data and len(out) < limit:
         frame = zstandard.ZstdDecompressor().decompressobj()
