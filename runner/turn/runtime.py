@@ -189,7 +189,7 @@ async def run_turn(client: docker.DockerClient, req: TurnRequest, progress: Prog
                 divergence = getattr(model, "divergence", None)
         stdout.close()
         stderr.close()
-        _read_session_log(profile, turn_dir.home_host, run, reader)
+        await anyio.to_thread.run_sync(_read_session_log, profile, turn_dir.home_host, run, reader, limiter=THREADS)
 
         harness_metadata: dict[str, Json] = {
             "harness": profile.id,
