@@ -23,6 +23,7 @@ from tests.support import RUNNER, meta, no_containers_left, runner_exec
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 STALL_DEADLINE = "8"  # enough for either CLI to reach the ask under load; short enough to keep this file quick
+DSH_STALL_DEADLINE = "25"
 # how each CLI reports a model API that keeps failing (measured; see the harness packages)
 FAILURE = {
     "codex": {"code": "harness_failed", "terminal": "turn.failed"},
@@ -184,7 +185,8 @@ def test_deepseek_failing_model_before_the_ask_fails_with_its_own_code(
 def test_deepseek_stopped_by_sigterm_after_the_ask_exits_0_and_is_still_read_right(
     tmp_path: Path, engine: docker.DockerClient
 ) -> None:
-    report = faulted_exec(tmp_path, "deepseek", "stall@after-ask", "--deadline", STALL_DEADLINE)
+    # dsh boots for 3-5 s before its first request: give it time to reach the ask under load
+    report = faulted_exec(tmp_path, "deepseek", "stall@after-ask", "--deadline", DSH_STALL_DEADLINE)
     assert report["deadlineHit"] is True and report["exitCode"] == 0  # dsh exits 0 on SIGTERM
     assert report["status"] == "escalated" and report["reasonCode"] == "escalation_requested"
     m = meta(report)
