@@ -33,8 +33,10 @@ scheme           tool called     arguments                                      
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
-is not in the function-name alphabet; upstream saw DeepSeek do the same). After the exact names,
-each direct scheme is tried again with such a suffix (``_`` and 5-8 lowercase letters or digits).
+is not in the function-name alphabet), and on DeepSeek's dsh 0.1.0-rc.8, which suffixes every MCP tool
+with 12 hex digits (``mcp__sharedos__files_read_369b5d85e292``,
+``mcp__sharedos__sharedos_escalate_72e183f8c537``). After the exact names, each direct scheme is tried
+again with such a suffix (``_`` and 5-8 lowercase letters or digits, or ``_`` and 12 hex digits).
 
 A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
 router would refuse it): :func:`resolve_tool` returns ``None`` and the player skips that call.
@@ -52,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PI_PROXY_TOOL = "mcp"
-HASH_SUFFIX = r"_[0-9a-z]{5,8}"
+HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
 QWEN_PROXY_TOOL = "tool_call"
 
 

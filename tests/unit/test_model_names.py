@@ -133,6 +133,22 @@ def test_a_hash_suffix_added_by_normalisation_is_matched_exactly_once() -> None:
     assert resolve_tool("files.stat", {}, exposed) is None  # not offered: no proxy fallback either
 
 
+def test_dsh_twelve_hex_digit_suffixes_are_matched() -> None:
+    from runner.model.names import ExposedTool, resolve_tool
+
+    # measured on dsh 0.1.0-rc.8 (the MCP server still sees files.read and sharedos.escalate)
+    exposed = [ExposedTool("bash"), ExposedTool("mcp__sharedos__files_read_369b5d85e292"),
+               ExposedTool("mcp__sharedos__files_snapshot_create_24a5259bece4"),
+               ExposedTool("mcp__sharedos__sharedos_escalate_72e183f8c537")]
+    target = resolve_tool("files.read", {}, exposed)
+    assert target is not None and (target.name, target.scheme) == ("mcp__sharedos__files_read_369b5d85e292",
+                                                                   "claude+hash")
+    escalate = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
+    assert escalate is not None and escalate.name == "mcp__sharedos__sharedos_escalate_72e183f8c537"
+    assert resolve_tool("files.snapshot", {}, exposed) is None  # `_create_24a5…` is not a hash suffix
+    assert resolve_tool("files.read", {}, [ExposedTool("mcp__sharedos__files_read_369b5d85e29z")]) is None
+
+
 def test_a_server_prefix_already_in_the_tool_name_is_not_repeated() -> None:
     from runner.model.names import ExposedTool, resolve_tool
 

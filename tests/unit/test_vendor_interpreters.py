@@ -402,7 +402,8 @@ def test_deepseek_unparseable_arguments_fail_even_on_the_mcp_path() -> None:
 
 
 def test_deepseek_headless_plain_text_stdout_is_decided_by_the_exit_status() -> None:
-    # the headless bundle prints the last assistant text, not JSON: no frames, the exit status decides
+    # stdout is the last assistant text, not JSON: no frames there (the session log decides the turn:
+    # tests/unit/test_deepseek_session.py)
     reader = read("deepseek", [], trailer=b"FINAL: done\n")
     assert reader.non_json_lines == 1 and reader.terminal is None
     assert harness_outcome(reader, 0, "deepseek") == Complete({"text": ""})
