@@ -7,6 +7,7 @@ imitated (no retries, no built-in tools actually run).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +95,7 @@ def parse_answer(dialect: str, *, events: list[Any] | None = None, body: Any = N
     raise ValueError(f"unknown dialect {dialect!r}")
 
 
-CLIS = ("codex", "claude", "gemini", "qwen", "qwen-proxy", "opencode", "pi", "pi-proxy")
+CLIS = ("codex", "claude", "gemini", "qwen", "qwen-proxy", "opencode", "pi", "pi-proxy", "pi-codemode")
 
 
 @dataclass
@@ -140,6 +141,7 @@ class SimulatedCli:
             "opencode": [f"{s}_{n}" for n in names] + ["list_mcp_resources", "read_mcp_resource"],
             "pi": [f"{s}_{n}" for n in names] + ["mcp"],
             "pi-proxy": ["mcpScript", "mcp", f"mcp__{s}"],
+            "pi-codemode": ["codemode"],  # Pi 1.6 built-in MCP, default exposure: nothing else is declared
             "gemini": [f"mcp_{s}_{n}" for n in names],
         }.get(self.cli, names)
 
@@ -266,6 +268,10 @@ class SimulatedCli:
         s = self.server
         if self.cli == "pi-proxy" or (self.cli == "pi" and call.name == "mcp"):
             return call.arguments["tool"].removeprefix(f"{s}_"), call.arguments["args"]
+        if self.cli == "pi-codemode":  # the script's one `tools.mcp__<s>__<tool>({...})` call
+            script = re.fullmatch(r"return await tools\.mcp__(\w+?)__(\w+)\((.*)\);", call.arguments["code"], re.S)
+            assert script is not None and script[1] == s, call.arguments
+            return script[2], json.loads(script[3])
         if call.name == "tool_call":
             return call.arguments["name"].removeprefix(f"mcp__{s}__"), call.arguments["arguments"]
         if call.namespace:
