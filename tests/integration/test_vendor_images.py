@@ -62,13 +62,13 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
         "pi",
         "@earendil-works/pi-coding-agent",
         "1.6.0",
-        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js",
+        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
     ),
     "pi-adapter": (
         "pi",
         "@earendil-works/pi-coding-agent",
         "0.86.1",
-        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/cli.js",
+        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
     ),
     "gemini": (
         "gemini",
