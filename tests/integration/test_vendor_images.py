@@ -96,7 +96,7 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dest = tmp_path_factory.mktemp("repo")
-    for name in ("base", "base-node", "base-cli", "common", "deepseek", *VENDORS):
+    for name in ("base", "base-node", "base-cli", "base-node22", "common", "deepseek", *VENDORS):
         shutil.copytree(REPO / "images" / name, dest / "images" / name)
     (dest / "harness_profiles").mkdir()
     if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):

