@@ -98,7 +98,7 @@ def parse_answer(dialect: str, *, events: list[Any] | None = None, body: Any = N
     raise ValueError(f"unknown dialect {dialect!r}")
 
 
-CLIS = ("codex", "claude", "gemini", "qwen", "qwen-proxy", "opencode", "pi", "pi-proxy", "dsh")
+CLIS = ("codex", "claude", "gemini", "qwen", "qwen-proxy", "opencode", "pi", "pi-proxy", "pi-codemode", "dsh")
 
 
 def dsh_hash(name: str) -> str:
@@ -149,6 +149,7 @@ class SimulatedCli:
             "opencode": [f"{s}_{n}" for n in names] + ["list_mcp_resources", "read_mcp_resource"],
             "pi": [f"{s}_{n}" for n in names] + ["mcp"],
             "pi-proxy": ["mcpScript", "mcp", f"mcp__{s}"],
+            "pi-codemode": ["codemode"],  # Pi 1.6 built-in MCP, default exposure: nothing else is declared
             "gemini": [f"mcp_{s}_{n}" for n in names],
             "dsh": [f"mcp__{s}__{n}_{dsh_hash(n)}" for n in names],
         }.get(self.cli, names)
@@ -285,6 +286,10 @@ class SimulatedCli:
         s = self.server
         if self.cli == "pi-proxy" or (self.cli == "pi" and call.name == "mcp"):
             return call.arguments["tool"].removeprefix(f"{s}_"), call.arguments["args"]
+        if self.cli == "pi-codemode":  # the script's one `tools.mcp__<s>__<tool>({...})` call
+            script = re.fullmatch(r"return await tools\.mcp__(\w+?)__(\w+)\((.*)\);", call.arguments["code"], re.S)
+            assert script is not None and script[1] == s, call.arguments
+            return script[2], json.loads(script[3])
         if call.name == "tool_call":
             return call.arguments["name"].removeprefix(f"mcp__{s}__"), call.arguments["arguments"]
         if call.namespace:

@@ -12,9 +12,10 @@ Direct schemes (the model calls the tool by its exposed name):
 =================  =========================================  ============================================
 scheme             exposed as                                  measured on
 =================  =========================================  ============================================
-``claude``         ``mcp__<s>__<f>``                           Claude Code; Qwen Code with ``alwaysLoadTools``
+``claude``         ``mcp__<s>__<f>``                           Claude Code; Qwen Code with ``alwaysLoadTools``;
+                                                               Pi 1.6 built-in MCP, ``exposure: direct``
 ``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
-``server-prefix``  ``<s>_<f>``                                 opencode; Pi with ``directTools``
+``server-prefix``  ``<s>_<f>``                                 opencode; Pi 0.86 + pi-mcp-adapter ``directTools``
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
 =================  =========================================  ============================================
 
@@ -24,12 +25,23 @@ gateway's arguments). A request that shows the server's tools directly *and* a g
 ``alwaysLoadTools``, Pi with ``directTools``) has told the model which tools exist: a tool missing
 from its direct names is not offered, and is not called through the gateway either.
 
-===============  ==============  ==========================================================  ==========
-scheme           tool called     arguments                                                   measured on
-===============  ==============  ==========================================================  ==========
-``pi-proxy``     ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
-``qwen-proxy``   ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
-===============  ==============  ==========================================================  ==========
+================  ==============  ==========================================================  ==========
+scheme            tool called     arguments                                                   measured on
+================  ==============  ==========================================================  ==========
+``pi-proxy``      ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
+``pi-codemode``   ``codemode``    ``{"code": "return await tools.mcp__<s>__<js>({...});"}``   Pi 1.6 built-in MCP
+``qwen-proxy``    ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
+================  ==============  ==========================================================  ==========
+
+``pi-codemode`` (Pi's default ``exposure: codemode``) is the one proxy whose argument is a program:
+the ``codemode`` tool's single parameter ``code`` is JavaScript that Pi runs in a QuickJS sandbox,
+where every MCP tool is ``tools.mcp__<server>__<tool>`` (the tool name with every character outside
+``[A-Za-z0-9_]`` turned into ``_``: ``sharedos.escalate`` is ``tools.mcp__sharedos__sharedos_escalate``).
+The arguments are written as a JSON object literal (valid JavaScript), and ``return`` hands the MCP
+``CallToolResult`` back as the script's output, which is the one tool result the request then carries.
+Measured on Pi 1.6.0: the MCP tools are not in the request (only ``codemode``); the system prompt
+lists ``mcp__sharedos (codemode)``; a script naming a tool the server lacks fails with ``TypeError:
+tools.mcp__sharedos__nope does not exist. Available: ...`` (still one tool result, no MCP call).
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
@@ -48,14 +60,17 @@ generation, memory agents, next-speaker checks) is a side request and gets a sho
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PI_PROXY_TOOL = "mcp"
+PI_CODEMODE_TOOL = "codemode"
 HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
 QWEN_PROXY_TOOL = "tool_call"
+PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL)
 
 
 @dataclass(frozen=True)
@@ -127,10 +142,19 @@ def resolve_tool(
     if ExposedTool(PI_PROXY_TOOL) in tools:
         wrapped = {"tool": f"{server}_{portable}", "args": args}
         return ToolTarget(canonical, "pi-proxy", PI_PROXY_TOOL, wrapped, proxy=True)
+    if ExposedTool(PI_CODEMODE_TOOL) in tools:
+        wrapped = {"code": codemode_script(canonical, args, server)}
+        return ToolTarget(canonical, "pi-codemode", PI_CODEMODE_TOOL, wrapped, proxy=True)
     if ExposedTool(QWEN_PROXY_TOOL) in tools:
         wrapped = {"name": f"mcp__{server}__{portable}", "arguments": args}
         return ToolTarget(canonical, "qwen-proxy", QWEN_PROXY_TOOL, wrapped, proxy=True)
     return None
+
+
+def codemode_script(canonical: str, arguments: Mapping[str, Any], server: str = "sharedos") -> str:
+    """The JavaScript a model sends Pi's ``codemode`` tool to call ``canonical`` once and return its result."""
+    method = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp__{server}__{canonical}")
+    return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"
 
 
 def _direct_of_server(tool: ExposedTool, server: str) -> bool:
@@ -143,6 +167,6 @@ def _direct_of_server(tool: ExposedTool, server: str) -> bool:
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
     """True when the request offers any tool of ``server`` (any direct scheme) or a proxy tool."""
     return any(
-        _direct_of_server(tool, server) or (tool.namespace is None and tool.name in (PI_PROXY_TOOL, QWEN_PROXY_TOOL))
+        _direct_of_server(tool, server) or (tool.namespace is None and tool.name in PROXY_TOOLS)
         for tool in exposed
     )

