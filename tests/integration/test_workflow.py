@@ -138,7 +138,7 @@ def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_nex
     assert cache["id"] == "cache"
     assert cache["with"]["path"].split() == ["~/.cache/runner", "!~/.cache/runner/base"]
     assert cache["with"]["key"] == "${{ runner.os }}-${{ steps.key.outputs.key }}"
-    assert cache["with"]["restore-keys"].split() == ["${{ runner.os }}-runner-image-${{ matrix.image }}-"]
+    assert cache["with"]["restore-keys"].splitlines() == ["${{ runner.os }}-runner-image-${{ matrix.image }}-"]
     assert names.index("key") < names.index("cache")
     order = [split_command(words)[0] for _, words in runner_lines("column")]
     assert order == [["images", "cache-key"], ["images", "load"], ["images", "build"], ["images", "save"], ["run"]]
