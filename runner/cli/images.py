@@ -193,9 +193,15 @@ def images_bump(
         return
     client = connect_engine()
     with reported():
-        done = apply(todo, lambda image: ensure_image(client, image, progress=say), root)
+        done, failed = apply(todo, lambda image: ensure_image(client, image, progress=say), root)
     for bumped in done:
         what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)
         rec = bumped.record
         out().print(f"{bumped.image}: {what}; image {rec.image_id[:19]}; {rec.version_output}", markup=False,
                     highlight=False)
+    for broken in failed:
+        what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in broken.changes)
+        err().print(f"[red]✗[/] {broken.image}: {escape(what)} not bumped (the recipe is as it was): "
+                    f"{escape(broken.error)}", highlight=False)
+    if failed:
+        raise typer.Exit(int(Exit.INFRASTRUCTURE))

@@ -163,10 +163,18 @@ def test_bump_plan_skips_holds_and_unavailable_images_and_undoes_a_failed_build(
         raise ImageBuildError("npm install failed")
 
     before = {p: p.read_text() for p in [root / "README.md", *root.glob("images/*/recipe.json")]}
-    with pytest.raises(ImageBuildError):
-        bump.apply(todo, broken, root)
+    done, failed = bump.apply(todo, broken, root)
+    assert done == [] and [(f.image, f.error) for f in failed] == [("cli", "npm install failed")]
     assert {p: p.read_text() for p in before} == before
-    done = bump.apply(todo, _record, root)
+
+    def interrupted(image: str) -> ImageRecord:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        bump.apply(todo, interrupted, root)
+    assert {p: p.read_text() for p in before} == before
+    done, failed = bump.apply(todo, _record, root)
+    assert failed == []
     assert [(b.image, b.record.version_output) for b in done] == [("cli", "cli 1.2.0")]
     assert recipe_pins("cli", root)[0].version == "1.2.0" and (root / "README.md").read_text() == "`@scope/cli@1.2.0`\n"
 

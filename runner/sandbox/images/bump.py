@@ -3,7 +3,7 @@ changed (old → new, the image id, the CLI's own version output). The lock is u
 
 A held pin (``"hold"`` in the recipe) and an image whose recipe is ``unavailable`` are skipped with their reason.
 A build that fails puts the recipe (and the README's copy of the pin) back as it was, so the tree never names a
-pin that was not built.
+pin that was not built, and the other images are still bumped.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.errors import RunnerError
 from runner.sandbox.images.lock import ImageRecord
 from runner.sandbox.images.pins import Change, Row, outdated, plan_bump, rewrite_pin
 from runner.sandbox.images.recipes import load_harness_recipe
@@ -67,26 +68,42 @@ def _cli_rows(image: str, cli_package: str | None, root: Path) -> list[Row]:
     return [Row(p.image, p.kind, p.package, p.version, hold=p.hold) for p in chosen]
 
 
+@dataclass(frozen=True)
+class Failed:
+    image: str
+    changes: tuple[Change, ...]
+    error: str
+
+
 def apply(
     bump_plan: BumpPlan, build: Callable[[str], ImageRecord], root: Path
-) -> list[Bumped]:
-    """Rewrite each image's pins and build it with ``build`` (``ensure_image``); a failed build is undone and
-    re-raised."""
+) -> tuple[list[Bumped], list[Failed]]:
+    """Rewrite each image's pins and build it with ``build`` (``ensure_image``). An image whose build fails is put
+    back as it was and reported; the others go on. Anything but a :class:`RunnerError` (an interrupt) undoes the
+    image in hand and propagates."""
     done: list[Bumped] = []
+    failed: list[Failed] = []
     for image, changes in bump_plan.changes.items():
-        saved: dict[Path, str] = {}
+        saved: dict[Path, str] = {p: p.read_text() for p in _touched(root)}
         try:
             for change in changes:
-                for path in _touched(root):
-                    saved.setdefault(path, path.read_text())
                 rewrite_pin(change, root)
             record = build(image)
+        except RunnerError as exc:
+            _restore(saved)
+            failed.append(Failed(image, tuple(changes), str(exc)))
+            continue
         except BaseException:
-            for path, text in saved.items():
-                path.write_text(text)
+            _restore(saved)
             raise
         done.append(Bumped(image, tuple(changes), record))
-    return done
+    return done, failed
+
+
+def _restore(saved: dict[Path, str]) -> None:
+    for path, text in saved.items():
+        if path.read_text() != text:
+            path.write_text(text)
 
 
 def _touched(root: Path) -> list[Path]:
