@@ -1,6 +1,6 @@
-"""Reading .github/workflows/conformance.yml (or another workflow: ``path=``) the way GitHub does, for the tests that check it and run its jobs:
-the jobs and steps, the few expression shapes the workflow uses (evaluated as GitHub would), and the runner
-command lines inside its scripts.
+"""Reading .github/workflows/conformance.yml (or another workflow: ``path=``) the way GitHub does, for the tests
+that check it and run its jobs: the jobs and steps, the few expression shapes the workflow uses (evaluated as
+GitHub would), and the runner command lines inside its scripts.
 """
 
 from __future__ import annotations

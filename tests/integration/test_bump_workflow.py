@@ -101,7 +101,7 @@ def test_every_runner_command_line_parses_with_the_real_cli(tmp_path: Path, monk
     shutil.copy(EXPECTED_FAILURES, tmp_path / ".github" / "expected-failures.yml")
     (tmp_path / "runs").mkdir()
     monkeypatch.chdir(tmp_path)
-    for step, words in lines:
+    for _step, words in lines:
         path, command = split_command(words)
         used = {w.split("=", 1)[0] for w in words[len(path):] if w.startswith("--")}
         assert used <= help_options(path), f"runner {' '.join(path)}: {sorted(used - help_options(path))}"
@@ -185,7 +185,8 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     stubs = tmp_path / "bin"
     stubs.mkdir()
     log = tmp_path / "gh.log"
-    (stubs / "gh").write_text(f'#!/bin/sh\necho "$*" >> {log}\nif [ "$1 $2" = "pr list" ]; then cat {tmp_path}/open; fi\n')
+    (stubs / "gh").write_text(f'#!/bin/sh\necho "$*" >> {log}\n'
+                              f'if [ "$1 $2" = "pr list" ]; then cat {tmp_path}/open; fi\n')
     (stubs / "gh").chmod(0o755)
     (tmp_path / "open").write_text("")
     env = {"PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "GH_TOKEN": "token", "BASE": "main",
