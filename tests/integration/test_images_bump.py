@@ -8,6 +8,7 @@ removed afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -73,10 +74,8 @@ def cleanup(engine: docker.DockerClient) -> Iterator[None]:
     for found in engine.images.list(filters={"label": f"runner.image={IMAGE}"}):
         for tag in found.tags:
             if tag.startswith(f"runner/{IMAGE}:"):
-                try:
+                with contextlib.suppress(docker.errors.APIError):
                     engine.images.remove(tag, force=True)
-                except docker.errors.APIError:
-                    pass
 
 
 def _rows(root: Path) -> dict[str, dict[str, object]]:
