@@ -146,19 +146,21 @@ def images_outdated(
         rows = outdated(ClientRegistry(), list(harness) if harness else None)
     if as_json:
         print(json.dumps({"images": [r.to_json() for r in rows],
-                          "behind": sum(1 for r in rows if r.outdated and not r.hold)}, indent=1))
+                          "behind": sum(1 for r in rows if r.actionable)}, indent=1))
         return
     from rich.table import Table
 
     table = Table("image", "package", "pinned", "newest", "behind", "days", "note")
     for r in rows:
-        note = (r.error and f"[red]error:[/] {escape(r.error)}") or (r.hold and f"held: {escape(r.hold)}") or ""
+        note = ((r.error and f"[red]error:[/] {escape(r.error)}") or (r.hold and f"held: {escape(r.hold)}")
+                or (r.unavailable and f"unavailable: {escape(r.unavailable[:80])}") or "")
         table.add_row(r.image, escape(r.package), escape(r.pinned), escape(r.newest or "?"),
                       "?" if r.behind is None else str(r.behind), "?" if r.days is None else str(r.days), note)
     out().print(table)
-    behind = [r for r in rows if r.outdated and not r.hold]
-    out().print(f"{len(behind)} pin(s) behind" if behind else "every pin is on its newest release",
-                highlight=False)
+    behind = [r for r in rows if r.actionable]
+    kept = [r for r in rows if r.outdated and not r.actionable]
+    out().print((f"{len(behind)} pin(s) behind" if behind else "no pin a bump would move is behind")
+                + (f"; {len(kept)} behind but held or unavailable" if kept else ""), highlight=False)
 
 
 @app.command("bump")

@@ -181,18 +181,22 @@ def test_bump_plan_skips_holds_and_unavailable_images_and_undoes_a_failed_build(
 
 def test_the_outdated_command_reports_errors_as_rows_and_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                                   ) -> None:
-    root = _tree(tmp_path, {"cli": {"npm": ["@scope/cli@1.0.0"]}, "ref": {"wheels": ["mcp==2.3.0"]}})
-    fake = FakeRegistry({"@scope/cli": CLI, "mcp": RegistryError("no answer about PyPI package mcp within 60 s")})
+    root = _tree(tmp_path, {"cli": {"npm": ["@scope/cli@1.0.0"]}, "ref": {"wheels": ["mcp==2.3.0"]},
+                            "gone": {"npm": ["other@1.0.0"], "unavailable": "does not install here"}})
+    fake = FakeRegistry({"@scope/cli": CLI, "mcp": RegistryError("no answer about PyPI package mcp within 60 s"),
+                         "other": CLI})
     monkeypatch.setenv("RUNNER_REPO_ROOT", str(root))
     monkeypatch.setattr(registry, "ClientRegistry", lambda: fake)
     result = CliRunner().invoke(app, ["images", "outdated", "--json"])
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout)
     assert [(r["package"], r["behind"], r["error"]) for r in body["images"]] == [
-        ("@scope/cli", 2, None), ("mcp", None, "no answer about PyPI package mcp within 60 s")]
-    assert body["behind"] == 1
+        ("@scope/cli", 2, None), ("other", 2, None), ("mcp", None, "no answer about PyPI package mcp within 60 s")]
+    assert body["behind"] == 1  # a bump would not move the unavailable image's pin
+    assert body["images"][1]["unavailable"] == "does not install here"
     text = CliRunner().invoke(app, ["images", "outdated"])
     assert text.exit_code == 0 and "1 pin(s) behind" in text.stdout and "no answer about PyPI" in text.stdout
+    assert "unavailable: does not install here" in text.stdout
     assert CliRunner().invoke(app, ["images", "bump"]).exit_code == 2
     assert CliRunner().invoke(app, ["images", "bump", "--all", "--to", "1.0.0"]).exit_code == 2
 

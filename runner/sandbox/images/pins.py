@@ -34,6 +34,7 @@ class Pin:
     version: str
     spec: str  # exactly as the recipe writes it
     hold: str | None = None  # why this pin stays behind on purpose
+    unavailable: str | None = None  # the recipe's reason why the image cannot be built here
 
 
 def parse_spec(kind: str, spec: str) -> tuple[str, str]:
@@ -65,7 +66,8 @@ def recipe_pins(image: str, root: Path | None = None) -> list[Pin]:
     for kind, field in (("npm", "npm"), ("pypi", "wheels")):
         for spec in data.get(field, []) or []:
             package, version = parse_spec(kind, str(spec))
-            pins.append(Pin(image, kind, package, version, str(spec), per.get(package, every)))
+            pins.append(Pin(image, kind, package, version, str(spec), per.get(package, every),
+                            str(data["unavailable"]) if data.get("unavailable") else None))
     unknown = set(per) - {p.package for p in pins}
     if unknown:
         raise ImageBuildError(f"{where}: 'hold' names {sorted(unknown)}, which the recipe does not pin")
@@ -93,11 +95,17 @@ class Row:
     pinned_date: str | None = None
     newest_date: str | None = None
     hold: str | None = None
+    unavailable: str | None = None
     error: str | None = None
 
     @property
     def outdated(self) -> bool:
         return bool(self.behind)
+
+    @property
+    def actionable(self) -> bool:
+        """Behind, and a bump would move it: not held, and its image can be built here."""
+        return self.outdated and not self.hold and not self.unavailable
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
@@ -106,7 +114,7 @@ class Row:
 
 
 def check(pin: Pin, registry: Registry) -> Row:
-    base = Row(pin.image, pin.kind, pin.package, pin.version, hold=pin.hold)
+    base = Row(pin.image, pin.kind, pin.package, pin.version, hold=pin.hold, unavailable=pin.unavailable)
     try:
         found = registry.releases(pin.kind, pin.package)
     except RegistryError as exc:
