@@ -36,23 +36,30 @@ from runner.sandbox.images import (
     ensure_image,
     load_harness_recipe,
 )
+from runner.sandbox.images.pins import recipe_pins
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _pinned(image: str, package: str) -> str:
+    """The version images/<image>/recipe.json pins (the one place a version is written)."""
+    return next(p.version for p in recipe_pins(image, REPO) if p.package == package)
+
 
 # harness -> (command on PATH, pinned npm package, pinned version, where the command must resolve to)
 VENDORS: dict[str, tuple[str, str, str, str]] = {
     "claude-code": (
         "claude",
         "@anthropic-ai/claude-code",
-        "2.1.328",
+        _pinned("claude-code", "@anthropic-ai/claude-code"),
         "/usr/local/lib/node_modules/@anthropic-ai/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude",
     ),
     "codex": (
         "codex",
         "@openai/codex",
-        "0.169.0",
+        _pinned("codex", "@openai/codex"),
         "/usr/local/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/"
         "x86_64-unknown-linux-musl/bin/codex",
     ),
