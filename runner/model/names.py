@@ -16,6 +16,9 @@ scheme             exposed as                                  measured on
 ``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
 ``server-prefix``  ``<s>_<f>``                                 opencode; Pi with ``directTools``
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
+``copilot``        ``<s>-<f>`` with every ``_`` and ``.`` as   GitHub Copilot CLI 1.0.102
+                   ``-`` (``sharedos-files-snapshot-create``,
+                   ``sharedos-sharedos-escalate``)
 =================  =========================================  ============================================
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
@@ -87,6 +90,11 @@ def _forms(canonical: str) -> list[str]:
     return [portable] if portable == canonical else [portable, canonical]
 
 
+def _dashed(name: str) -> str:
+    """Copilot CLI's function name for an MCP tool: every character outside ``[A-Za-z0-9-]`` as ``-``."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", name)
+
+
 def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str | None]]:
     """``(scheme, name, namespace)`` for every direct scheme, in the order they are tried."""
     out: list[tuple[str, str, str | None]] = []
@@ -96,6 +104,7 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("codex", form, f"mcp__{server}"),
             ("server-prefix", f"{server}_{form}", None),
             ("gemini", f"mcp_{server}_{form}", None),
+            ("copilot", f"{server}-{_dashed(form)}", None),
         ]
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
@@ -135,7 +144,7 @@ def _direct_of_server(tool: ExposedTool, server: str) -> bool:
     """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
     if tool.namespace is not None:
         return tool.namespace == f"mcp__{server}"
-    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_"))
+    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
 
 
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
