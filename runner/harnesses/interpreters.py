@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses import claude_code, codex, copilot, deepseek, gemini, opencode, pi, qwen
+from runner.harnesses import claude_code, cline, codex, copilot, deepseek, gemini, opencode, pi, qwen
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, Step
 
 
@@ -65,6 +65,7 @@ INTERPRETERS: dict[str, Interpreter] = {
     "opencode": opencode.interpret,
     "deepseek": deepseek.interpret,
     "copilot": copilot.interpret,
+    "cline": cline.interpret,
 }
 
 

@@ -19,6 +19,7 @@ scheme             exposed as                                  measured on
 ``copilot``        ``<s>-<f>`` with every ``_`` and ``.`` as   GitHub Copilot CLI 1.0.102
                    ``-`` (``sharedos-files-snapshot-create``,
                    ``sharedos-sharedos-escalate``)
+``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``)
 =================  =========================================  ============================================
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
@@ -36,7 +37,8 @@ scheme           tool called     arguments                                      
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
-is not in the function-name alphabet; upstream saw DeepSeek do the same). After the exact names,
+is not in the function-name alphabet; upstream saw DeepSeek do the same), and on Cline 3.0.65, which
+adds 8 hex digits to every MCP tool. After the exact names,
 each direct scheme is tried again with such a suffix (``_`` and 5-8 lowercase letters or digits).
 
 A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
@@ -105,6 +107,7 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("server-prefix", f"{server}_{form}", None),
             ("gemini", f"mcp_{server}_{form}", None),
             ("copilot", f"{server}-{_dashed(form)}", None),
+            ("cline", f"{server}__{form}", None),
         ]
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
