@@ -3,7 +3,9 @@
 stream cut short -- before the ask and after it. What the user gets must be what the CLI did: before
 the ask the CLI's own outcome (failed with its own code, or cancelled by the deadline), never
 ``escalated``; after the ask ``escalated`` with the CLI's failure kept as ``harnessOutcome``. The
-measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``.
+measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``; Copilot CLI
+and Cline (``runner/harnesses/copilot``, ``runner/harnesses/cline``) are checked on one fault, a model
+that keeps failing before the ask.
 """
 
 from __future__ import annotations
