@@ -25,6 +25,12 @@ Profile: ``harness_profiles/cline.yaml``. Measured here on cline 3.0.65 (the new
   ``sharedos__sharedos_escalate_9381461a``), next to its own tools (``read_files``, ``run_commands``,
   ``editor``, ``spawn_agent``, 18 ``team_*``): the ``cline`` scheme of :mod:`runner.model.names`
   with its hash suffix.
+- A model that keeps failing (scripted fault ``error@1``, HTTP 500): 6 attempts over 65 s (its AI
+  SDK's retries), then ``agent_event`` ``error``, ``run_result`` with ``finishReason: "error"`` and
+  the API's message as ``text``, exit 1.
+- Turn time here: 30-41 s for ``runner exec`` of the escalation case (image present, 2 busy cores;
+  about 1 s between a tool call and its result, hooks included); image build 226 s cold (staging
+  the 434 MB npm prefix included; the npm install alone took 86 s).
 - State: everything under ``~/.cline/data`` (sessions/<id>/<id>.messages.json, SQLite databases
   under db/, logs/cline.log and logs/hub-daemon.log); that directory is the collected transcript.
 """

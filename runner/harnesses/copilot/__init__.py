@@ -27,6 +27,12 @@ published, 2026-12-01), Debian 12 x86_64, in the runner image against the script
 - stdout with ``--output-format json``: JSONL events (``session.*``, ``user.message``,
   ``assistant.turn_start``, ``assistant.message_delta``, ``assistant.message``,
   ``assistant.turn_end``, ``assistant.idle``), then ``{"type": "result", "exitCode": 0, "usage": ...}``.
+- A model that keeps failing (scripted fault ``error@1``, HTTP 500; ``early-close@1``, a cut
+  stream): Copilot retries 5 times by itself (6 requests, 14 s of waits for the 500, 5 s for the cut),
+  then prints ``session.error`` ("Failed to get response from the AI model; retried 5 times ... Last
+  error: 500 ...") and ``result`` with ``exitCode: 1``, and exits 1.
+- Turn time here: 19-21 s for ``runner exec`` of the escalation case (image present, 2 busy cores);
+  image build 21 s from a warm npm cache (the 235 MB extraction included).
 """
 
 from runner.harnesses.copilot.interpreter import interpret
