@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses import claude_code, codex, deepseek, gemini, opencode, pi, qwen
+from runner.harnesses import claude_code, cline, codex, copilot, deepseek, gemini, opencode, pi, qwen
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
 
 
@@ -64,6 +64,8 @@ INTERPRETERS: dict[str, Interpreter] = {
     "qwen": qwen.interpret,
     "opencode": opencode.interpret,
     "deepseek": deepseek.interpret,
+    "copilot": copilot.interpret,
+    "cline": cline.interpret,
 }
 
 

@@ -17,6 +17,10 @@ scheme             exposed as                                  measured on
 ``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
 ``server-prefix``  ``<s>_<f>``                                 opencode; Pi 0.86 + pi-mcp-adapter ``directTools``
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
+``copilot``        ``<s>-<f>`` with every ``_`` and ``.`` as   GitHub Copilot CLI 1.0.102
+                   ``-`` (``sharedos-files-snapshot-create``,
+                   ``sharedos-sharedos-escalate``)
+``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``)
 =================  =========================================  ============================================
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
@@ -45,10 +49,11 @@ tools.mcp__sharedos__nope does not exist. Available: ...`` (still one tool resul
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
-is not in the function-name alphabet), and on DeepSeek's dsh 0.1.0-rc.8, which suffixes every MCP tool
+is not in the function-name alphabet), on DeepSeek's dsh 0.1.0-rc.8, which suffixes every MCP tool
 with 12 hex digits (``mcp__sharedos__files_read_369b5d85e292``,
-``mcp__sharedos__sharedos_escalate_72e183f8c537``). After the exact names, each direct scheme is tried
-again with such a suffix (``_`` and 5-8 lowercase letters or digits, or ``_`` and 12 hex digits).
+``mcp__sharedos__sharedos_escalate_72e183f8c537``), and on Cline 3.0.65, which adds 8 hex digits to every
+MCP tool. After the exact names, each direct scheme is tried again with such a suffix (``_`` and 5-8
+lowercase letters or digits, or ``_`` and 12 hex digits).
 
 A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
 router would refuse it): :func:`resolve_tool` returns ``None`` and the player skips that call.
@@ -104,6 +109,11 @@ def _forms(canonical: str) -> list[str]:
     return [portable] if portable == canonical else [portable, canonical]
 
 
+def _dashed(name: str) -> str:
+    """Copilot CLI's function name for an MCP tool: every character outside ``[A-Za-z0-9-]`` as ``-``."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", name)
+
+
 def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str | None]]:
     """``(scheme, name, namespace)`` for every direct scheme, in the order they are tried."""
     out: list[tuple[str, str, str | None]] = []
@@ -113,6 +123,8 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("codex", form, f"mcp__{server}"),
             ("server-prefix", f"{server}_{form}", None),
             ("gemini", f"mcp_{server}_{form}", None),
+            ("copilot", f"{server}-{_dashed(form)}", None),
+            ("cline", f"{server}__{form}", None),
         ]
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
@@ -161,7 +173,7 @@ def _direct_of_server(tool: ExposedTool, server: str) -> bool:
     """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
     if tool.namespace is not None:
         return tool.namespace == f"mcp__{server}"
-    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_"))
+    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
 
 
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:

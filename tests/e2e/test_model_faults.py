@@ -3,7 +3,9 @@
 stream cut short -- before the ask and after it. What the user gets must be what the CLI did: before
 the ask the CLI's own outcome (failed with its own code, or cancelled by the deadline), never
 ``escalated``; after the ask ``escalated`` with the CLI's failure kept as ``harnessOutcome``. The
-measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``.
+measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``; Copilot CLI
+and Cline (``runner/harnesses/copilot``, ``runner/harnesses/cline``) are checked on one fault, a model
+that keeps failing before the ask.
 """
 
 from __future__ import annotations
@@ -71,6 +73,38 @@ def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | Non
 
 
 # --- before the ask: the CLI's own outcome ----------------------------------------------------------
+
+
+def cli_words(report: dict[str, Any], frame_type: str, field: str) -> str:
+    """The message the CLI itself printed in its first frame of ``frame_type``."""
+    lines = Path(report["files"]["stdout"]).read_text(encoding="utf-8").splitlines()
+    frame = next(f for f in map(json.loads, filter(str.strip, lines)) if f["type"] == frame_type)
+    for key in field.split("."):
+        frame = frame[key]
+    return str(frame)
+
+
+# the columns that retry a failing model by themselves and then give up (measured: Copilot CLI 1.0.102
+# retries 5 times in ~14 s, Cline 3.0.65 makes 6 attempts in ~65 s): (last frame, frame with the words)
+GIVES_UP = {"copilot": ("result", "session.error", "data.message"), "cline": ("run_result", "run_result", "text")}
+
+
+@pytest.mark.parametrize("harness", list(GIVES_UP))
+def test_a_failing_model_before_the_ask_fails_the_turn_after_the_clis_own_retries(
+    tmp_path: Path, engine: docker.DockerClient, harness: str
+) -> None:
+    report = faulted_exec(tmp_path, harness, "error@1")
+    assert report["exitCode"] == 1 and report["deadlineHit"] is False
+    assert report["status"] == "failed" and report["escalation"] is None
+    assert report["reasonCode"] == "harness_failed" == report["error"]["code"]
+    assert "escalationAsked" not in meta(report) and "harnessOutcome" not in meta(report)
+    last, words_in, field = GIVES_UP[harness]
+    assert terminal_frame(report)["type"] == last
+    assert report["error"]["message"] == cli_words(report, words_in, field)  # the CLI's words, not runner's
+    assert_faulted_exchanges(report, "error@1", "complete")
+    assert len(exchanges(report)) > 1, "the CLI retried the failing request by itself"
+    gone(engine, report)
+
 
 
 @pytest.mark.parametrize("harness", CLIS)

@@ -19,7 +19,10 @@ from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-VENDORS = ["codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek"]
+VENDORS = [
+    "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
+    "copilot", "cline",
+]
 IMAGE_OF = {"pi-direct": "pi"}
 
 

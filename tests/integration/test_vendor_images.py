@@ -84,6 +84,20 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
     "qwen": ("qwen", "@qwen-code/qwen-code", "0.24.4", "/usr/local/lib/node_modules/@qwen-code/qwen-code/cli-entry.js"),
     "opencode": ("opencode", "opencode-ai", "1.18.33", "/usr/local/lib/node_modules/opencode-ai/bin/opencode.exe"),
     "deepseek": ("dsh", "@deepseek-ai/dsh", "0.1.0-rc.8", "/usr/local/lib/node_modules/@deepseek-ai/dsh/lib/bin.js"),
+    # run as a turn runs it, on a tmpfs HOME: the image's pre-extracted package (COPILOT_CLI_DIST_DIR) keeps the
+    # binary from unpacking 235 MB into HOME (measured without it: ENOSPC)
+    "copilot": (
+        "copilot",
+        "@github/copilot",
+        "1.0.102",
+        "/usr/local/lib/node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/copilot",
+    ),
+    "cline": (
+        "cline",
+        "cline",
+        "3.0.65",
+        "/usr/local/lib/node_modules/cline/node_modules/@cline/cli-linux-x64/bin/cline",
+    ),
 }
 NODE_22 = {"pi", "pi-adapter"}
 PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"

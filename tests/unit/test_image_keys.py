@@ -61,7 +61,9 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
-    assert VENDORS == ["claude-code", "codex", "deepseek", "gemini", "opencode", "pi", "pi-adapter", "qwen"]
+    assert VENDORS == [
+        "claude-code", "cline", "codex", "copilot", "deepseek", "gemini", "opencode", "pi", "pi-adapter", "qwen",
+    ]
     layer = load_harness_recipe("base-cli", REPO)
     assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
     node22 = load_harness_recipe("base-node22", REPO)
@@ -69,7 +71,7 @@ def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
     assert {"base-cli", "base-node22"}.isdisjoint(buildable_harnesses(REPO))
     on_node22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
     assert on_node22 == {"deepseek", "pi", "pi-adapter"}
-    for harness in VENDORS:
+    for harness in [*VENDORS, "auggie", "amp"]:
         text = (REPO / "images" / harness / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
         dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))

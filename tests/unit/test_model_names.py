@@ -21,6 +21,8 @@ def flat(*names: str) -> list[ExposedTool]:
          "mcp__sharedos"),
         (flat("read", "sharedos_files_read", "mcp"), "server-prefix", "sharedos_files_read", None),  # opencode, Pi
         (flat("read_file", "mcp_sharedos_files_read"), "gemini", "mcp_sharedos_files_read", None),
+        (flat("view", "sharedos-files-read"), "copilot", "sharedos-files-read", None),  # Copilot CLI 1.0.102
+        (flat("read_files", "sharedos__files_read"), "cline", "sharedos__files_read", None),
     ],
 )
 def test_direct_schemes(exposed: list[ExposedTool], scheme: str, name: str, namespace: str | None) -> None:
@@ -120,10 +122,29 @@ def test_arguments_are_copied_not_shared() -> None:
 
 
 def test_candidate_order() -> None:
-    assert [c[0] for c in direct_candidates("files.read", "s")] == [
-        "claude", "codex", "server-prefix", "gemini", "claude", "codex", "server-prefix", "gemini",
-    ]
-    assert len(direct_candidates("echo", "s")) == 4  # no dot: one form only
+    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline"]
+    assert [c[0] for c in direct_candidates("files.read", "s")] == schemes + schemes
+    assert len(direct_candidates("echo", "s")) == 6  # no dot: one form only
+
+
+def test_copilot_dashes_every_separator() -> None:
+    """Copilot CLI 1.0.102 exposes ``<server>-<tool>`` with ``_`` (and ``.``) as ``-`` (measured)."""
+    exposed = flat("bash", "sharedos-files-snapshot-create", "sharedos-sharedos-escalate")
+    snapshot = resolve_tool("files.snapshot.create", {}, exposed)
+    escalate = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
+    assert snapshot is not None and (snapshot.scheme, snapshot.name) == ("copilot", "sharedos-files-snapshot-create")
+    assert escalate is not None and escalate.name == "sharedos-sharedos-escalate"
+    assert carries_server_tools(flat("sharedos-files-read")) and not carries_server_tools(flat("view", "bash"))
+
+
+def test_cline_names_carry_a_hash() -> None:
+    """Cline 3.0.65 exposes ``<server>__<tool>_<8 hex>`` (measured)."""
+    exposed = flat("read_files", "sharedos__files_read_5f40265d", "sharedos__sharedos_escalate_9381461a")
+    read = resolve_tool("files.read", ARGS, exposed)
+    escalate = resolve_tool("sharedos.escalate", {}, exposed)
+    assert read is not None and (read.scheme, read.name) == ("cline+hash", "sharedos__files_read_5f40265d")
+    assert escalate is not None and escalate.name == "sharedos__sharedos_escalate_9381461a"
+    assert resolve_tool("admin.grant.issue", {}, exposed) is None
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,10 @@ import yaml
 from runner.harnesses.interpreters import INTERPRETERS
 from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shipped_profiles_dir
 
-VENDORS = ["codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek"]
+VENDORS = [
+    "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
+    "copilot", "cline",
+]
 PROMPT = 'Call `files.read` with arguments: {"path": "a b"}; it costs $5 and is "quoted" \\ done.'
 VALUES = {
     "prompt": PROMPT,
