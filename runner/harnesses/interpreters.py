@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses import claude_code, codex, deepseek, gemini, kilo, kimi, opencode, pi, qwen
+from runner.harnesses import claude_code, codex, deepseek, droid, gemini, kilo, kimi, opencode, pi, qwen, vibe
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, Step
 
 
@@ -64,8 +64,10 @@ INTERPRETERS: dict[str, Interpreter] = {
     "qwen": qwen.interpret,
     "opencode": opencode.interpret,
     "deepseek": deepseek.interpret,
+    "droid": droid.interpret,
     "kilo": kilo.interpret,
     "kimi": kimi.interpret,
+    "vibe": vibe.interpret,
 }
 
 
