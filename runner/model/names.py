@@ -16,6 +16,7 @@ scheme             exposed as                                  measured on
 ``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
 ``server-prefix``  ``<s>_<f>``                                 opencode; Pi with ``directTools``
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
+``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
 =================  =========================================  ============================================
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
@@ -30,6 +31,14 @@ scheme           tool called     arguments                                      
 ``pi-proxy``     ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
 ``qwen-proxy``   ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
 ===============  ==============  ==========================================================  ==========
+
+**Deferred tools (Factory Droid 0.225.2).** Droid offers no MCP tool until the model loads it: the first
+request carries only a ``ToolSearch`` function and lists the deferred names (``<s>___<f>``) in a system reminder;
+calling ``ToolSearch {"query": "select:<name>,..."}`` adds them to the next request's tools. A request exposing
+``ToolSearch`` and no tool of the server, or the server's tools only under the ``droid`` scheme, carries our tools;
+the player (:mod:`runner.model.script`) then makes the ``ToolSearch`` call its first playable call, in every request
+of the turn, so the step count (which includes that call's result) stays aligned. :func:`tool_search_target` builds
+it.
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
@@ -52,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PI_PROXY_TOOL = "mcp"
+TOOL_SEARCH_TOOL = "ToolSearch"
 HASH_SUFFIX = r"_[0-9a-z]{5,8}"
 QWEN_PROXY_TOOL = "tool_call"
 
@@ -96,6 +106,7 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("codex", form, f"mcp__{server}"),
             ("server-prefix", f"{server}_{form}", None),
             ("gemini", f"mcp_{server}_{form}", None),
+            ("droid", f"{server}___{form}", None),
         ]
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
@@ -139,8 +150,26 @@ def _direct_of_server(tool: ExposedTool, server: str) -> bool:
 
 
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
-    """True when the request offers any tool of ``server`` (any direct scheme) or a proxy tool."""
-    return any(
+    """True when the request offers any tool of ``server`` (any direct scheme), a proxy tool, or Droid's deferred
+    tools behind ``ToolSearch``."""
+    tools = list(exposed)
+    return defers_server_tools(tools, server) or any(
         _direct_of_server(tool, server) or (tool.namespace is None and tool.name in (PI_PROXY_TOOL, QWEN_PROXY_TOOL))
-        for tool in exposed
+        for tool in tools
     )
+
+
+def defers_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
+    """Droid's exposure: ``ToolSearch`` offered, and the server's tools either not yet loaded (none offered) or
+    offered under the ``droid`` scheme (``<s>___<f>``) only. Claude Code, whose tool search is off, never matches."""
+    tools = list(exposed)
+    if ExposedTool(TOOL_SEARCH_TOOL) not in tools:
+        return False
+    of_server = [t for t in tools if _direct_of_server(t, server)]
+    return all(t.namespace is None and t.name.startswith(f"{server}___") for t in of_server)
+
+
+def tool_search_target(canonicals: Iterable[str], server: str = "sharedos") -> ToolTarget:
+    """The ``ToolSearch`` call that loads every tool the script calls, under Droid's names."""
+    names = list(dict.fromkeys(f"{server}___{portable_name(c)}" for c in canonicals))
+    return ToolTarget(TOOL_SEARCH_TOOL, "droid-tool-search", TOOL_SEARCH_TOOL, {"query": "select:" + ",".join(names)})

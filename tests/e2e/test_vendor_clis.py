@@ -17,7 +17,7 @@ from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-VENDORS = ["codex", "claude-code", "pi", "pi-direct", "gemini", "qwen", "opencode", "kilo", "kimi"]
+VENDORS = ["codex", "claude-code", "pi", "pi-direct", "gemini", "qwen", "opencode", "kilo", "kimi", "droid"]
 IMAGE_OF = {"pi-direct": "pi"}
 
 

@@ -58,11 +58,11 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
-    assert VENDORS == ["claude-code", "codex", "gemini", "kilo", "kimi", "opencode", "pi", "qwen"]
+    assert VENDORS == ["claude-code", "codex", "droid", "gemini", "kilo", "kimi", "opencode", "pi", "qwen"]
     layer = load_harness_recipe("base-cli", REPO)
     assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
     assert "base-cli" not in buildable_harnesses(REPO)
-    for harness in [*VENDORS, "deepseek"]:
+    for harness in [*VENDORS, "deepseek", "vibe"]:
         text = (REPO / "images" / harness / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
         dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))

@@ -458,3 +458,21 @@ def test_kimi_junk_never_raises() -> None:
     for frame in [{}, {"role": None}, {"role": "assistant", "content": 3}, {"role": "assistant", "content": "  "},
                   {"role": "meta", "type": 5}, {"role": "meta", "type": "x.failed"}, {"role": "tool"}]:
         assert all(isinstance(s, Message | Completed | Failed) for s in get_interpreter("kimi")(frame))
+
+
+# --- Factory Droid (runner/harnesses/droid) ---------------------------------------------------------------------
+
+
+def test_droid_completes_at_its_completion_frame_and_fails_at_an_error_frame() -> None:
+    init = {"type": "system", "subtype": "init", "session_id": "s", "tools": ["ToolSearch"], "model": "custom:r-0"}
+    search = [{"type": "tool_call", "id": "call_runner_0", "toolName": "ToolSearch",
+               "parameters": {"query": "select:sharedos___files_read"}},
+              {"type": "tool_result", "id": "call_runner_0", "isError": False, "value": "Loaded 1 tool(s)"}]
+    done = [{"type": "message", "role": "assistant", "text": "Done."},
+            {"type": "completion", "finalText": "Done.", "numTurns": 3, "durationMs": 911}]
+    assert outcome("droid", [init, *search, *done], 0) == Complete({"text": "Done."})
+    refused = {"type": "error", "source": "cli", "message": "Exec ended early: insufficient permission to proceed."}
+    assert failure(outcome("droid", [init, *search, refused], 1)) == (
+        "harness_failed", "Exec ended early: insufficient permission to proceed.", True)
+    assert failure(outcome("droid", [init, *search], 143))[0] == "harness_exited_without_outcome"
+    assert outcome("droid", [{"type": "message", "role": "user", "text": "the prompt"}], 0) == Complete({"text": ""})

@@ -8,8 +8,10 @@ Evidence: :mod:`runner.harnesses.droid` (0.225.2, measured on the host against `
   prompt echoed) → nothing.
 - ``{"type": "completion", "finalText": "...", "numTurns", "durationMs", "usage"}`` ends the turn → ``complete``
   with ``{"text": finalText}``.
-- ``{"type": "error", ...}`` or a ``completion`` with ``is_error: true`` → ``failed harness_failed`` with its
-  ``message``/``error`` [unverified: no failing turn was run; a failure frame was not seen].
+- ``{"type": "error", "source": "cli", "message": "Exec ended early: ..."}`` (measured: an MCP call refused by its
+  autonomy level; exit 1 follows) → ``failed harness_failed`` with its ``message``; a ``completion`` with
+  ``is_error: true`` the same [unverified: not seen].
+- ``tool_call`` / ``tool_result`` (the ToolSearch and MCP calls, ``isError`` for the refusal) → nothing.
 """
 
 from __future__ import annotations
