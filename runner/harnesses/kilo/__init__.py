@@ -24,6 +24,9 @@ stdio MCP server with ``files.read`` and ``sharedos.escalate``; then in the pinn
   shutting down PostHog" after ~2 s), a codebase indexer ("initializing project indexing", off with
   ``KILO_DISABLE_CODEBASE_INDEXING``), a cloud session ingest, and a model-list fetch from its own gateway
   (provider ``kilo``: ``model fetch error {"kind": "network"}``, harmless). The profile turns them off.
+- **A failing model API** (HTTP 500 on every request): retried 5 times, 2, 5, 10, 19 and 32 s apart, then
+  opencode's ``error`` event (the API's message) and exit 1: 134 s and 181 s for the whole turn under load.
+  ``KILO_SESSION_RETRY_LIMIT=0`` did not change it (6 requests again); no other retry switch was found.
 - **Slow start.** On this 2-core machine under load (load average 10-14), 48 s from start to exit with 28 s before
   the first model request; the turn itself (three model requests) took ~1.5 s. Its deadline and ``cell_seconds``
   are sized for that.
