@@ -27,9 +27,11 @@ stdio MCP server with ``files.read`` and ``sharedos.escalate``; then in the pinn
 - **A failing model API** (HTTP 500 on every request): retried 5 times, 2, 5, 10, 19 and 32 s apart, then
   opencode's ``error`` event (the API's message) and exit 1: 134 s and 181 s for the whole turn under load.
   ``KILO_SESSION_RETRY_LIMIT=0`` did not change it (6 requests again); no other retry switch was found.
-- **Slow start.** On this 2-core machine under load (load average 10-14), 48 s from start to exit with 28 s before
-  the first model request; the turn itself (three model requests) took ~1.5 s. Its deadline and ``cell_seconds``
-  are sized for that.
+- **Slow start.** A turn costs Kilo ~13 s of CPU (``user`` time on the host; opencode's turns took 4-9 s of wall
+  time), most of it before the first model request, with the switches above set (the indexer still logs
+  "initializing project indexing"). Wall time follows the machine's load: 31 s on the host at load ~6, 48 s at
+  ~12; in the image 79 s for a whole ``runner exec`` cell at load ~12, of which the three model requests took
+  ~8 s. Its deadline and ``cell_seconds`` are sized for that.
 """
 
 from runner.harnesses.kilo.interpreter import interpret
