@@ -14,7 +14,21 @@ from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses import claude_code, cline, codex, copilot, deepseek, gemini, opencode, pi, qwen
+from runner.harnesses import (
+    claude_code,
+    cline,
+    codex,
+    copilot,
+    deepseek,
+    droid,
+    gemini,
+    kilo,
+    kimi,
+    opencode,
+    pi,
+    qwen,
+    vibe,
+)
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
 
 
@@ -66,6 +80,10 @@ INTERPRETERS: dict[str, Interpreter] = {
     "deepseek": deepseek.interpret,
     "copilot": copilot.interpret,
     "cline": cline.interpret,
+    "droid": droid.interpret,
+    "kilo": kilo.interpret,
+    "kimi": kimi.interpret,
+    "vibe": vibe.interpret,
 }
 
 

@@ -21,6 +21,7 @@ scheme             exposed as                                  measured on
                    ``-`` (``sharedos-files-snapshot-create``,
                    ``sharedos-sharedos-escalate``)
 ``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``)
+``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
 =================  =========================================  ============================================
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
@@ -46,6 +47,14 @@ The arguments are written as a JSON object literal (valid JavaScript), and ``ret
 Measured on Pi 1.6.0: the MCP tools are not in the request (only ``codemode``); the system prompt
 lists ``mcp__sharedos (codemode)``; a script naming a tool the server lacks fails with ``TypeError:
 tools.mcp__sharedos__nope does not exist. Available: ...`` (still one tool result, no MCP call).
+
+**Deferred tools (Factory Droid 0.225.2).** Droid offers no MCP tool until the model loads it: the first
+request carries only a ``ToolSearch`` function and lists the deferred names (``<s>___<f>``) in a system reminder;
+calling ``ToolSearch {"query": "select:<name>,..."}`` adds them to the next request's tools. A request exposing
+``ToolSearch`` and no tool of the server, or the server's tools only under the ``droid`` scheme, carries our tools;
+the player (:mod:`runner.model.script`) then makes the ``ToolSearch`` call its first playable call, in every request
+of the turn, so the step count (which includes that call's result) stays aligned. :func:`tool_search_target` builds
+it.
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
@@ -73,6 +82,7 @@ from typing import Any
 
 PI_PROXY_TOOL = "mcp"
 PI_CODEMODE_TOOL = "codemode"
+TOOL_SEARCH_TOOL = "ToolSearch"
 HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
 QWEN_PROXY_TOOL = "tool_call"
 PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL)
@@ -125,6 +135,7 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("gemini", f"mcp_{server}_{form}", None),
             ("copilot", f"{server}-{_dashed(form)}", None),
             ("cline", f"{server}__{form}", None),
+            ("droid", f"{server}___{form}", None),
         ]
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
@@ -177,8 +188,26 @@ def _direct_of_server(tool: ExposedTool, server: str) -> bool:
 
 
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
-    """True when the request offers any tool of ``server`` (any direct scheme) or a proxy tool."""
-    return any(
+    """True when the request offers any tool of ``server`` (any direct scheme), a proxy tool, or Droid's deferred
+    tools behind ``ToolSearch``."""
+    tools = list(exposed)
+    return defers_server_tools(tools, server) or any(
         _direct_of_server(tool, server) or (tool.namespace is None and tool.name in PROXY_TOOLS)
-        for tool in exposed
+        for tool in tools
     )
+
+
+def defers_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
+    """Droid's exposure: ``ToolSearch`` offered, and the server's tools either not yet loaded (none offered) or
+    offered under the ``droid`` scheme (``<s>___<f>``) only. Claude Code, whose tool search is off, never matches."""
+    tools = list(exposed)
+    if ExposedTool(TOOL_SEARCH_TOOL) not in tools:
+        return False
+    of_server = [t for t in tools if _direct_of_server(t, server)]
+    return all(t.namespace is None and t.name.startswith(f"{server}___") for t in of_server)
+
+
+def tool_search_target(canonicals: Iterable[str], server: str = "sharedos") -> ToolTarget:
+    """The ``ToolSearch`` call that loads every tool the script calls, under Droid's names."""
+    names = list(dict.fromkeys(f"{server}___{portable_name(c)}" for c in canonicals))
+    return ToolTarget(TOOL_SEARCH_TOOL, "droid-tool-search", TOOL_SEARCH_TOOL, {"query": "select:" + ",".join(names)})

