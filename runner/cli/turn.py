@@ -55,7 +55,10 @@ def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, kee
     import anyio
 
     from runner.sandbox.container import RUN_LABEL, remove_labelled
+    from runner.sandbox.reaper import Reaper
 
+    # the lease: if this process dies where no finally runs (SIGKILL), the reaper removes the run's containers
+    reaper = Reaper(run_id).start() if client is not None and not keep else None
     result: list[T] = []
     interrupted: list[int] = []
 
@@ -80,7 +83,11 @@ def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, kee
         if not keep and client is not None:
             try:
                 remove_labelled(client, f"{RUN_LABEL}={run_id}")
+                if reaper is not None:
+                    reaper.release()
             except InfrastructureError as error:
+                if reaper is not None:
+                    reaper.abandon()
                 err().print(f"[yellow]runner:[/] could not remove the run's containers ({escape(str(error))}); "
                             f"`runner gc` removes them once the engine answers", highlight=False)
     if interrupted or not result:
