@@ -5,8 +5,9 @@ The turn never builds its process itself: it asks a :data:`ProcessFactory` for o
 :class:`DockerProcesses` makes the hardened container of :mod:`runner.sandbox.container`; a test
 hands in a fake and settles a turn without an engine (``tests/unit/test_turn_settlement.py``).
 
-Every method blocks, as docker-py does; the turn calls them from its own worker threads
-(:data:`runner.turn.drive.THREADS`), so the MCP server keeps answering meanwhile.
+Calling the factory blocks (the default one may run the wiring probe), and so does every method, as
+docker-py does; the turn calls them from its own worker threads (:data:`runner.turn.drive.THREADS`),
+so the MCP server keeps answering meanwhile.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from runner.core.scrub import Scrubber
 from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.probe import check_wiring
 from runner.turn.collect import copy_session_transcript
 
 if TYPE_CHECKING:
@@ -68,10 +70,15 @@ class DockerProcess(SandboxedProcess):
 
 
 class DockerProcesses:
-    """The default factory: one :class:`DockerProcess` per turn on ``client``."""
+    """The default factory: one :class:`DockerProcess` per turn on ``client``, once the engine and the image are
+    known to carry a turn (:func:`~runner.sandbox.probe.check_wiring`, cached; it raises a named
+    :class:`~runner.sandbox.probe.WiringError` with the fix, so a turn that could not work is never graded)."""
 
-    def __init__(self, client: docker.DockerClient) -> None:
+    def __init__(self, client: docker.DockerClient, probe: bool = True) -> None:
         self.client = client
+        self.probe = probe
 
     def __call__(self, spec: ContainerSpec) -> CliProcess:
+        if self.probe:
+            check_wiring(self.client, spec)
         return DockerProcess(self.client, spec)

@@ -120,7 +120,7 @@ async def run_turn(
     turn = prepare_turn(req)
     proc: CliProcess | None = None
     try:
-        proc = processes(turn.spec)
+        proc = await anyio.to_thread.run_sync(processes, turn.spec, limiter=THREADS)
         played = await _serve_and_drive(turn, proc, progress)
         turn.transcript.close()
         settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
