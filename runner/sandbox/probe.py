@@ -17,8 +17,9 @@ and each one, missing, used to surface as the CLI's conduct (``mcp_not_connected
 One probe container answers all three: the turn's own image, the turn's hardening and limits, a
 fresh directory (under the same temporary root as the turn directories) holding a nonce file,
 mounted where the turn directory goes. It exits 0, or 3 (no nonce), 4 (no relay), 5 (no pids
-limit). A pass is cached per (engine address, host, temporary root, image id) in memory and in
-``$RUNNER_CACHE_DIR/probes/``; a failure is probed again next time (it is cheap, and it may be fixed).
+limit), 6 (the stream transport's relay has neither node nor python3). A pass is cached per (engine
+address, host, temporary root, image id, transport) in memory and in ``$RUNNER_CACHE_DIR/probes/``;
+a failure is probed again next time (it is cheap, and it may be fixed).
 """
 
 from __future__ import annotations
@@ -43,9 +44,12 @@ from runner.sandbox.engine import EngineError, call_with_retry, engine_address
 
 RELAY = "socat"
 NONCE_FILE = "probe-nonce"
+NO_MOUNT = "-"  # the nonce argument of a probe for the stream transport: no mount to look through
 PROBE_SCRIPT = (
-    f'[ "$(cat {TURN_MOUNT}/{NONCE_FILE} 2>/dev/null)" = "$1" ] || exit 3; '
+    f'[ "$1" = {NO_MOUNT} ] || [ "$(cat {TURN_MOUNT}/{NONCE_FILE} 2>/dev/null)" = "$1" ] || exit 3; '
     f"command -v {RELAY} >/dev/null 2>&1 || exit 4; "
+    f'[ "$1" != {NO_MOUNT} ] || command -v node >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1 || exit 6; '
+
     'p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max 2>/dev/null); '
     '[ "$p" = "$2" ] || exit 5'
 )
@@ -65,17 +69,23 @@ class RelayMissing(WiringError):
     """The image lacks the MCP relay the profiles' MCP server command runs."""
 
 
+class HardeningRefused(WiringError):
+    """The engine refuses part of the container's hardening outright (e.g. Podman 4.3 and a tmpfs owned by uid 1000)."""
+
+
 class LimitsNotEnforced(WiringError):
     """The engine cannot enforce the container's resource limits (rootless Podman without cgroup delegation)."""
 
 
-def check_wiring(client: docker.DockerClient, spec: ContainerSpec) -> None:
-    """Probe once per engine and image (cached); raise a :class:`WiringError` subclass naming the fix."""
-    key = _key(spec.image_id)
+def check_wiring(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True) -> None:
+    """Probe once per engine and image (cached); raise a :class:`WiringError` subclass naming the fix.
+
+    ``mount`` False: for the stream transport, which mounts nothing (no nonce; node or python3 for its relay)."""
+    key = _key(spec.image_id + ("" if mount else ":stream"))
     if key in _passed or _cache_file(key).exists():
         _passed.add(key)
         return
-    code = _probe(client, spec)
+    code = _probe(client, spec, mount)
     if code == 0:
         _passed.add(key)
         _remember(key, spec.image_id)
@@ -96,10 +106,16 @@ def check_wiring(client: docker.DockerClient, spec: ContainerSpec) -> None:
             "runner-entry's model listener) runs. Fix: build the image FROM images/base-cli (which has it), or "
             f"install {RELAY} in it"
         )
+    if code == 6:
+        raise RelayMissing(
+            f"image {spec.image_id[:19]} has neither node nor python3, one of which runs the stream transport's "
+            "relay. Fix: build the image FROM images/base-cli, or use --transport mount where the engine shares "
+            "runner's files"
+        )
     if code == 5:
         raise LimitsNotEnforced(_limits_fix(where, f"the probe container's pids limit ({spec.limits.pids}) is not "
                                                    "in force inside it"))
-    raise WiringError(f"the wiring probe in image {spec.image_id[:19]} exited {code} (expected 0, 3, 4 or 5)")
+    raise WiringError(f"the wiring probe in image {spec.image_id[:19]} exited {code} (expected 0, 3, 4, 5 or 6)")
 
 
 def _limits_fix(where: str, what: str) -> str:
@@ -112,8 +128,8 @@ def _limits_fix(where: str, what: str) -> str:
     )
 
 
-def _probe(client: docker.DockerClient, spec: ContainerSpec) -> int:
-    nonce = secrets.token_hex(16)
+def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True) -> int:
+    nonce = secrets.token_hex(16) if mount else NO_MOUNT
     directory = Path(tempfile.mkdtemp(prefix="runner-probe-"))
     container: Any = None
     try:
@@ -124,10 +140,12 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec) -> int:
         probe = ContainerSpec(spec.image_id, ["sh", "-c", PROBE_SCRIPT, "probe", nonce, str(spec.limits.pids)],
                               directory, labels, limits=spec.limits, workdir="/")
         kwargs = {**probe.create_kwargs(), "stdin_open": False, "environment": {}}
+        if not mount:
+            kwargs["mounts"] = []
         try:
             container = call_with_retry(client.containers.create, **kwargs)
             call_with_retry(container.start)
-        except docker.errors.APIError as err:
+        except (docker.errors.APIError, EngineError) as err:
             raise _classify_start_error(err) from err
         result = call_with_retry(container.wait, timeout=PROBE_DEADLINE)
         return int(result.get("StatusCode", -1))
@@ -140,7 +158,7 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec) -> int:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _classify_start_error(err: docker.errors.APIError) -> EngineError:
+def _classify_start_error(err: Exception) -> EngineError:
     text = str(err)
     lowered = text.lower()
     if "bind source path does not exist" in lowered or ("no such file or directory" in lowered and "mount" in lowered):
@@ -148,6 +166,12 @@ def _classify_start_error(err: docker.errors.APIError) -> EngineError:
             f"the engine at {engine_address()} has no {Path(tempfile.gettempdir())} on its side ({text}). runner and "
             "the engine do not share a filesystem. Fix: run runner on the engine's host, or give runner's container "
             "a directory the engine's host has at the same path and set TMPDIR to it"
+        )
+    if "invalid mount option" in lowered or "unknown mount option" in lowered:
+        return HardeningRefused(
+            f"the engine at {engine_address()} refuses the container's hardening ({text}): the CLI's HOME is a tmpfs "
+            "owned by uid 1000 (uid=/gid= options), which Podman's Docker-compatible API (4.3) does not accept. Fix: "
+            "use a Docker Engine, or a Podman that accepts tmpfs uid=/gid="
         )
     if "cgroup" in lowered or "controller" in lowered:
         return LimitsNotEnforced(_limits_fix(engine_address(), f"it refused the limits ({text})"))
