@@ -50,23 +50,32 @@ def test_an_image_without_the_relay_is_named(
         engine.images.remove(image.id, force=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare(1)")
-def test_an_engine_that_does_not_share_runners_files_is_named_not_graded(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
-) -> None:
-    # runner in a private mount namespace with its own tmpfs at TMPDIR: the engine sees the host's empty
-    # directory at that path, exactly as under Docker-out-of-Docker or a remote engine
+def in_private_tmp(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """runner in a private mount namespace with its own tmpfs at TMPDIR: the engine sees the host's empty
+    directory at that path, exactly as under Docker-out-of-Docker or a remote engine."""
     private = tmp_path / "private"
-    private.mkdir()
+    private.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(private), "RUNNER_CACHE_DIR": str(tmp_path / "cache")}
     script = f'mount -t tmpfs tmpfs "{private}" && exec "$@"'
-    proc = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
-         RUNNER, "exec", "--harness", "reference", "--case", "escalation", "--json", "--out", str(tmp_path / "out")],
+    return subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", RUNNER, "exec", "--harness",
+         "reference", "--case", "escalation", "--json", "--out", str(tmp_path / "out"), *args],
         capture_output=True, text=True, env=env, timeout=240,
     )
-    assert proc.returncode == 5, proc.stderr
-    body = json.loads(proc.stdout)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare(1)")
+def test_an_engine_that_does_not_share_runners_files_is_named_not_graded_and_auto_streams_instead(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    mounted = in_private_tmp(tmp_path, "--transport", "mount")
+    assert mounted.returncode == 5, mounted.stderr
+    body = json.loads(mounted.stdout)
     assert body["infrastructureError"]["kind"] == "MountsNotVisible", body
     assert "TMPDIR" in body["infrastructureError"]["detail"], "the message says how to fix it"
     assert body["grade"] is None, "a turn that could not work is not graded"
+    shutil.rmtree(tmp_path / "out")
+    auto = in_private_tmp(tmp_path)
+    assert auto.returncode == 0, auto.stderr
+    body = json.loads(auto.stdout)
+    assert (body["transport"], body["status"], body["grade"]["status"]) == ("stream", "escalated", "pass")
