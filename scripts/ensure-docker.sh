@@ -6,6 +6,10 @@
 #   offline bases and socat for the tests), start dockerd in the background logging to
 #   $RUNNER_DOCKERD_LOG, and wait (bounded) until `docker info` answers.
 # - Anywhere else: stop with a message that says what is missing.
+# - RUNNER_ENGINE=podman: use rootless Podman's Docker-compatible socket instead (run as the non-root user):
+#   start `podman system service` on $XDG_RUNTIME_DIR/podman/podman.sock if nothing answers there, and print
+#   the DOCKER_HOST to export. Debian packages: podman uidmap slirp4netns catatonit. What Podman 4.3 on this
+#   kind of host cannot keep is in the README's "Engines" section (the probe names it before any turn).
 set -euo pipefail
 
 LOG=${RUNNER_DOCKERD_LOG:-/var/log/runner-dockerd.log}
@@ -13,6 +17,22 @@ WAIT_SECONDS=${RUNNER_DOCKERD_WAIT:-60}
 say() { printf 'ensure-docker: %s\n' "$*" >&2; }
 
 engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
+
+if [ "${RUNNER_ENGINE:-docker}" = podman ]; then
+  command -v podman >/dev/null 2>&1 || { say "RUNNER_ENGINE=podman: install podman uidmap slirp4netns catatonit"; exit 1; }
+  runtime=${XDG_RUNTIME_DIR:-/run/user/$(id -u)}
+  sock=$runtime/podman/podman.sock
+  if ! DOCKER_HOST=unix://$sock engine_answers; then
+    mkdir -p "$runtime/podman"
+    say "starting podman system service on $sock"
+    XDG_RUNTIME_DIR=$runtime setsid podman system service --time=0 "unix://$sock" </dev/null >/dev/null 2>&1 &
+    for _ in $(seq "$WAIT_SECONDS"); do [ -S "$sock" ] && break; sleep 1; done
+  fi
+  [ -S "$sock" ] || { say "no Podman socket at $sock"; exit 1; }
+  say "Podman answers; use it with:"
+  echo "export DOCKER_HOST=unix://$sock"
+  exit 0
+fi
 
 # Cold set-up durations for `make bench` (runner/sandbox/timings.py reads them): one file per step.
 TIMINGS=${RUNNER_CACHE_DIR:-$HOME/.cache/runner}/cold-timings

@@ -44,10 +44,12 @@ async def floor_roundtrip(warmup: int, calls: int) -> Any:
 
 
 async def real_roundtrip(
-    client: Any, image_id: str, warmup: int, calls: int, run_id: str, transport: str = "relay"
+    client: Any, image_id: str, warmup: int, calls: int, run_id: str, transport: str = "relay",
+    engine_transport: str = "mount",
 ) -> tuple[Any, int]:
     """The bench client in the reference image, hardened as runner runs a CLI, through socat to serve_mcp
-    (``relay``, as the reference harness and the CLIs connect) or straight to the socket (``direct``)."""
+    (``relay``, as the reference harness and the CLIs connect) or straight to the socket (``direct``); the turn dir
+    bind-mounted (``engine_transport`` mount) or carried over the engine API (stream: runner.sandbox.stream)."""
     import shutil
 
     from runner.bench import client as bench_client
@@ -55,6 +57,7 @@ async def real_roundtrip(
     from runner.mcp import unix_client
     from runner.mcp.server import serve_mcp
     from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess
+    from runner.sandbox.stream import StreamSandboxedProcess
 
     catalogue, latch, instructions = baseline_authority(warmup + calls + 1)
     turn = turn_dir()
@@ -68,11 +71,12 @@ async def real_roundtrip(
             argv=["/opt/venv/bin/python", f"{TURN_MOUNT}/{CONTAINER_CLIENT}", str(warmup), str(calls),
                   ROUNDTRIP_TOOL, json.dumps(ROUNDTRIP_ARGUMENTS), transport],
             turn_dir=turn,
-            labels={RUN_LABEL: run_id, CELL_LABEL: f"bench.mcp-roundtrip-{transport}"},
+            labels={RUN_LABEL: run_id, CELL_LABEL: f"bench.mcp-roundtrip-{transport}-{engine_transport}"},
             env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions) as handle:
-            code, out, err = await run_container(SandboxedProcess(client, spec), timeout=120)
+            kind = StreamSandboxedProcess if engine_transport == "stream" else SandboxedProcess
+            code, out, err = await run_container(kind(client, spec), timeout=120)
             server_calls = handle.calls
     finally:
         shutil.rmtree(turn, ignore_errors=True)
@@ -94,16 +98,20 @@ async def measure_mcp(client: Any, image_id: str, plan: Plan, run_id: str) -> li
     before = await floor_roundtrip(plan.mcp_warmup, plan.mcp_calls // 2)
     real, server_calls = await real_roundtrip(client, image_id, plan.mcp_warmup, plan.mcp_calls, run_id)
     direct, direct_calls = await real_roundtrip(client, image_id, plan.mcp_warmup, plan.mcp_calls, run_id, "direct")
+    stream, stream_calls = await real_roundtrip(client, image_id, plan.mcp_warmup, plan.mcp_calls, run_id,
+                                                engine_transport="stream")
     after = await floor_roundtrip(plan.mcp_warmup, plan.mcp_calls - plan.mcp_calls // 2)
     floor = Timings(before.samples_ms + after.samples_ms, before.errors + after.errors, before.first_text,
                     before.init_ms)
-    for name, timings in (("floor", floor), ("real", real), ("direct", direct)):
+    for name, timings in (("floor", floor), ("real", real), ("direct", direct), ("stream", stream)):
         if timings.errors:
             raise BenchError(f"{timings.errors} of the {name} calls came back as errors: {timings.first_text[:120]}")
     expected = plan.mcp_warmup + plan.mcp_calls
-    if server_calls != expected or direct_calls != expected:
-        raise BenchError(f"the host server saw {server_calls} and {direct_calls} calls, expected {expected} each")
+    if server_calls != expected or direct_calls != expected or stream_calls != expected:
+        raise BenchError(f"the host server saw {server_calls}, {direct_calls} and {stream_calls} calls, expected "
+                         f"{expected} each")
     real_s, floor_s, direct_s = summarise(real.samples_ms), summarise(floor.samples_ms), summarise(direct.samples_ms)
+    stream_s = summarise(stream.samples_ms)
     how_real = "in-container SDK client → socat → mounted socket → host serve_mcp (latch + envelope)"
     how_floor = "same client loop and server handlers on in-process memory streams (runner.mcp.memory)"
     n = f"{plan.mcp_calls} calls after {plan.mcp_warmup} warm-up"
@@ -120,4 +128,11 @@ async def measure_mcp(client: Any, image_id: str, plan: Plan, run_id: str) -> li
         Figure("mcp.direct.p50", 1, "… without the relay: direct p50", direct_s["p50"], "ms",
                "in-container SDK client → mounted socket (no socat) → host serve_mcp: where the relay's share "
                "shows", n, {**direct_s, "initMs": direct.init_ms}),
+        Figure("mcp.stream.p50", 1, "tools/call over the stream transport p50", stream_s["p50"], "ms",
+               "in-container SDK client → socat → relay → engine exec stream → host serve_mcp (no host path "
+               "mounted: --transport stream)", n, {**stream_s, "initMs": stream.init_ms}),
+        Figure("mcp.stream.p95", 1, "tools/call over the stream transport p95", stream_s["p95"], "ms",
+               "as mcp.stream.p50", n),
+        Figure("mcp.stream.ratio.p50", 1, "tools/call stream / floor (p50)", ratio(stream_s["p50"], floor_s["p50"]),
+               "×", "p50 stream ÷ p50 floor"),
     ]

@@ -12,7 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from runner.cli.render import err, fail, out, reported
-from runner.cli.turn import BEHAVIOUR_HELP, FAULT_HELP, check_out, connect_engine, interruptible, new_run_id
+from runner.cli.turn import (
+    BEHAVIOUR_HELP,
+    FAULT_HELP,
+    TRANSPORT_HELP,
+    check_out,
+    connect_engine,
+    interruptible,
+    new_run_id,
+)
 from runner.errors import Exit
 
 
@@ -28,6 +36,7 @@ def run(
     model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
+    transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
         "same on every machine); the cells that run no turn are left to a run without --shard or with "
@@ -62,7 +71,9 @@ def run(
     elif declared_only:
         chosen = [c for c in chosen if not runs_a_turn(c)]
     run_id = new_run_id()
-    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault)
+    if transport not in ("auto", "mount", "stream"):
+        fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}")
+    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport)
     check_out(out_dir, False)
     with reported():
         plans = plan_cells(chosen, options, os.environ)

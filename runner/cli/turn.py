@@ -22,6 +22,11 @@ from runner.errors import Exit, InfrastructureError
 T = TypeVar("T")
 
 BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
+TRANSPORT_HELP = (
+    "How the container reaches the turn's files and sockets: mount (the turn dir bind-mounted; the engine must "
+    "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
+    "a probe finds it works, else stream). The result records which ran."
+)
 FAULT_HELP = (
     "Make the scripted model fail on purpose, from conversation request STEP (1-based, default 1; "
     "or after-ask: the first request after the ask) on: error (HTTP 500 with the dialect's error "
@@ -55,7 +60,10 @@ def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, kee
     import anyio
 
     from runner.sandbox.container import RUN_LABEL, remove_labelled
+    from runner.sandbox.reaper import Reaper
 
+    # the lease: if this process dies where no finally runs (SIGKILL), the reaper removes the run's containers
+    reaper = Reaper(run_id).start() if client is not None and not keep else None
     result: list[T] = []
     interrupted: list[int] = []
 
@@ -80,7 +88,11 @@ def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, kee
         if not keep and client is not None:
             try:
                 remove_labelled(client, f"{RUN_LABEL}={run_id}")
+                if reaper is not None:
+                    reaper.release()
             except InfrastructureError as error:
+                if reaper is not None:
+                    reaper.abandon()
                 err().print(f"[yellow]runner:[/] could not remove the run's containers ({escape(str(error))}); "
                             f"`runner gc` removes them once the engine answers", highlight=False)
     if interrupted or not result:
@@ -104,6 +116,7 @@ def exec_(
     = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
+    transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:
@@ -133,7 +146,10 @@ def exec_(
     if profile.unavailable:
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     run_id = new_run_id()
-    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault)
+    if transport not in ("auto", "mount", "stream"):
+        fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
+    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault,
+                          transport=transport)
     with reported(as_json):
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
@@ -147,7 +163,7 @@ def exec_(
     result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep, as_json)
     problem = result.infrastructure_error
     body = {**(report.to_json() if report else {}), "cell": result.cell.to_json(), "grade": result.grade,
-            "pins": result.pins, "repro": result.repro,
+            "pins": result.pins, "repro": result.repro, "transport": result.transport,
             "infrastructureError": problem.to_json() if problem else None}
     if as_json:
         print(json.dumps(body, ensure_ascii=False))

@@ -71,7 +71,7 @@ async def run_cell(
     request = TurnRequest(
         case=cell.case, profile=cell.profile, behaviour=plan.options.behaviour, image=image, out_dir=directory,
         run_id=plan.options.run_id, model=plan.model, deadline=plan.options.deadline, keep=plan.options.keep,
-        condition_id=cell.condition.id, model_fault=plan.model.fault,
+        condition_id=cell.condition.id, model_fault=plan.model.fault, transport=plan.options.transport,
     )
     try:
         report = await run_turn(client, request, progress)
@@ -94,7 +94,7 @@ async def run_cell(
         harness_error_code=meta.get("harnessErrorCode"), exit_code=report.drive.exit_code,
         deadline_hit=report.drive.deadline_hit,
     )
-    result = result.replace(turn=turn, model=plan.model.to_json(),
+    result = result.replace(turn=turn, model=plan.model.to_json(), transport=report.transport,
                             files={k: os.path.relpath(v, directory) for k, v in report.files.items()})
     return _finish(directory, result, started), report
 

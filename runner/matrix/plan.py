@@ -34,6 +34,7 @@ class CellOptions:
     # recorded, and the grade still says not_applicable
     run_unsupported: bool = False
     model_fault: str | None = None  # --model-fault KIND[@STEP] (scripted model only)
+    transport: str = "auto"  # --transport mount|stream|auto: how the container reaches the turn's files and sockets
 
 
 @dataclass(frozen=True)

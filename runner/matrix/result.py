@@ -103,6 +103,7 @@ class CellResult:
     deadline_seconds: float | None = None  # the deadline asked for (repro reuses it)
     started_at: str | None = None
     elapsed_seconds: float | None = None
+    transport: str | None = None  # mount or stream: how the container reached the turn's files and sockets
     version: int = RESULT_VERSION
     directory: Path | None = field(default=None, compare=False)  # where it was read from; never written
 
@@ -165,6 +166,8 @@ class CellResult:
             body["files"] = self.files
         if self.elapsed_seconds is not None:
             body["elapsedSeconds"] = self.elapsed_seconds
+        if self.transport is not None:
+            body["transport"] = self.transport
         return body
 
     @classmethod
@@ -197,6 +200,7 @@ class CellResult:
                 deadline_seconds=data.get("deadlineSeconds"),
                 started_at=data.get("startedAt"),
                 elapsed_seconds=data.get("elapsedSeconds"),
+                transport=data.get("transport"),
                 version=version,
             )
         except (KeyError, TypeError, AttributeError) as error:

@@ -110,7 +110,7 @@ class SandboxedProcess:
     def start(self) -> None:
         """Create, attach before start (so no output is missed), start, and hand over stdin."""
         try:
-            self.container = call_with_retry(self.client.containers.create, **self.spec.create_kwargs())
+            self.container = self._create()
             self._sock = call_with_retry(
                 self.container.attach_socket, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
@@ -126,6 +126,10 @@ class SandboxedProcess:
             pass  # the CLI exited already; its exit is what gets reported
         if not self.spec.keep_stdin_open:
             self.close_stdin()
+
+    def _create(self) -> Any:
+        """Create the container (the stream transport also fills it before it starts)."""
+        return call_with_retry(self.client.containers.create, **self.spec.create_kwargs())
 
     def close_stdin(self) -> None:
         try:
@@ -168,7 +172,7 @@ class SandboxedProcess:
         try:
             if self.container is not None:
                 with contextlib.suppress(docker.errors.NotFound):
-                    call_with_retry(self.container.remove, force=True)
+                    call_with_retry(self.container.remove, force=True, v=True)
             if len(cell) == 2:
                 remove_labelled(self.client, cell)
         except EngineError as err:
@@ -185,7 +189,7 @@ def remove_labelled(client: docker.DockerClient, label: str | list[str]) -> list
     removed = []
     for container in call_with_retry(client.containers.list, all=True, filters={"label": label}):
         try:
-            call_with_retry(container.remove, force=True)
+            call_with_retry(container.remove, force=True, v=True)  # v: its anonymous volume (stream transport)
             removed.append(str(container.id))
         except docker.errors.APIError as err:
             if err.status_code not in (404, 409):  # gone already, or its removal is under way

@@ -5,18 +5,22 @@ The turn never builds its process itself: it asks a :data:`ProcessFactory` for o
 :class:`DockerProcesses` makes the hardened container of :mod:`runner.sandbox.container`; a test
 hands in a fake and settles a turn without an engine (``tests/unit/test_turn_settlement.py``).
 
-Every method blocks, as docker-py does; the turn calls them from its own worker threads
-(:data:`runner.turn.drive.THREADS`), so the MCP server keeps answering meanwhile.
+Calling the factory blocks (the default one may run the wiring probe), and so does every method, as
+docker-py does; the turn calls them from its own worker threads (:data:`runner.turn.drive.THREADS`),
+so the MCP server keeps answering meanwhile.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from runner.core.scrub import Scrubber
 from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.probe import MountsNotVisible, check_wiring
+from runner.sandbox.stream import StreamSandboxedProcess
 from runner.turn.collect import copy_session_transcript
 
 if TYPE_CHECKING:
@@ -67,11 +71,47 @@ class DockerProcess(SandboxedProcess):
         return copy_session_transcript(self.spec.turn_dir / relative, dest, scrubber)
 
 
-class DockerProcesses:
-    """The default factory: one :class:`DockerProcess` per turn on ``client``."""
+class StreamProcess(StreamSandboxedProcess):
+    """The hardened container with no host path: files and connections over the engine API."""
 
-    def __init__(self, client: docker.DockerClient) -> None:
+    def collect(self, relative: str, dest: Path, scrubber: Scrubber) -> list[str]:
+        with tempfile.TemporaryDirectory(prefix="runner-collect-") as scratch:
+            fetched = self.fetch(relative, Path(scratch))
+            return copy_session_transcript(fetched, dest, scrubber) if fetched is not None else []
+
+
+TRANSPORTS = ("auto", "mount", "stream")
+
+
+class DockerProcesses:
+    """The default factory: one container per turn on ``client``, over ``transport``.
+
+    ``mount`` (the turn dir bind-mounted) runs once the engine and the image are known to carry a turn
+    (:func:`~runner.sandbox.probe.check_wiring`, cached; it raises a named
+    :class:`~runner.sandbox.probe.WiringError` with the fix, so a turn that could not work is never graded).
+    ``stream`` needs only the engine API (:mod:`runner.sandbox.stream`). ``auto`` is ``mount`` where the
+    probe finds the mount reaching the container, else ``stream``. :attr:`chosen` says which ran.
+    """
+
+    def __init__(self, client: docker.DockerClient, probe: bool = True, transport: str = "auto") -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.client = client
+        self.probe = probe
+        self.transport = transport
+        self.chosen: str | None = None
 
     def __call__(self, spec: ContainerSpec) -> CliProcess:
-        return DockerProcess(self.client, spec)
+        transport = self.transport
+        if self.probe:
+            try:
+                check_wiring(self.client, spec, mount=transport != "stream")
+            except MountsNotVisible:
+                if transport == "mount":
+                    raise
+                check_wiring(self.client, spec, mount=False)
+                transport = "stream"
+        if transport == "auto":
+            transport = "mount"
+        self.chosen = transport
+        return StreamProcess(self.client, spec) if transport == "stream" else DockerProcess(self.client, spec)

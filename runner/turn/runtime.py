@@ -62,6 +62,7 @@ class TurnReport:
     elapsed: float
     mcp: dict[str, Json] = field(default_factory=dict)
     infrastructure_error: dict[str, Json] | None = None
+    transport: str | None = None  # which transport ran (mount or stream); None for a process factory without one
 
     def to_json(self) -> dict[str, Json]:
         result = self.result
@@ -89,6 +90,7 @@ class TurnReport:
             "elapsedSeconds": round(self.elapsed, 3),
             "containerId": self.drive.container_id,
             "kept": self.request.keep,
+            "transport": self.transport,
             "mcp": self.mcp,
             "files": self.files,
         }
@@ -117,11 +119,11 @@ async def run_turn(
     if processes is None:
         if client is None:
             raise ValueError("run_turn needs a Docker client or a process factory")
-        processes = DockerProcesses(client)
+        processes = DockerProcesses(client, transport=req.transport)
     turn = prepare_turn(req)
     proc: CliProcess | None = None
     try:
-        proc = processes(turn.spec)
+        proc = await anyio.to_thread.run_sync(processes, turn.spec, limiter=THREADS)
         played = await _serve_and_drive(turn, proc, progress)
         turn.transcript.close()
         session = await anyio.to_thread.run_sync(_copy_session, turn, proc, limiter=THREADS)
@@ -132,6 +134,7 @@ async def run_turn(
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
             elapsed=time.monotonic() - started, mcp=played.mcp, infrastructure_error=settled.infrastructure_error,
+            transport=getattr(processes, "chosen", None),
         )
     finally:
         await _teardown(turn, proc)

@@ -1,5 +1,6 @@
-"""Interrupting a run: Ctrl-C leaves no container and keeps finished cells; after SIGKILL, `runner gc`
-finds every leftover by label and a rerun resumes without redoing finished cells."""
+"""Interrupting a run: Ctrl-C leaves no container and keeps finished cells; after SIGKILL of `runner run` or
+`runner exec`, the reaper removes the run's containers without `runner gc`; with the reaper disabled,
+`runner gc` finds every leftover by label and a rerun resumes without redoing finished cells."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -27,9 +29,51 @@ def ours(engine: docker.DockerClient) -> list[object]:
     return engine.containers.list(all=True, filters={"label": "runner.harness=reference"})
 
 
-def start(out: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([RUNNER, *ARGS, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ})
+# How long after a SIGKILL the run's containers may still be there. The reaper sweeps at once and twice more
+# within ~6 s; the bound is generous because it guards "never left behind", not speed (that is under load).
+REAPED_WITHIN = 90.0
+
+
+def start(out: Path, args: list[str] = ARGS, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([RUNNER, *args, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+
+
+def of_this_run(engine: docker.DockerClient, turn_tmp: Path) -> list[dict[str, object]]:
+    """The containers whose turn directory lies under ``turn_tmp`` (the runner's TMPDIR): this run's, and
+    no other user's of the shared engine."""
+    found = []
+    # the list call's own answer (no per-container inspect, which races the reaper's removal)
+    for container in engine.api.containers(all=True, filters={"label": "runner.harness=reference"}):
+        if any(str(m.get("Source", "")).startswith(str(turn_tmp)) for m in container.get("Mounts") or []):
+            found.append(container)
+    return found
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+@pytest.mark.parametrize("command", [
+    ARGS,
+    ["exec", "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask"],
+], ids=["run", "exec"])
+def test_after_sigkill_the_reaper_removes_the_runs_containers_without_gc(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, command: list[str]
+) -> None:
+    turn_tmp = tmp_path / "tmp"
+    turn_tmp.mkdir()
+    proc = start(tmp_path / "out", command, {"TMPDIR": str(turn_tmp)})
+    assert wait_until(lambda: bool(of_this_run(engine, turn_tmp)), 60), "the run never started a container"
+    proc.kill()
+    proc.wait(timeout=30)
+    assert wait_until(lambda: not of_this_run(engine, turn_tmp), REAPED_WITHIN), (
+        f"a container of the SIGKILLed run was still there {REAPED_WITHIN:.0f} s later")
 
 
 def wait_for_container(engine: docker.DockerClient, timeout: float = 60) -> None:
@@ -63,7 +107,7 @@ def test_after_sigkill_gc_removes_leftovers_and_a_rerun_resumes(
     finished = subprocess.run([RUNNER, "run", "--harness", "reference", "--case", "hidden-tool", "--out", str(out)],
                               capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0, finished.stderr
-    proc = start(out)
+    proc = start(out, env={"RUNNER_REAPER": "0"})  # no reaper: the leftover is gc's to find
     wait_for_container(engine)
     proc.kill()
     proc.wait(timeout=30)
