@@ -21,7 +21,6 @@ it) meanwhile: once it has passed the latch it is part of the turn (§3.4 "Concu
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -47,6 +46,7 @@ import runner
 from runner.core.catalogue import Catalogue
 from runner.core.outcomes import ToolCall, ToolResult
 from runner.mcp.encoding import CATALOG_HASH_META, EXECUTION_ID_META, to_call_tool_result, to_mcp_tool
+from runner.mcp.framing import answer_to_unparsable
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +55,6 @@ SHUTDOWN_GRACE = 2.0  # seconds sessions get to wind down when serve_mcp exits
 WRITE_BUFFER = 64  # queued outbound messages per session, so a shutdown write never waits on the socket
 INTERNAL_ERROR_MESSAGE = "SharedOS could not answer this request."
 NO_TOOL_NAME_MESSAGE = "tools/call requires a tool name."
-NOT_JSONRPC_MESSAGE = "Message is not a JSON-RPC 2.0 request or notification."
-INVALID_JSON_MESSAGE = "Invalid JSON."
-TOO_DEEP_MESSAGE = "Message nests too deeply to be processed."
 
 EventSink = Callable[[str, dict[str, Any]], None]
 
@@ -307,24 +304,9 @@ class _Session:
 
     def answer_unparsable(self, line: bytes) -> types.JSONRPCError:
         """-32700 (id null) for non-JSON or a message with no usable id; -32600 with the id otherwise."""
-        try:
-            raw = json.loads(line)
-        except RecursionError:
-            # Deeper than Python's parser goes (the SDK's own parser stops at a few hundred levels):
-            # the request is answered by its id when one can be read flat, so its caller is not left waiting.
-            self.reject("too_deep", len(line))
-            ident = _leading_id(line)
-            if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
-                return _error(ident, types.INVALID_REQUEST, TOO_DEEP_MESSAGE)
-            return _error(None, types.PARSE_ERROR, TOO_DEEP_MESSAGE)
-        except ValueError:
-            self.reject("invalid_json", len(line))
-            return _error(None, types.PARSE_ERROR, INVALID_JSON_MESSAGE)
-        self.reject("not_jsonrpc", len(line))
-        ident = raw.get("id") if isinstance(raw, dict) else None
-        if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
-            return _error(ident, types.INVALID_REQUEST, NOT_JSONRPC_MESSAGE)
-        return _error(None, types.PARSE_ERROR, NOT_JSONRPC_MESSAGE)
+        reason, answer = answer_to_unparsable(line)
+        self.reject(reason, len(line))
+        return answer
 
     def reject(self, reason: str, size: int) -> None:
         self.service.emit("message.rejected", {"connection": self.number, "reason": reason, "bytes": size})
@@ -386,55 +368,6 @@ class _Session:
         code = result.error.code if result.error is not None else None
         service.emit("tool.called", {**event, "status": result.status.value, "code": code})
         return encoded
-
-
-_FLAT = json.JSONDecoder()
-_JSON_SPACE = " \t\n\r"
-
-
-def _leading_id(line: bytes) -> Any:
-    """The top-level ``id`` of a JSON object, read without descending into anything nested.
-
-    Members are read in order while their values are flat (strings, numbers, literals); the first
-    nested value ends the search, so a line of any depth costs no recursion and little work. SDKs
-    write ``id`` before ``params``. ``None`` when it cannot be read this way.
-    """
-
-    def skip_space(i: int) -> int:
-        while text[i] in _JSON_SPACE:
-            i += 1
-        return i
-
-    try:
-        text = line.decode()
-        i = skip_space(0)
-        if text[i] != "{":
-            return None
-        i += 1
-        while True:
-            i = skip_space(i)
-            if text[i] != '"':
-                return None
-            key, i = _FLAT.raw_decode(text, i)
-            i = skip_space(i)
-            if text[i] != ":":
-                return None
-            i = skip_space(i + 1)
-            if text[i] in "[{":
-                return None
-            value, i = _FLAT.raw_decode(text, i)
-            if key == "id":
-                return value
-            i = skip_space(i)
-            if text[i] != ",":
-                return None
-            i += 1
-    except (ValueError, IndexError):  # UnicodeDecodeError is a ValueError
-        return None
-
-
-def _error(ident: str | int | None, code: int, message: str) -> types.JSONRPCError:
-    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(code=code, message=message))
 
 
 __all__ = ["MAX_MESSAGE_BYTES", "Invoker", "McpServerHandle", "serve_mcp"]
