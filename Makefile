@@ -1,5 +1,5 @@
 # The two commands of the README are the contract:
-#   make run    set everything up on a fresh machine (venv, Docker Engine, images) and run one turn:
+#   make run    set everything up on a fresh machine (venv, Docker Engine, the Codex image) and run one turn:
 #               the real Codex CLI, in its pinned image, against the scripted model
 #   make test   every test layer: lint and types, unit, integration (real engine, real MCP SDK),
 #               end to end (each real vendor CLI against the scripted model)
@@ -11,9 +11,11 @@ PYTEST := $(BIN)/pytest
 
 .PHONY: run test setup venv engine images lint unit integration e2e bench gc clean
 
-run: setup
+run: venv engine
+	$(RUNNER) images build --harness codex
 	$(RUNNER) exec --harness codex --case escalation
 
+# everything, every image included (each image is otherwise built the first time a turn needs it)
 setup: venv engine images
 
 # EXTRAS=dev (the default) brings the tests' tools; `make venv EXTRAS=` installs what runner itself needs only (a CI
