@@ -12,7 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from runner.cli.render import err, fail, out, reported
-from runner.cli.turn import BEHAVIOUR_HELP, FAULT_HELP, check_out, connect_engine, interruptible, new_run_id
+from runner.cli.turn import (
+    BEHAVIOUR_HELP,
+    DIALECT_HELP,
+    FAULT_HELP,
+    check_out,
+    connect_engine,
+    interruptible,
+    new_run_id,
+)
 from runner.errors import Exit
 
 
@@ -26,6 +34,8 @@ def run(
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
     model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per column).")] = None,
     model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
+    = None,
+    model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
@@ -62,7 +72,8 @@ def run(
     elif declared_only:
         chosen = [c for c in chosen if not runs_a_turn(c)]
     run_id = new_run_id()
-    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault)
+    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault,
+                          model_dialect=model_dialect)
     check_out(out_dir, False)
     with reported():
         plans = plan_cells(chosen, options, os.environ)

@@ -16,7 +16,15 @@ scheme             exposed as                                  measured on
 ``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
 ``server-prefix``  ``<s>_<f>``                                 opencode; Pi with ``directTools``
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
+``model``          ``<s>__<f>``                                runner's model column (``harness_profiles/
+                                                               model.yaml``), tried after every CLI's scheme
 =================  =========================================  ============================================
+
+The model column has nothing between the model and MCP, so nothing filters what the model calls
+(upstream's ``modelLimits``): when a request offers the server's tools under the ``model`` scheme, a
+call to a tool it does not offer is *invented* under its canonical name (:func:`invented`), the way a
+model may call a name from its prompt that is not among its tools, and the agent sends it to
+SharedOS as it is.
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
 (the CLI hides the MCP tools behind a gateway tool, and the model names the MCP tool in the
@@ -52,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PI_PROXY_TOOL = "mcp"
+MODEL_SCHEME = "model"
 HASH_SUFFIX = r"_[0-9a-z]{5,8}"
 QWEN_PROXY_TOOL = "tool_call"
 
@@ -104,6 +113,16 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
     return out
 
 
+def model_column_name(canonical: str, server: str) -> str:
+    """How runner's model column (``runner/harnesses/model/agent.py``) exposes a tool: ``<s>__<f>``."""
+    return f"{server}__{portable_name(canonical)}"
+
+
+def invented(canonical: str, arguments: Mapping[str, Any] | None) -> ToolTarget:
+    """A call to a tool the request does not offer, under its canonical name (the model column only)."""
+    return ToolTarget(canonical, "invented", canonical, dict(arguments or {}))
+
+
 def resolve_tool(
     canonical: str, arguments: Mapping[str, Any] | None, exposed: Iterable[ExposedTool], server: str = "sharedos"
 ) -> ToolTarget | None:
@@ -119,6 +138,8 @@ def resolve_tool(
         match = sorted(t.name for t in tools if t.namespace == namespace and hashed.fullmatch(t.name))
         if len(match) == 1:
             return ToolTarget(canonical, f"{scheme}+hash", match[0], args, namespace)
+    if ExposedTool(model_column_name(canonical, server)) in tools:
+        return ToolTarget(canonical, MODEL_SCHEME, model_column_name(canonical, server), args)
     if any(_direct_of_server(tool, server) for tool in tools):
         return None
     portable = portable_name(canonical)

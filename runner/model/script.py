@@ -13,8 +13,11 @@ own tool list (:func:`plan_for`):
    after the terminal are never played.
 2. Each ``call`` whose tool the request exposes (:func:`runner.model.names.resolve_tool`) becomes
    the next *playable* call; a ``call`` whose tool is not exposed at all is skipped, and the skip is
-   reported with its reason (it goes into the exchange log). ``exit`` and ``flood`` are things a
-   CLI process does, not a model: they are skipped too, with a reason.
+   reported with its reason (it goes into the exchange log) -- except on the model column, whose
+   requests offer the tools under the ``model`` scheme: there the call is invented under its
+   canonical name (:func:`runner.model.names.invented`), since nothing filters a model's calls.
+   ``exit`` and ``flood`` are things a CLI process does, not a model: they are skipped too, with a
+   reason.
 3. ``say`` texts are carried to the next playable call and sent as assistant text before it (or,
    with no later playable call, before the ``finish`` text, separated by a blank line).
 
@@ -35,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.model.names import ExposedTool, ToolTarget, carries_server_tools, resolve_tool
+from runner.model.names import MODEL_SCHEME, ExposedTool, ToolTarget, carries_server_tools, invented, resolve_tool
 
 SIDE_TEXT = "OK."
 DEFAULT_FINAL_TEXT = "Done."
@@ -157,6 +160,9 @@ def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool
     """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``."""
     tools = list(exposed)
     side = not carries_server_tools(tools, server)
+    # the model column offers the tools under its own scheme, and nothing filters its calls
+    called = {str(a["tool"]) for a in actions if a.get("do") == "call"}
+    invents = any(getattr(resolve_tool(name, None, tools, server), "scheme", None) == MODEL_SCHEME for name in called)
     calls: list[PlannedCall] = []
     skipped: list[Skipped] = []
     says: list[str] = []
@@ -166,6 +172,8 @@ def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool
         kind = action.get("do")
         if kind == "call":
             target = resolve_tool(str(action["tool"]), action.get("arguments"), tools, server)
+            if target is None and invents:
+                target = invented(str(action["tool"]), action.get("arguments"))
             if target is None:
                 reason = f"tool {action['tool']!r} is not among the request's tools under any known name"
                 skipped.append(Skipped(index, action, reason))
