@@ -48,7 +48,7 @@ def harnesses(
             continue
         state, why = ("unavailable", " ".join(p.unavailable.split())) if p.unavailable else ("ok", "")
         rows.append({"harness": p.id, "label": p.label, "image": p.image, "interpreter": p.interpreter,
-                     "state": state, "why": why})
+                     "state": state, "why": why, "dialects": p.model.speaks if p.model else []})
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return
