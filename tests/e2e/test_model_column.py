@@ -2,9 +2,10 @@
 scripted model in the seat in two dialects, every call over MCP through the latch -- and the issue's "done
 when": on the scripted model it grades every implemented row exactly as the reference column does.
 
-Cost, measured on the shared 2-core machine under load (load average ~10): one turn 3-4 s; the comparison
-runs the 21 rows that run a turn once on the reference and once per dialect on the model column (63 turns,
-``-j 2``), about 3 minutes of the file's 4-5; on an idle 2-core CI runner about half that.
+Cost: the comparison runs the 21 rows that run a turn once on the reference and once per dialect on the
+model column (63 turns, ``-j 2``), plus 13 single turns. Measured on the shared 2-core machine: the whole
+file 11 min at load average ~11 (other workers building images); one model column of 21 turns 81 s at load
+~5. On an idle 2-core CI runner with warm images that is about 4-5 minutes for the file.
 """
 
 from __future__ import annotations
