@@ -16,11 +16,14 @@ run: setup
 
 setup: venv engine images
 
+# EXTRAS=dev (the default) brings the tests' tools; `make venv EXTRAS=` installs what runner itself needs only (a CI
+# column job runs runner, never the linters)
+EXTRAS ?= dev
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $@
 
 engine:

@@ -1,6 +1,6 @@
-"""Reading .github/workflows/conformance.yml the way GitHub does, for the tests that check it and run its jobs:
-the jobs and steps, the few expression shapes the workflow uses (evaluated as GitHub would), and the runner
-command lines inside its scripts.
+"""Reading .github/workflows/conformance.yml (or another workflow: ``path=``) the way GitHub does, for the tests
+that check it and run its jobs: the jobs and steps, the few expression shapes the workflow uses (evaluated as
+GitHub would), and the runner command lines inside its scripts.
 """
 
 from __future__ import annotations
@@ -20,22 +20,22 @@ BIN = Path(sys.executable).parent
 SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # GitHub's `shell: bash`
 
 
-def workflow() -> dict[str, Any]:
-    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+def workflow(path: Path = WORKFLOW) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(data, dict)
     if True in data:  # YAML 1.1 reads the key `on` as a boolean
         data["on"] = data.pop(True)
     return data
 
 
-def job(name: str) -> dict[str, Any]:
-    found = workflow()["jobs"][name]
+def job(name: str, path: Path = WORKFLOW) -> dict[str, Any]:
+    found = workflow(path)["jobs"][name]
     assert isinstance(found, dict)
     return found
 
 
-def run_steps(job_name: str) -> list[dict[str, Any]]:
-    return [step for step in job(job_name)["steps"] if "run" in step]
+def run_steps(job_name: str, path: Path = WORKFLOW) -> list[dict[str, Any]]:
+    return [step for step in job(job_name, path)["steps"] if "run" in step]
 
 
 EXPR = re.compile(r"^\$\{\{\s*(.*?)\s*\}\}$")

@@ -6,7 +6,9 @@ imitated (no retries, no built-in tools actually run).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ class ParsedCall:
 class ParsedAnswer:
     calls: list[ParsedCall]
     text: str
+    reasoning: str = ""  # DeepSeek's reasoning_content (openai-chat)
 
 
 def _loads(text: str) -> dict[str, Any]:
@@ -53,19 +56,20 @@ def parse_answer(dialect: str, *, events: list[Any] | None = None, body: Any = N
                 ParsedCall(c["function"]["name"], _loads(c["function"]["arguments"]), c["id"])
                 for c in message.get("tool_calls") or []
             ]
-            return ParsedAnswer(calls, message.get("content") or "")
-        text, pending = "", dict[int, list[str]]()  # index -> [id, name, arguments]
+            return ParsedAnswer(calls, message.get("content") or "", message.get("reasoning_content") or "")
+        text, reasoning, pending = "", "", dict[int, list[str]]()  # index -> [id, name, arguments]
         for event in events:
             for choice in event.get("choices", []):
                 delta = choice.get("delta", {})
                 text += delta.get("content") or ""
+                reasoning += delta.get("reasoning_content") or ""
                 for call in delta.get("tool_calls") or []:
                     slot = pending.setdefault(call["index"], ["", "", ""])
                     slot[0] = call.get("id") or slot[0]
                     slot[1] += call.get("function", {}).get("name") or ""
                     slot[2] += call.get("function", {}).get("arguments") or ""
         calls = [ParsedCall(n, _loads(a), i) for i, n, a in (pending[k] for k in sorted(pending))]
-        return ParsedAnswer(calls, text)
+        return ParsedAnswer(calls, text, reasoning)
     if dialect == "anthropic-messages":
         if events is None:
             blocks = body["content"]
@@ -94,7 +98,12 @@ def parse_answer(dialect: str, *, events: list[Any] | None = None, body: Any = N
     raise ValueError(f"unknown dialect {dialect!r}")
 
 
-CLIS = ("codex", "claude", "gemini", "qwen", "qwen-proxy", "opencode", "pi", "pi-proxy")
+CLIS = ("codex", "claude", "gemini", "qwen", "qwen-proxy", "opencode", "pi", "pi-proxy", "pi-codemode", "dsh")
+
+
+def dsh_hash(name: str) -> str:
+    """dsh 0.1.0-rc.8 suffixes each MCP tool name with 12 hex digits (a stand-in digest here)."""
+    return hashlib.sha256(name.encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -140,7 +149,9 @@ class SimulatedCli:
             "opencode": [f"{s}_{n}" for n in names] + ["list_mcp_resources", "read_mcp_resource"],
             "pi": [f"{s}_{n}" for n in names] + ["mcp"],
             "pi-proxy": ["mcpScript", "mcp", f"mcp__{s}"],
+            "pi-codemode": ["codemode"],  # Pi 1.6 built-in MCP, default exposure: nothing else is declared
             "gemini": [f"mcp_{s}_{n}" for n in names],
+            "dsh": [f"mcp__{s}__{n}_{dsh_hash(n)}" for n in names],
         }.get(self.cli, names)
 
     def _tools(self) -> list[Any]:
@@ -162,7 +173,8 @@ class SimulatedCli:
             return [{"functionDeclarations": declared + [
                 {"name": n, "description": n, "parametersJsonSchema": schema} for n in self.tool_names()
             ]}]
-        builtins = ["read", "bash"] if self.cli.startswith("pi") else ["read_file"]
+        builtins = (["read", "bash"] if self.cli.startswith("pi") else
+                    ["bash", "read", "write", "subagent", "web_search"] if self.cli == "dsh" else ["read_file"])
         return [{"type": "function", "function": {"name": n, "description": n, "parameters": schema}}
                 for n in builtins + self.tool_names()]
 
@@ -201,6 +213,9 @@ class SimulatedCli:
         }
         if self.cli.startswith("qwen"):
             body |= {"stream_options": {"include_usage": True}, "max_tokens": 32000}
+        if self.cli == "dsh":  # measured: always streamed, thinking on, DeepSeek's own fields
+            body |= {"model": "deepseek-v4-flash", "stream_options": {"include_usage": True},
+                     "thinking": {"type": "enabled"}, "reasoning_effort": "high", "max_tokens": 256000}
         return body
 
     def side_request(self) -> dict[str, Any]:
@@ -216,6 +231,9 @@ class SimulatedCli:
         if self.dialect == "openai-chat":
             body["messages"] = [{"role": "system", "content": "You are a title generator."},
                                 {"role": "user", "content": self.prompt}]
+        if self.cli == "dsh":  # its session-title request: thinking off, 64 tokens, no tools
+            body.pop("reasoning_effort", None)
+            body |= {"thinking": {"type": "disabled"}, "max_tokens": 64}
         return body
 
     def absorb(self, answer: ParsedAnswer, results: list[str]) -> None:
@@ -253,6 +271,8 @@ class SimulatedCli:
                     for c, r in zip(answer.calls, results, strict=True)]})
         else:
             message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+            if answer.reasoning and self.cli == "dsh":  # dsh sends its reasoning block back
+                message["reasoning_content"] = answer.reasoning
             if answer.calls:
                 message["tool_calls"] = [
                     {"id": c.call_id, "type": "function",
@@ -266,11 +286,16 @@ class SimulatedCli:
         s = self.server
         if self.cli == "pi-proxy" or (self.cli == "pi" and call.name == "mcp"):
             return call.arguments["tool"].removeprefix(f"{s}_"), call.arguments["args"]
+        if self.cli == "pi-codemode":  # the script's one `tools.mcp__<s>__<tool>({...})` call
+            script = re.fullmatch(r"return await tools\.mcp__(\w+?)__(\w+)\((.*)\);", call.arguments["code"], re.S)
+            assert script is not None and script[1] == s, call.arguments
+            return script[2], json.loads(script[3])
         if call.name == "tool_call":
             return call.arguments["name"].removeprefix(f"mcp__{s}__"), call.arguments["arguments"]
         if call.namespace:
             return call.name, call.arguments
         for prefix in (f"mcp__{s}__", f"mcp_{s}_", f"{s}_"):
             if call.name.startswith(prefix):
-                return call.name.removeprefix(prefix), call.arguments
+                name = call.name.removeprefix(prefix)
+                return (re.sub(r"_[0-9a-f]{12}$", "", name) if self.cli == "dsh" else name), call.arguments
         return call.name, call.arguments

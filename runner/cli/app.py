@@ -27,6 +27,8 @@ HELP_WIDTH = {} if sys.stdout.isatty() else {"terminal_width": UNWRAPPED, "max_c
 app = typer.Typer(
     help="Run coding-agent CLIs in pinned containers against a SharedOS catalogue served over MCP.",
     epilog=EPILOG, no_args_is_help=True, add_completion=False, rich_markup_mode=None, context_settings=HELP_WIDTH,
+    # a bug's traceback as Python prints it: whole lines in a log (typer's panel folds them at 80 columns in a pipe)
+    pretty_exceptions_enable=False,
 )
 app.command("exec")(exec_)
 app.command("run")(run)

@@ -1,5 +1,5 @@
-"""``runner images build|list|verify|cache-key|save|load``: the pinned images, built offline (no registry),
-their lock, and the archive CI caches them in."""
+"""``runner images build|list|verify|cache-key|save|load|outdated|bump``: the pinned images, built offline (no
+registry), their lock, the archive CI caches them in, and their pins against the package registries."""
 
 from __future__ import annotations
 
@@ -128,3 +128,82 @@ def images_load(
                 out().print(f"{name}: no saved image ({result.path})", markup=False, highlight=False)
             else:
                 warn(f"{name}: ignoring a corrupt archive: {result.message}")
+
+
+@app.command("outdated")
+def images_outdated(
+    harness: Annotated[list[str] | None, typer.Option(help="Only this image (repeatable); default every pinned "
+                                                           "image under images/.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object: {\"images\": [rows]}.")] = False,
+) -> None:
+    """Like `pip list --outdated`: per image, each pinned package, the newest installable release on its registry,
+    and how many releases and days behind the pin is. A held pin shows its reason; a registry that cannot be
+    reached is that row's error. Always exits 0: it is a report."""
+    from runner.sandbox.images.pins import outdated
+    from runner.sandbox.images.registry import ClientRegistry
+
+    with reported(as_json):
+        rows = outdated(ClientRegistry(), list(harness) if harness else None)
+    if as_json:
+        print(json.dumps({"images": [r.to_json() for r in rows],
+                          "behind": sum(1 for r in rows if r.actionable)}, indent=1))
+        return
+    from rich.table import Table
+
+    table = Table("image", "package", "pinned", "newest", "behind", "days", "note")
+    for r in rows:
+        note = ((r.error and f"[red]error:[/] {escape(r.error)}") or (r.hold and f"held: {escape(r.hold)}")
+                or (r.unavailable and f"unavailable: {escape(r.unavailable[:80])}") or "")
+        table.add_row(r.image, escape(r.package), escape(r.pinned), escape(r.newest or "?"),
+                      "?" if r.behind is None else str(r.behind), "?" if r.days is None else str(r.days), note)
+    out().print(table)
+    behind = [r for r in rows if r.actionable]
+    kept = [r for r in rows if r.outdated and not r.actionable]
+    out().print((f"{len(behind)} pin(s) behind" if behind else "no pin a bump would move is behind")
+                + (f"; {len(kept)} behind but held or unavailable" if kept else ""), highlight=False)
+
+
+@app.command("bump")
+def images_bump(
+    harness: Annotated[list[str] | None, typer.Option(help="Bump this image's pins (repeatable).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Bump every pinned image under images/.")] = False,
+    to: Annotated[str | None, typer.Option(help="Set the image's CLI package to this version (one --harness "
+                                                "only) instead of its newest release.")] = None,
+) -> None:
+    """Rewrite each pin that is behind in its recipe (the one place a version is written, plus the README's
+    copy), rebuild the image, and print what changed. Held pins are skipped with their reason."""
+    from runner.sandbox.images import ensure_image, repo_root
+    from runner.sandbox.images.bump import apply, plan
+    from runner.sandbox.images.pins import pinned_images
+    from runner.sandbox.images.registry import ClientRegistry
+
+    if all_ == bool(harness):
+        fail(Exit.USAGE, "give --harness ID (repeatable) or --all")
+    if to is not None and (all_ or len(harness or []) != 1):
+        fail(Exit.USAGE, "--to takes exactly one --harness")
+    with reported():
+        root = repo_root()
+        images = pinned_images(root) if all_ else list(harness or [])
+        todo = plan(ClientRegistry(), images, to, root)
+    for row in todo.errors:
+        warn(f"{row.image}: {row.package}: not bumped: {row.error}")
+    for skip in todo.skipped:
+        out().print(f"{skip.image}: {skip.package}@{skip.version} skipped ({skip.reason})", markup=False,
+                    highlight=False)
+    if not todo.changes:
+        out().print("nothing to bump", highlight=False)
+        return
+    client = connect_engine()
+    with reported():
+        done, failed = apply(todo, lambda image: ensure_image(client, image, progress=say), root)
+    for bumped in done:
+        what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)
+        rec = bumped.record
+        out().print(f"{bumped.image}: {what}; image {rec.image_id[:19]}; {rec.version_output}", markup=False,
+                    highlight=False)
+    for broken in failed:
+        what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in broken.changes)
+        err().print(f"[red]✗[/] {broken.image}: {escape(what)} not bumped (the recipe is as it was): "
+                    f"{escape(broken.error)}", highlight=False)
+    if failed:
+        raise typer.Exit(int(Exit.INFRASTRUCTURE))

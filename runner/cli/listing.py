@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,7 +38,7 @@ def harnesses(
     """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here."""
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for harness_id in known_harnesses(profiles_dir):
         try:
             p = find_profile(harness_id, profiles_dir)

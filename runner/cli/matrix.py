@@ -120,19 +120,37 @@ def report(
     manifest: Annotated[Path | None, typer.Option(help="Write the manifest (JSON) here.")] = None,
     expected_failures: Annotated[Path | None, typer.Option(help="Known failures (YAML): the gate passes on them.")]
     = None,
+    compare: Annotated[Path | None, typer.Option(help="An earlier report's manifest.json: print the grade diff "
+                                                      "against it (Markdown) instead of the report; a missing file "
+                                                      "is said so in the diff.")] = None,
+    diff: Annotated[Path | None, typer.Option(help="With --compare: write the diff here (else to stdout).")] = None,
+    compare_label: Annotated[str | None, typer.Option(help="With --compare: what the earlier report is, in the "
+                                                           "diff's words (default: its path).")] = None,
 ) -> None:
     """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one."""
     from runner.matrix import report as rep
 
+    if (diff is not None or compare_label is not None) and compare is None:
+        fail(Exit.USAGE, "--diff and --compare-label need --compare OLD_MANIFEST")
     with reported():
         loaded = rep.load_cells(dirs)  # a path that does not exist is an error: a gate never passes on nothing
         expected = rep.load_expected(expected_failures) if expected_failures else []
+        if compare is not None:
+            from runner.matrix.compare import diff_markdown, load_manifest
+
+            old = load_manifest(compare)
     verdict = rep.gate(loaded, expected)
     text = rep.markdown(loaded, verdict)
     if markdown:
         markdown.write_text(text)
-    else:
+    elif compare is None:
         print(text)
+    if compare is not None:
+        body = diff_markdown(old, rep.manifest(loaded, verdict), old_name=compare_label or f"`{compare}`")
+        if diff:
+            diff.write_text(body)
+        else:
+            print(body, end="")
     if junit:
         junit.write_text(rep.junit(loaded))
     if manifest:

@@ -11,9 +11,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
+if TYPE_CHECKING:
+    import jsonschema.protocols
 
 from runner.core.grants import Address, Requirement
 from runner.core.outcomes import Json
@@ -69,6 +70,8 @@ class ToolDefinition:
             raise ArgumentError("arguments must be a JSON object")
         if _depth(arguments) > MAX_ARGUMENT_DEPTH:
             raise ArgumentError(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels")
+        import jsonschema  # here, not at import: the tool definitions are read by commands that validate nothing
+
         try:
             self._validator.validate(arguments)
         except jsonschema.ValidationError as err:
@@ -79,6 +82,8 @@ class ToolDefinition:
     @cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
         """Built once per tool: checking the schema on every call cost most of a call's time."""
+        import jsonschema.validators
+
         cls = jsonschema.validators.validator_for(self.input_schema)
         cls.check_schema(self.input_schema)
         return cls(self.input_schema)

@@ -14,8 +14,22 @@ from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses import claude_code, codex, deepseek, gemini, opencode, pi, qwen
-from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, Step
+from runner.harnesses import (
+    claude_code,
+    cline,
+    codex,
+    copilot,
+    deepseek,
+    droid,
+    gemini,
+    kilo,
+    kimi,
+    opencode,
+    pi,
+    qwen,
+    vibe,
+)
+from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
 
 
 class UnknownInterpreter(LookupError):
@@ -64,7 +78,23 @@ INTERPRETERS: dict[str, Interpreter] = {
     "qwen": qwen.interpret,
     "opencode": opencode.interpret,
     "deepseek": deepseek.interpret,
+    "copilot": copilot.interpret,
+    "cline": cline.interpret,
+    "droid": droid.interpret,
+    "kilo": kilo.interpret,
+    "kimi": kimi.interpret,
+    "vibe": vibe.interpret,
 }
+
+
+# interpreters whose CLI keeps its turn's events in a session log read after it exits (stream.SessionReader)
+SESSION_READERS: dict[str, SessionReader] = {
+    "deepseek": deepseek.read_session,
+}
+
+
+def get_session_reader(name: str) -> SessionReader | None:
+    return SESSION_READERS.get(name)
 
 
 def get_interpreter(name: str) -> Interpreter:

@@ -12,6 +12,7 @@ import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from runner.core.outcomes import Complete, Fail, Json, ProtocolError, RuntimeOutcome
 from runner.core.vocabulary import Code, message
@@ -45,6 +46,10 @@ class McpStartup:
 
 Step = Message | Completed | Failed | McpStartup
 Interpreter = Callable[[dict[str, Json]], list[Step]]
+# A CLI whose stdout carries no frames (dsh prints plain text) may keep its turn's events in a session log
+# instead: after the CLI exits, its reader gets the session directory (HOME/<session_transcript>) and the exit
+# code and returns the steps that log gives (runner.harnesses.interpreters.SESSION_READERS).
+SessionReader = Callable[[Path, int | None], list[Step]]
 
 
 class LineSplitter:
@@ -138,8 +143,13 @@ class StreamReader:
         if not isinstance(frame, dict):
             return False
         self.frames += 1
+        return self.steps(self.interpret(frame))
+
+    def steps(self, steps: list[Step]) -> bool:
+        """Take steps (from a frame, or from a session log read after the CLI exited); True when they set
+        the terminal."""
         had_terminal = self.terminal is not None
-        for step in self.interpret(frame):
+        for step in steps:
             if isinstance(step, Message):
                 self.messages.append(step.text)
             elif isinstance(step, McpStartup):

@@ -153,6 +153,7 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None) -> dict[s
                 "columnId": cell.cell.column,
                 "status": cell.status,
                 **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
+                **_outcome(cell),
             }
         )
     first = cells[0].pins if cells else {}
@@ -166,6 +167,14 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None) -> dict[s
         "comparability": comparability(cells),
         "gate": gate_result.to_json() if gate_result else None,
     }
+
+
+def _outcome(cell: CellResult) -> dict[str, Any]:
+    """The CLI's own outcome and version, when a turn ran (what ``runner report --compare`` diffs)."""
+    found = {"cliVersion": cell.pins.get("cliVersion")}
+    if cell.turn is not None:
+        found |= {"harnessOutcome": cell.turn.harness_outcome, "harnessErrorCode": cell.turn.harness_error_code}
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:

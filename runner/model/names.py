@@ -12,19 +12,23 @@ Direct schemes (the model calls the tool by its exposed name):
 =================  =========================================  ============================================
 scheme             exposed as                                  measured on
 =================  =========================================  ============================================
-``claude``         ``mcp__<s>__<f>``                           Claude Code; Qwen Code with ``alwaysLoadTools``
+``claude``         ``mcp__<s>__<f>``                           Claude Code; Qwen Code with ``alwaysLoadTools``;
+                                                               Pi 1.6 built-in MCP, ``exposure: direct``
 ``codex``          ``<f>`` inside the namespace ``mcp__<s>``   Codex 0.169 (call carries name + namespace)
-``server-prefix``  ``<s>_<f>``                                 opencode; Pi with ``directTools``
+``server-prefix``  ``<s>_<f>``                                 opencode; Pi 0.86 + pi-mcp-adapter ``directTools``
 ``gemini``         ``mcp_<s>_<f>``                             Gemini CLI
-``model``          ``<s>__<f>``                                runner's model column (``harness_profiles/
-                                                               model.yaml``), tried after every CLI's scheme
+``copilot``        ``<s>-<f>`` with every ``_`` and ``.`` as   GitHub Copilot CLI 1.0.102
+                   ``-`` (``sharedos-files-snapshot-create``,
+                   ``sharedos-sharedos-escalate``)
+``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``);
+                   (runner's model column: without one)        ``runner/harnesses/model/agent.py``
+``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
 =================  =========================================  ============================================
 
-The model column has nothing between the model and MCP, so nothing filters what the model calls
-(upstream's ``modelLimits``): when a request offers the server's tools under the ``model`` scheme, a
-call to a tool it does not offer is *invented* under its canonical name (:func:`invented`), the way a
-model may call a name from its prompt that is not among its tools, and the agent sends it to
-SharedOS as it is.
+A column with no router of its own (``issues_uncatalogued: true``: runner's model column, upstream's
+``modelLimits``) filters nothing the model calls: for it, a call to a tool the request does not offer
+is *invented* under its canonical name (:func:`invented`), the way a model may call a name from its
+prompt that is not among its tools, and the agent sends it to SharedOS as it is.
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
 (the CLI hides the MCP tools behind a gateway tool, and the model names the MCP tool in the
@@ -32,17 +36,39 @@ gateway's arguments). A request that shows the server's tools directly *and* a g
 ``alwaysLoadTools``, Pi with ``directTools``) has told the model which tools exist: a tool missing
 from its direct names is not offered, and is not called through the gateway either.
 
-===============  ==============  ==========================================================  ==========
-scheme           tool called     arguments                                                   measured on
-===============  ==============  ==========================================================  ==========
-``pi-proxy``     ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
-``qwen-proxy``   ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
-===============  ==============  ==========================================================  ==========
+================  ==============  ==========================================================  ==========
+scheme            tool called     arguments                                                   measured on
+================  ==============  ==========================================================  ==========
+``pi-proxy``      ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
+``pi-codemode``   ``codemode``    ``{"code": "return await tools.mcp__<s>__<js>({...});"}``   Pi 1.6 built-in MCP
+``qwen-proxy``    ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
+================  ==============  ==========================================================  ==========
+
+``pi-codemode`` (Pi's default ``exposure: codemode``) is the one proxy whose argument is a program:
+the ``codemode`` tool's single parameter ``code`` is JavaScript that Pi runs in a QuickJS sandbox,
+where every MCP tool is ``tools.mcp__<server>__<tool>`` (the tool name with every character outside
+``[A-Za-z0-9_]`` turned into ``_``: ``sharedos.escalate`` is ``tools.mcp__sharedos__sharedos_escalate``).
+The arguments are written as a JSON object literal (valid JavaScript), and ``return`` hands the MCP
+``CallToolResult`` back as the script's output, which is the one tool result the request then carries.
+Measured on Pi 1.6.0: the MCP tools are not in the request (only ``codemode``); the system prompt
+lists ``mcp__sharedos (codemode)``; a script naming a tool the server lacks fails with ``TypeError:
+tools.mcp__sharedos__nope does not exist. Available: ...`` (still one tool result, no MCP call).
+
+**Deferred tools (Factory Droid 0.225.2).** Droid offers no MCP tool until the model loads it: the first
+request carries only a ``ToolSearch`` function and lists the deferred names (``<s>___<f>``) in a system reminder;
+calling ``ToolSearch {"query": "select:<name>,..."}`` adds them to the next request's tools. A request exposing
+``ToolSearch`` and no tool of the server, or the server's tools only under the ``droid`` scheme, carries our tools;
+the player (:mod:`runner.model.script`) then makes the ``ToolSearch`` call its first playable call, in every request
+of the turn, so the step count (which includes that call's result) stays aligned. :func:`tool_search_target` builds
+it.
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
-is not in the function-name alphabet; upstream saw DeepSeek do the same). After the exact names,
-each direct scheme is tried again with such a suffix (``_`` and 5-8 lowercase letters or digits).
+is not in the function-name alphabet), on DeepSeek's dsh 0.1.0-rc.8, which suffixes every MCP tool
+with 12 hex digits (``mcp__sharedos__files_read_369b5d85e292``,
+``mcp__sharedos__sharedos_escalate_72e183f8c537``), and on Cline 3.0.65, which adds 8 hex digits to every
+MCP tool. After the exact names, each direct scheme is tried again with such a suffix (``_`` and 5-8
+lowercase letters or digits, or ``_`` and 12 hex digits).
 
 A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
 router would refuse it): :func:`resolve_tool` returns ``None`` and the player skips that call.
@@ -54,15 +80,18 @@ generation, memory agents, next-speaker checks) is a side request and gets a sho
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PI_PROXY_TOOL = "mcp"
-MODEL_SCHEME = "model"
-HASH_SUFFIX = r"_[0-9a-z]{5,8}"
+PI_CODEMODE_TOOL = "codemode"
+TOOL_SEARCH_TOOL = "ToolSearch"
+HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
 QWEN_PROXY_TOOL = "tool_call"
+PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL)
 
 
 @dataclass(frozen=True)
@@ -96,6 +125,11 @@ def _forms(canonical: str) -> list[str]:
     return [portable] if portable == canonical else [portable, canonical]
 
 
+def _dashed(name: str) -> str:
+    """Copilot CLI's function name for an MCP tool: every character outside ``[A-Za-z0-9-]`` as ``-``."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", name)
+
+
 def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str | None]]:
     """``(scheme, name, namespace)`` for every direct scheme, in the order they are tried."""
     out: list[tuple[str, str, str | None]] = []
@@ -105,6 +139,9 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("codex", form, f"mcp__{server}"),
             ("server-prefix", f"{server}_{form}", None),
             ("gemini", f"mcp_{server}_{form}", None),
+            ("copilot", f"{server}-{_dashed(form)}", None),
+            ("cline", f"{server}__{form}", None),
+            ("droid", f"{server}___{form}", None),
         ]
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
@@ -113,13 +150,8 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
     return out
 
 
-def model_column_name(canonical: str, server: str) -> str:
-    """How runner's model column (``runner/harnesses/model/agent.py``) exposes a tool: ``<s>__<f>``."""
-    return f"{server}__{portable_name(canonical)}"
-
-
 def invented(canonical: str, arguments: Mapping[str, Any] | None) -> ToolTarget:
-    """A call to a tool the request does not offer, under its canonical name (the model column only)."""
+    """A call to a tool the request does not offer, under its canonical name (a column that filters nothing)."""
     return ToolTarget(canonical, "invented", canonical, dict(arguments or {}))
 
 
@@ -138,30 +170,55 @@ def resolve_tool(
         match = sorted(t.name for t in tools if t.namespace == namespace and hashed.fullmatch(t.name))
         if len(match) == 1:
             return ToolTarget(canonical, f"{scheme}+hash", match[0], args, namespace)
-    if ExposedTool(model_column_name(canonical, server)) in tools:
-        return ToolTarget(canonical, MODEL_SCHEME, model_column_name(canonical, server), args)
     if any(_direct_of_server(tool, server) for tool in tools):
         return None
     portable = portable_name(canonical)
     if ExposedTool(PI_PROXY_TOOL) in tools:
         wrapped = {"tool": f"{server}_{portable}", "args": args}
         return ToolTarget(canonical, "pi-proxy", PI_PROXY_TOOL, wrapped, proxy=True)
+    if ExposedTool(PI_CODEMODE_TOOL) in tools:
+        wrapped = {"code": codemode_script(canonical, args, server)}
+        return ToolTarget(canonical, "pi-codemode", PI_CODEMODE_TOOL, wrapped, proxy=True)
     if ExposedTool(QWEN_PROXY_TOOL) in tools:
         wrapped = {"name": f"mcp__{server}__{portable}", "arguments": args}
         return ToolTarget(canonical, "qwen-proxy", QWEN_PROXY_TOOL, wrapped, proxy=True)
     return None
 
 
+def codemode_script(canonical: str, arguments: Mapping[str, Any], server: str = "sharedos") -> str:
+    """The JavaScript a model sends Pi's ``codemode`` tool to call ``canonical`` once and return its result."""
+    method = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp__{server}__{canonical}")
+    return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"
+
+
 def _direct_of_server(tool: ExposedTool, server: str) -> bool:
     """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
     if tool.namespace is not None:
         return tool.namespace == f"mcp__{server}"
-    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_"))
+    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
 
 
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
-    """True when the request offers any tool of ``server`` (any direct scheme) or a proxy tool."""
-    return any(
-        _direct_of_server(tool, server) or (tool.namespace is None and tool.name in (PI_PROXY_TOOL, QWEN_PROXY_TOOL))
-        for tool in exposed
+    """True when the request offers any tool of ``server`` (any direct scheme), a proxy tool, or Droid's deferred
+    tools behind ``ToolSearch``."""
+    tools = list(exposed)
+    return defers_server_tools(tools, server) or any(
+        _direct_of_server(tool, server) or (tool.namespace is None and tool.name in PROXY_TOOLS)
+        for tool in tools
     )
+
+
+def defers_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
+    """Droid's exposure: ``ToolSearch`` offered, and the server's tools either not yet loaded (none offered) or
+    offered under the ``droid`` scheme (``<s>___<f>``) only. Claude Code, whose tool search is off, never matches."""
+    tools = list(exposed)
+    if ExposedTool(TOOL_SEARCH_TOOL) not in tools:
+        return False
+    of_server = [t for t in tools if _direct_of_server(t, server)]
+    return all(t.namespace is None and t.name.startswith(f"{server}___") for t in of_server)
+
+
+def tool_search_target(canonicals: Iterable[str], server: str = "sharedos") -> ToolTarget:
+    """The ``ToolSearch`` call that loads every tool the script calls, under Droid's names."""
+    names = list(dict.fromkeys(f"{server}___{portable_name(c)}" for c in canonicals))
+    return ToolTarget(TOOL_SEARCH_TOOL, "droid-tool-search", TOOL_SEARCH_TOOL, {"query": "select:" + ",".join(names)})

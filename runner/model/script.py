@@ -13,11 +13,10 @@ own tool list (:func:`plan_for`):
    after the terminal are never played.
 2. Each ``call`` whose tool the request exposes (:func:`runner.model.names.resolve_tool`) becomes
    the next *playable* call; a ``call`` whose tool is not exposed at all is skipped, and the skip is
-   reported with its reason (it goes into the exchange log) -- except on the model column, whose
-   requests offer the tools under the ``model`` scheme: there the call is invented under its
-   canonical name (:func:`runner.model.names.invented`), since nothing filters a model's calls.
-   ``exit`` and ``flood`` are things a CLI process does, not a model: they are skipped too, with a
-   reason.
+   reported with its reason (it goes into the exchange log) -- except on a column that filters
+   nothing its model calls (``invents``: the model column, ``issues_uncatalogued``), where the call
+   is made under its canonical name (:func:`runner.model.names.invented`). ``exit`` and ``flood``
+   are things a CLI process does, not a model: they are skipped too, with a reason.
 3. ``say`` texts are carried to the next playable call and sent as assistant text before it (or,
    with no later playable call, before the ``finish`` text, separated by a blank line).
 
@@ -38,7 +37,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.model.names import MODEL_SCHEME, ExposedTool, ToolTarget, carries_server_tools, invented, resolve_tool
+from runner.model.names import (
+    ExposedTool,
+    ToolTarget,
+    carries_server_tools,
+    defers_server_tools,
+    invented,
+    resolve_tool,
+    tool_search_target,
+)
 
 SIDE_TEXT = "OK."
 DEFAULT_FINAL_TEXT = "Done."
@@ -156,13 +163,14 @@ def normalise_actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], server: str = "sharedos") -> Plan:
-    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``."""
+def plan_for(
+    actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], server: str = "sharedos", *,
+    invents: bool = False,
+) -> Plan:
+    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``; ``invents``: the
+    column filters nothing its model calls, so an unoffered call is made under its canonical name."""
     tools = list(exposed)
     side = not carries_server_tools(tools, server)
-    # the model column offers the tools under its own scheme, and nothing filters its calls
-    called = {str(a["tool"]) for a in actions if a.get("do") == "call"}
-    invents = any(getattr(resolve_tool(name, None, tools, server), "scheme", None) == MODEL_SCHEME for name in called)
     calls: list[PlannedCall] = []
     skipped: list[Skipped] = []
     says: list[str] = []
@@ -172,7 +180,7 @@ def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool
         kind = action.get("do")
         if kind == "call":
             target = resolve_tool(str(action["tool"]), action.get("arguments"), tools, server)
-            if target is None and invents:
+            if target is None and invents and not side:
                 target = invented(str(action["tool"]), action.get("arguments"))
             if target is None:
                 reason = f"tool {action['tool']!r} is not among the request's tools under any known name"
@@ -193,6 +201,11 @@ def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool
             break
     if terminal is None:
         terminal = TextReply("\n\n".join([*says, DEFAULT_FINAL_TEXT]))
+    if defers_server_tools(tools, server):
+        # Droid: load the deferred tools first (runner.model.names), in every request of the turn
+        wanted = [str(a["tool"]) for a in actions if a.get("do") == "call"]
+        skipped = [s for s in skipped if s.action.get("do") != "call"]  # not offered *yet*: loaded by the search
+        calls.insert(0, PlannedCall(-1, tool_search_target(wanted, server)))
     return Plan(tuple(calls), terminal, tuple(skipped), side)
 
 

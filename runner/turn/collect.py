@@ -7,6 +7,10 @@ so a secret that straddles a page boundary is never contiguous in the file and n
 it, yet any SQLite reader gives it back whole. So a copied database is also scrubbed through SQLite
 itself: every text and blob value holding a secret is rewritten, then the file is vacuumed (no free
 page keeps the old value) and its write-ahead log folded in.
+
+A zstd-compressed file (dsh keeps its session log as ``session.jsonl.zstd``) hides a secret from any
+byte search just as well, so while secrets are being scrubbed it is decompressed (as far as it can be
+read), scrubbed and compressed again; an unreadable tail is dropped rather than kept unchecked.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import zstandard
+
 from runner.core.scrub import Scrubber
+from runner.harnesses.deepseek.session import decompress_bytes
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
@@ -37,7 +45,10 @@ def copy_session_transcript(source: Path, dest: Path, scrubber: Scrubber) -> lis
         target = dest / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         data = path.read_bytes()
-        target.write_bytes(scrubber.mask(data))
+        if data.startswith(ZSTD_MAGIC) and scrubber.active:
+            target.write_bytes(scrub_zstd(data, scrubber))
+        else:
+            target.write_bytes(scrubber.mask(data))
         if data.startswith(SQLITE_MAGIC):
             databases.append(target)
         copied.append(relative)
@@ -46,6 +57,14 @@ def copy_session_transcript(source: Path, dest: Path, scrubber: Scrubber) -> lis
         for database in databases:
             scrub_database(database, scrubber)
     return [c for c in copied if (dest / c).exists()]
+
+
+def scrub_zstd(data: bytes, scrubber: Scrubber) -> bytes:
+    """A zstd file's readable content with every secret replaced by its marker, compressed again."""
+    plain = decompress_bytes(data, MAX_SESSION_BYTES)
+    for secret, marker in scrubber.markers():
+        plain = plain.replace(secret.encode(), marker.encode())
+    return bytes(zstandard.ZstdCompressor().compress(scrubber.mask(plain)))
 
 
 def scrub_database(path: Path, scrubber: Scrubber) -> None:

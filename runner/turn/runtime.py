@@ -34,6 +34,7 @@ import anyio
 
 from runner.core.outcomes import ExecutionResult, Json
 from runner.core.scrub import Scrubber
+from runner.harnesses.interpreters import get_session_reader
 from runner.mcp.server import McpServerHandle, serve_mcp
 from runner.turn.drive import THREADS, Drive, drive
 from runner.turn.prepare import FAULT_ENV, PreparedTurn, TurnRequest, prepare_turn
@@ -123,8 +124,11 @@ async def run_turn(
         proc = processes(turn.spec)
         played = await _serve_and_drive(turn, proc, progress)
         turn.transcript.close()
+        session = await anyio.to_thread.run_sync(_copy_session, turn, proc, limiter=THREADS)
+        if session is not None:  # a CLI whose outcome is in its session log, not on stdout (dsh), is read now
+            await anyio.to_thread.run_sync(_read_session_log, turn, played.run, session, limiter=THREADS)
         settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
-        files = _collect(turn, proc, settled)
+        files = _collect(turn, settled, session)
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
             elapsed=time.monotonic() - started, mcp=played.mcp, infrastructure_error=settled.infrastructure_error,
@@ -171,23 +175,38 @@ async def _serve_model(
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber,
         recording=Path(req.model.recording) if req.model.recording else None,
-        placeholder_key=profile.model.placeholder_key, fault=req.model_fault,
+        placeholder_key=profile.model.placeholder_key, fault=req.model_fault, invents=profile.issues_uncatalogued,
     )
     return await stack.enter_async_context(
         serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)
     )
 
 
-def _collect(turn: PreparedTurn, proc: CliProcess, settled: Settlement) -> dict[str, str]:
-    """Write the turn's artifacts and copy the CLI's own session transcript; the files, by role."""
+def _copy_session(turn: PreparedTurn, proc: CliProcess) -> Path | None:
+    """Copy the CLI's own session transcript out of its HOME (scrubbed), through the process, so it works
+    however the turn's files reach the engine; where it landed, or None."""
+    req, profile, home = turn.req, turn.profile, turn.turn_dir.home_host
+    if not profile.session_transcript or home is None:
+        return None
+    relative = str((home / profile.session_transcript).relative_to(turn.turn_dir.host))
+    return req.out_dir / "session" if proc.collect(relative, req.out_dir / "session", turn.scrubber) else None
+
+
+def _read_session_log(turn: PreparedTurn, run: Drive, session: Path) -> None:
+    """Give the stream reader the steps a CLI's session log holds (only interpreters that have a session
+    reader: runner.harnesses.interpreters.SESSION_READERS), once the CLI has exited."""
+    reader = get_session_reader(turn.profile.interpreter)
+    if reader is not None and run.not_started is None:
+        turn.transcript.reader.steps(reader(session, run.exit_code))
+
+
+def _collect(turn: PreparedTurn, settled: Settlement, session: Path | None) -> dict[str, str]:
+    """Write the turn's artifacts; the files, by role (the session transcript was copied before settling)."""
     req, profile = turn.req, turn.profile
     files = _write_artifacts(req.out_dir, settled.record, settled.result, turn.script, turn.prompt,
                              turn.instructions, turn.mcp_log, turn.scrubber)
-    home = turn.turn_dir.home_host
-    if profile.session_transcript and home is not None:
-        relative = str((home / profile.session_transcript).relative_to(turn.turn_dir.host))
-        if proc.collect(relative, req.out_dir / "session", turn.scrubber):
-            files["session"] = str(req.out_dir / "session")
+    if session is not None:
+        files["session"] = str(session)
     if profile.model is not None:
         files["modelExchanges"] = str(req.out_dir / "model-exchanges.jsonl")
     return files

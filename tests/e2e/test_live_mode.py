@@ -249,3 +249,31 @@ def test_a_live_cell_replays_offline_with_the_same_grade_and_record_and_a_tamper
     assert refused.returncode == 5
     assert "replay_diverged" in refused.stderr and "step" in refused.stderr
     assert "secret.md" in refused.stderr.replace("\n", "") or "policy.md" in refused.stderr.replace("\n", "")
+
+
+def test_deepseek_live_the_key_echoed_into_the_ask_leaks_nowhere_not_even_in_its_compressed_log(
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
+) -> None:
+    """dsh, live with DEEPSEEK_API_KEY: the model puts the key in the escalation reason, so it reaches dsh's
+    zstd session log, where no byte search could see it; the copy is scrubbed inside (runner/turn/collect.py)."""
+    from runner.harnesses.deepseek.session import read_log, session_logs
+
+    upstream.echo = {"reason"}
+    out = tmp_path / "out"
+    env = {**os.environ, "DEEPSEEK_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run(
+        [RUNNER, "exec", "--harness", "deepseek", "--case", "escalation", "--json", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["model"]["mode"] == "live" and report["model"]["credential"] == "DEEPSEEK_API_KEY"
+    assert report["status"] == "escalated" and report["outcome"]["metadata"]["harnessOutcome"] == "complete"
+    assert upstream.seen and all(header == f"Bearer {HOST_KEY}" for header in upstream.seen), upstream.seen
+    assert_no_key(out, proc)
+    mark = "[scrubbed:DEEPSEEK_API_KEY]"
+    assert mark in json.loads(proc.stdout)["escalation"]["reason"]
+    (log,) = session_logs(out / "session")
+    events = json.dumps(read_log(log))
+    assert HOST_KEY not in events and HOST_KEY[12:] not in events
+    assert mark in events, "dsh's own log held the key (in the ask's arguments), scrubbed inside the zstd"

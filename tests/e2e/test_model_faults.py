@@ -3,7 +3,9 @@
 stream cut short -- before the ask and after it. What the user gets must be what the CLI did: before
 the ask the CLI's own outcome (failed with its own code, or cancelled by the deadline), never
 ``escalated``; after the ask ``escalated`` with the CLI's failure kept as ``harnessOutcome``. The
-measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``.
+measured reactions are in ``runner/harnesses/codex`` and ``runner/harnesses/claude_code``; Copilot CLI
+and Cline (``runner/harnesses/copilot``, ``runner/harnesses/cline``) are checked on one fault, a model
+that keeps failing before the ask.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tests.support import RUNNER, meta, no_containers_left, runner_exec
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 STALL_DEADLINE = "8"  # enough for either CLI to reach the ask under load; short enough to keep this file quick
+DSH_STALL_DEADLINE = "25"
 # how each CLI reports a model API that keeps failing (measured; see the harness packages)
 FAILURE = {
     "codex": {"code": "harness_failed", "terminal": "turn.failed"},
@@ -70,6 +73,38 @@ def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | Non
 
 
 # --- before the ask: the CLI's own outcome ----------------------------------------------------------
+
+
+def cli_words(report: dict[str, Any], frame_type: str, field: str) -> str:
+    """The message the CLI itself printed in its first frame of ``frame_type``."""
+    lines = Path(report["files"]["stdout"]).read_text(encoding="utf-8").splitlines()
+    frame = next(f for f in map(json.loads, filter(str.strip, lines)) if f["type"] == frame_type)
+    for key in field.split("."):
+        frame = frame[key]
+    return str(frame)
+
+
+# the columns that retry a failing model by themselves and then give up (measured: Copilot CLI 1.0.102
+# retries 5 times in ~14 s, Cline 3.0.65 makes 6 attempts in ~65 s): (last frame, frame with the words)
+GIVES_UP = {"copilot": ("result", "session.error", "data.message"), "cline": ("run_result", "run_result", "text")}
+
+
+@pytest.mark.parametrize("harness", list(GIVES_UP))
+def test_a_failing_model_before_the_ask_fails_the_turn_after_the_clis_own_retries(
+    tmp_path: Path, engine: docker.DockerClient, harness: str
+) -> None:
+    report = faulted_exec(tmp_path, harness, "error@1")
+    assert report["exitCode"] == 1 and report["deadlineHit"] is False
+    assert report["status"] == "failed" and report["escalation"] is None
+    assert report["reasonCode"] == "harness_failed" == report["error"]["code"]
+    assert "escalationAsked" not in meta(report) and "harnessOutcome" not in meta(report)
+    last, words_in, field = GIVES_UP[harness]
+    assert terminal_frame(report)["type"] == last
+    assert report["error"]["message"] == cli_words(report, words_in, field)  # the CLI's words, not runner's
+    assert_faulted_exchanges(report, "error@1", "complete")
+    assert len(exchanges(report)) > 1, "the CLI retried the failing request by itself"
+    gone(engine, report)
+
 
 
 @pytest.mark.parametrize("harness", CLIS)
@@ -158,4 +193,41 @@ def test_runner_repro_replays_the_fault(tmp_path: Path, engine: docker.DockerCli
     assert again["recorded"] == again["reproduced"] and again["unmatchedPins"] == []
     rerun = json.loads((tmp_path / "again" / "result.json").read_text())
     assert rerun["turn"]["status"] == "failed" and rerun["pins"]["modelFault"] == "error@1"
+    gone(engine, report)
+
+
+# --- dsh: its outcome is in its session log, and SIGTERM exits 0 -------------------------------------
+
+
+def test_deepseek_failing_model_before_the_ask_fails_with_its_own_code(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    """dsh retries a 500 five times (0.5-8 s apart), exits 1 and writes turn/end with code SERVER and the
+    server's message: the turn says exactly that (runner/harnesses/deepseek)."""
+    report = faulted_exec(tmp_path, "deepseek", "error@1")
+    assert report["exitCode"] == 1 and report["deadlineHit"] is False
+    assert report["status"] == "failed" and report["escalation"] is None
+    assert report["reasonCode"] == "SERVER" == report["error"]["code"]
+    assert "injected fault error@1" in report["error"]["message"]
+    assert Path(report["files"]["stderr"]).read_text().startswith("dsh: SERVER: ")
+    conversation = [r for r in exchanges(report) if r["decision"]["reply"] != "side"]
+    assert len(conversation) == 6  # the request and its five retries
+    assert_faulted_exchanges(report, "error@1", "complete")
+    gone(engine, report)
+
+
+def test_deepseek_stopped_by_sigterm_after_the_ask_exits_0_and_is_still_read_right(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    # dsh boots for 3-5 s before its first request: give it time to reach the ask under load
+    report = faulted_exec(tmp_path, "deepseek", "stall@after-ask", "--deadline", DSH_STALL_DEADLINE)
+    assert report["deadlineHit"] is True and report["exitCode"] == 0  # dsh exits 0 on SIGTERM
+    assert report["status"] == "escalated" and report["reasonCode"] == "escalation_requested"
+    m = meta(report)
+    assert m["harnessOutcome"] == "fail" and m["harnessErrorCode"] == "harness_wind_down_timeout"
+    from runner.harnesses.deepseek.session import read_session
+
+    # and the session log alone says the same: no turn/end, so exit 0 is not a completed turn
+    steps = read_session(Path(report["files"]["session"]), 0)
+    assert [type(s).__name__ for s in steps][-1] == "Failed"
     gone(engine, report)

@@ -12,12 +12,17 @@ from typing import Any
 import docker
 import pytest
 
+from runner.harnesses.deepseek.session import read_log, session_logs
+from runner.model.dialects.openai_chat import REASONING_TEXT
 from runner.sandbox.images import ImageRecord, ensure_image
 from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-VENDORS = ["codex", "claude-code", "pi", "pi-direct", "gemini", "qwen", "opencode"]
+VENDORS = [
+    "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
+    "copilot", "cline", "kilo", "kimi", "droid",
+]
 IMAGE_OF = {"pi-direct": "pi"}
 
 
@@ -71,4 +76,33 @@ def test_escalation_refused_never_ends_escalated(
     report = runner_exec(tmp_path, "--harness", harness, "--case", "escalation-refused", "--model", "scripted")
     assert report["infrastructureError"] is None
     assert report["status"] != "escalated"
+    no_containers_left(engine, report)
+
+
+def test_deepseek_turn_is_read_from_its_session_log_with_the_dialect_quirks_met(
+    tmp_path: Path, engine: docker.DockerClient
+) -> None:
+    """dsh prints plain text, so the outcome came from its zstd session log; its title side request, its
+    thinking mode and its 12-hex tool names were all met by the scripted model (runner/harnesses/deepseek)."""
+    report = runner_exec(tmp_path, "--harness", "deepseek", "--case", "escalation", "--model", "scripted")
+    assert report["status"] == "escalated" and report["exitCode"] == 0
+    meta = report["outcome"]["metadata"]
+    assert meta["harnessOutcome"] == "complete" and meta["cliVersion"] == "0.1.0-rc.8"
+    stdout = Path(report["files"]["stdout"]).read_text().strip()
+    assert stdout and not stdout.startswith("{")  # the last assistant text, not JSON
+    (log,) = session_logs(Path(report["files"]["session"]))
+    kinds = [e["type"] for e in read_log(log)]
+    assert kinds[0] == "session" and kinds[-1] == "turn/end" and "tool/call" in kinds
+    exchanges = [json.loads(line) for line in Path(report["files"]["modelExchanges"]).read_text().splitlines()]
+    bodies = [e["request"]["body"] for e in exchanges]
+    assert all(b["stream"] is True for b in bodies)
+    titles = [e for e in exchanges if e["decision"]["reply"] == "side"]
+    assert len(titles) == 1 and titles[0]["request"]["body"]["thinking"] == {"type": "disabled"}
+    turn = [b for b, e in zip(bodies, exchanges, strict=True) if e["decision"]["reply"] != "side"]
+    assert all(b["thinking"] == {"type": "enabled"} for b in turn)
+    names = [e["decision"]["call"]["name"] for e in exchanges if e["decision"]["reply"] == "call"]
+    assert [n.rsplit("_", 1)[0] for n in names] == ["mcp__sharedos__files_read", "mcp__sharedos__sharedos_escalate"]
+    # the reasoning the scripted model streamed came back on the assistant messages of later requests
+    echoed = [m.get("reasoning_content") for m in turn[-1]["messages"] if m.get("role") == "assistant"]
+    assert echoed == [REASONING_TEXT, REASONING_TEXT]
     no_containers_left(engine, report)

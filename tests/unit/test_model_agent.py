@@ -46,16 +46,16 @@ def test_the_host_reads_the_agents_request_in_its_dialect(name: str) -> None:
     exposed = host.exposed_tools(body)
     assert [t.name for t in exposed] == [t.exposed for t in TOOLS]
     assert host.count_tool_results(body) == 0
-    # the scripted model finds the agent's names under the model column's own scheme
+    # the scripted model finds the agent's names (Cline's scheme, without Cline's hash suffix)
     target = resolve_tool("files.read", {}, exposed)
-    assert target is not None and target.scheme == "model" and target.name == "sharedos__files_read"
+    assert target is not None and target.scheme == "cline" and target.name == "sharedos__files_read"
 
 
 @pytest.mark.parametrize("name", DIALECTS)
 @pytest.mark.parametrize("preamble", [None, "first a read"])
 def test_a_call_the_host_renders_is_read_executed_and_fed_back(name: str, preamble: str | None) -> None:
     talk, host = conversation(name), BY_NAME[name]
-    target = ToolTarget("files.read", "model", "sharedos__files_read", {"path": ["Workspace", "policy.md"]})
+    target = ToolTarget("files.read", "cline", "sharedos__files_read", {"path": ["Workspace", "policy.md"]})
     rendered = host.tool_call_body(ToolCallReply(target, 0, preamble), RenderContext("runner-scripted", 0))
     answer = talk.read(rendered)
     assert [(c.name, c.arguments) for c in answer.calls] == [("sharedos__files_read", target.arguments)]
@@ -94,16 +94,17 @@ def test_gemini_asks_its_models_path_and_sends_its_key_header() -> None:
     assert conversation("openai-chat").headers("k") == {"authorization": "Bearer k"}
 
 
-def test_the_scripted_model_invents_an_unoffered_name_only_for_the_model_column() -> None:
+def test_the_scripted_model_invents_an_unoffered_name_only_for_a_column_that_filters_nothing() -> None:
     actions = [{"do": "call", "tool": "admin.grant.issue"}, {"do": "call", "tool": "files.read"},
                {"do": "finish", "text": "F"}]
     model = [ExposedTool(t.exposed) for t in TOOLS]
-    plan = plan_for(actions, model)
+    plan = plan_for(actions, model, invents=True)
     assert [(c.target.scheme, c.target.name) for c in plan.calls] == [
-        ("invented", "admin.grant.issue"), ("model", "sharedos__files_read")]
-    # a vendor CLI's request: the unoffered call is skipped, as before
-    claude = [ExposedTool("mcp__sharedos__files_read")]
-    vendor = plan_for(actions, claude)
-    assert [c.target.name for c in vendor.calls] == ["mcp__sharedos__files_read"]
+        ("invented", "admin.grant.issue"), ("cline", "sharedos__files_read")]
+    # a vendor CLI (its router refuses what it did not register): the unoffered call is skipped, as before
+    vendor = plan_for(actions, model)
+    assert [c.target.name for c in vendor.calls] == ["sharedos__files_read"]
     assert vendor.skipped[0].action["tool"] == "admin.grant.issue"
-    assert plan_for([], model).reply(0) == TextReply("Done.")
+    # a side request stays a side request
+    assert plan_for(actions, [], invents=True).side
+    assert plan_for([], model, invents=True).reply(0) == TextReply("Done.")

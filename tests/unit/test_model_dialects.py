@@ -19,6 +19,7 @@ from runner.model.dialects import (
     guess_dialect,
 )
 from runner.model.dialects.gemini import minimal_instance, parse_path
+from runner.model.dialects.openai_chat import REASONING_TEXT
 from runner.model.names import ExposedTool, ToolTarget
 from runner.model.script import ToolCallReply, plan_for
 from tests.simulated_clis import SimulatedCli, parse_answer
@@ -67,7 +68,7 @@ def test_dialect_for_path(method: str, path: str, dialect: Dialect | None) -> No
     assert dialect_for(method, path) is dialect
 
 
-@pytest.mark.parametrize("cli", ["codex", "claude", "gemini", "qwen", "opencode", "pi-proxy"])
+@pytest.mark.parametrize("cli", ["codex", "claude", "gemini", "qwen", "opencode", "pi-proxy", "dsh"])
 def test_shapes_are_recognised(cli: str) -> None:
     sim = SimulatedCli(cli, ["files.read"])
     body = sim.request()
@@ -228,6 +229,42 @@ def test_chat_preamble_and_non_stream() -> None:
     assert body["object"] == "chat.completion" and body["choices"][0]["finish_reason"] == "tool_calls"
     assert parse_answer("openai-chat", body=body).calls[0].arguments == ARGS
     assert parse_answer("openai-chat", body=OPENAI_CHAT.text_body("T", ctx)).text == "T"
+
+
+def test_chat_thinking_request_gets_reasoning_content_first() -> None:
+    # dsh 0.1.0-rc.8: thinking on, always streamed, usage requested; its tools carry a 12-hex suffix
+    sim = SimulatedCli("dsh", ["files.read", "sharedos.escalate"])
+    body = sim.request()
+    assert OPENAI_CHAT.thinking(body) and body["stream"] is True
+    plan = plan_for([{"do": "call", "tool": "files.read", "arguments": ARGS}], OPENAI_CHAT.exposed_tools(body))
+    target = plan.calls[0].target
+    assert (target.scheme, target.name) == ("claude+hash", sim.tool_names()[0])
+    assert target.name.startswith("mcp__sharedos__files_read_") and len(target.name.rsplit("_", 1)[1]) == 12
+    ctx = RenderContext(model="deepseek-v4-flash", step=0, created=1, body=body)
+    data = payloads(OPENAI_CHAT.tool_call_events(call_reply(target.name), ctx))
+    first = data[0]["choices"][0]["delta"]
+    assert first == {"role": "assistant", "content": None, "reasoning_content": REASONING_TEXT}
+    answer = parse_answer("openai-chat", events=data)
+    assert answer.reasoning == REASONING_TEXT and answer.calls[0].name == target.name and answer.text == ""
+    assert data[-1]["choices"] == [] and "usage" in data[-1]  # include_usage
+    text = parse_answer("openai-chat", events=payloads(OPENAI_CHAT.text_events("FINAL", ctx)))
+    assert (text.text, text.reasoning) == ("FINAL", REASONING_TEXT)
+    assert OPENAI_CHAT.text_body("T", ctx)["choices"][0]["message"]["reasoning_content"] == REASONING_TEXT
+
+
+def test_chat_without_thinking_has_no_reasoning_content() -> None:
+    for body in (chat_request(["x"]), {"thinking": {"type": "disabled"}}, {"thinking": "enabled"}):
+        ctx = RenderContext(model="m", step=0, created=1, body=body)
+        events = OPENAI_CHAT.tool_call_events(call_reply("x"), ctx) + OPENAI_CHAT.text_events("T", ctx)
+        assert "reasoning_content" not in json.dumps(payloads(events))
+        assert "reasoning_content" not in json.dumps(OPENAI_CHAT.text_body("T", ctx))
+
+
+def test_chat_dsh_title_request_is_a_side_request() -> None:
+    sim = SimulatedCli("dsh", ["files.read", "sharedos.escalate"])
+    title = sim.side_request()
+    assert title["thinking"] == {"type": "disabled"} and title["max_tokens"] == 64 and "tools" not in title
+    assert plan_for([{"do": "call", "tool": "files.read"}], OPENAI_CHAT.exposed_tools(title)).side
 
 
 def test_chat_models_list() -> None:

@@ -88,9 +88,9 @@ async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
 def expected_calls(cli: str) -> list[str]:
     """The MCP tools a CLI's conversation reaches for the escalation case with the uncatalogued
     attempt issued: a CLI that shows its MCP tools by name does not offer admin.grant.issue, so the
-    call is skipped; behind a gateway alone (Pi's ``mcp``, Qwen's ``tool_call``) it is made, and the
-    CLI's own router answers it."""
-    gateway = ["admin_grant_issue"] if cli in ("pi-proxy", "qwen-proxy") else []
+    call is skipped; behind a gateway alone (Pi's ``mcp`` or ``codemode``, Qwen's ``tool_call``) it is
+    made, and the CLI's own router answers it."""
+    gateway = ["admin_grant_issue"] if cli in ("pi-proxy", "pi-codemode", "qwen-proxy") else []
     return [*gateway, "files_read", "sharedos_escalate"]
 
 

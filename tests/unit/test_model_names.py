@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from runner.model.names import ExposedTool, carries_server_tools, direct_candidates, resolve_tool
+from runner.model.names import (
+    ExposedTool,
+    carries_server_tools,
+    defers_server_tools,
+    direct_candidates,
+    resolve_tool,
+    tool_search_target,
+)
 
 ARGS = {"path": ["Workspace", "policy.md"]}
 
@@ -21,6 +28,8 @@ def flat(*names: str) -> list[ExposedTool]:
          "mcp__sharedos"),
         (flat("read", "sharedos_files_read", "mcp"), "server-prefix", "sharedos_files_read", None),  # opencode, Pi
         (flat("read_file", "mcp_sharedos_files_read"), "gemini", "mcp_sharedos_files_read", None),
+        (flat("view", "sharedos-files-read"), "copilot", "sharedos-files-read", None),  # Copilot CLI 1.0.102
+        (flat("read_files", "sharedos__files_read"), "cline", "sharedos__files_read", None),
     ],
 )
 def test_direct_schemes(exposed: list[ExposedTool], scheme: str, name: str, namespace: str | None) -> None:
@@ -36,6 +45,30 @@ def test_pi_proxy_wraps_tool_and_args() -> None:
     assert target is not None
     assert (target.scheme, target.name, target.proxy) == ("pi-proxy", "mcp", True)
     assert target.arguments == {"tool": "sharedos_files_read", "args": ARGS}
+
+
+def test_pi_codemode_writes_a_script_that_calls_the_tool() -> None:
+    # Pi 1.6 built-in MCP, exposure codemode (measured): the request's only tool is `codemode`
+    target = resolve_tool("sharedos.escalate", {"reason": "need a human"}, flat("codemode"))
+    assert target is not None
+    assert (target.scheme, target.name, target.proxy) == ("pi-codemode", "codemode", True)
+    assert target.arguments == {
+        "code": 'return await tools.mcp__sharedos__sharedos_escalate({"reason": "need a human"});'
+    }
+    dotted = resolve_tool("files.read", ARGS, flat("codemode"), server="my-os")
+    assert dotted is not None
+    assert dotted.arguments["code"] == (
+        'return await tools.mcp__my_os__files_read({"path": ["Workspace", "policy.md"]});'
+    )
+
+
+def test_pi_codemode_yields_to_direct_names_and_to_the_adapter_proxy() -> None:
+    # a direct server declares its tools (and codemode may be active for another server)
+    direct = resolve_tool("files.read", ARGS, flat("codemode", "mcp__sharedos__files_read"))
+    assert direct is not None and direct.scheme == "claude"
+    assert resolve_tool("sharedos.escalate", {}, flat("codemode", "mcp__sharedos__files_read")) is None
+    adapter = resolve_tool("files.read", ARGS, flat("codemode", "mcp"))
+    assert adapter is not None and adapter.scheme == "pi-proxy"
 
 
 def test_qwen_proxy_wraps_name_and_arguments() -> None:
@@ -96,10 +129,29 @@ def test_arguments_are_copied_not_shared() -> None:
 
 
 def test_candidate_order() -> None:
-    assert [c[0] for c in direct_candidates("files.read", "s")] == [
-        "claude", "codex", "server-prefix", "gemini", "claude", "codex", "server-prefix", "gemini",
-    ]
-    assert len(direct_candidates("echo", "s")) == 4  # no dot: one form only
+    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline", "droid"]
+    assert [c[0] for c in direct_candidates("files.read", "s")] == schemes + schemes
+    assert len(direct_candidates("echo", "s")) == 7  # no dot: one form only
+
+
+def test_copilot_dashes_every_separator() -> None:
+    """Copilot CLI 1.0.102 exposes ``<server>-<tool>`` with ``_`` (and ``.``) as ``-`` (measured)."""
+    exposed = flat("bash", "sharedos-files-snapshot-create", "sharedos-sharedos-escalate")
+    snapshot = resolve_tool("files.snapshot.create", {}, exposed)
+    escalate = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
+    assert snapshot is not None and (snapshot.scheme, snapshot.name) == ("copilot", "sharedos-files-snapshot-create")
+    assert escalate is not None and escalate.name == "sharedos-sharedos-escalate"
+    assert carries_server_tools(flat("sharedos-files-read")) and not carries_server_tools(flat("view", "bash"))
+
+
+def test_cline_names_carry_a_hash() -> None:
+    """Cline 3.0.65 exposes ``<server>__<tool>_<8 hex>`` (measured)."""
+    exposed = flat("read_files", "sharedos__files_read_5f40265d", "sharedos__sharedos_escalate_9381461a")
+    read = resolve_tool("files.read", ARGS, exposed)
+    escalate = resolve_tool("sharedos.escalate", {}, exposed)
+    assert read is not None and (read.scheme, read.name) == ("cline+hash", "sharedos__files_read_5f40265d")
+    assert escalate is not None and escalate.name == "sharedos__sharedos_escalate_9381461a"
+    assert resolve_tool("admin.grant.issue", {}, exposed) is None
 
 
 @pytest.mark.parametrize(
@@ -113,8 +165,11 @@ def test_candidate_order() -> None:
         (flat("sharedos_files_read"), True),
         (flat("mcp_sharedos_files_read"), True),
         (flat("mcp"), True),
+        (flat("codemode"), True),
         (flat("tool_call"), True),
         (flat("mcp__other__files_read"), False),
+        (flat("ToolSearch"), True),  # Droid, its MCP tools not loaded yet
+        (flat("ToolSearch", "sharedos___files_read"), True),
     ],
 )
 def test_carries_server_tools(exposed: list[ExposedTool], expected: bool) -> None:
@@ -133,9 +188,38 @@ def test_a_hash_suffix_added_by_normalisation_is_matched_exactly_once() -> None:
     assert resolve_tool("files.stat", {}, exposed) is None  # not offered: no proxy fallback either
 
 
+def test_dsh_twelve_hex_digit_suffixes_are_matched() -> None:
+    from runner.model.names import ExposedTool, resolve_tool
+
+    # measured on dsh 0.1.0-rc.8 (the MCP server still sees files.read and sharedos.escalate)
+    exposed = [ExposedTool("bash"), ExposedTool("mcp__sharedos__files_read_369b5d85e292"),
+               ExposedTool("mcp__sharedos__files_snapshot_create_24a5259bece4"),
+               ExposedTool("mcp__sharedos__sharedos_escalate_72e183f8c537")]
+    target = resolve_tool("files.read", {}, exposed)
+    assert target is not None and (target.name, target.scheme) == ("mcp__sharedos__files_read_369b5d85e292",
+                                                                   "claude+hash")
+    escalate = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
+    assert escalate is not None and escalate.name == "mcp__sharedos__sharedos_escalate_72e183f8c537"
+    assert resolve_tool("files.snapshot", {}, exposed) is None  # `_create_24a5…` is not a hash suffix
+    assert resolve_tool("files.read", {}, [ExposedTool("mcp__sharedos__files_read_369b5d85e29z")]) is None
+
+
 def test_a_server_prefix_already_in_the_tool_name_is_not_repeated() -> None:
     from runner.model.names import ExposedTool, resolve_tool
 
     exposed = [ExposedTool("mcp"), ExposedTool("sharedos_files_read"), ExposedTool("sharedos_escalate")]
     target = resolve_tool("sharedos.escalate", {"reason": "r"}, exposed)
     assert target is not None and (target.name, target.proxy) == ("sharedos_escalate", False)
+
+
+def test_droid_defers_the_server_tools_behind_tool_search() -> None:
+    assert defers_server_tools(flat("ToolSearch"))
+    assert defers_server_tools(flat("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate"))
+    # Claude Code's names next to a tool called ToolSearch are not Droid's exposure
+    assert not defers_server_tools(flat("ToolSearch", "mcp__sharedos__files_read"))
+    assert not defers_server_tools(flat("sharedos___files_read"))
+    target = resolve_tool("files.read", ARGS, flat("ToolSearch", "sharedos___files_read"))
+    assert target is not None and (target.scheme, target.name) == ("droid", "sharedos___files_read")
+    search = tool_search_target(["files.read", "sharedos.escalate", "files.read"])
+    assert (search.name, search.arguments) == (
+        "ToolSearch", {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"})

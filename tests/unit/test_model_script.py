@@ -142,3 +142,19 @@ def test_bad_actions_are_refused(bad: list[object]) -> None:
 def test_action_objects_are_accepted() -> None:
     actions = actions_for(get_case("escalation-refused"), Behaviour.COOPERATIVE, issue_uncatalogued=False)
     assert normalise_actions(actions) == [a.to_json() for a in actions]
+
+
+def test_droid_loads_its_deferred_tools_first_in_every_request() -> None:
+    """Droid 0.225.2: the first request offers only ToolSearch; once it ran, the tools are offered as
+    ``sharedos___<tool>`` and the ToolSearch result counts as step 0, so the search stays the first call."""
+    actions = [call("files.read", path=["a"]), call("sharedos.escalate", reason="r"), {"do": "finish", "text": "F"}]
+    before = [ExposedTool("ToolSearch")]
+    after = [ExposedTool(n) for n in ("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate")]
+    first = decide(actions, before, 0)
+    assert isinstance(first.reply, ToolCallReply) and first.reply.target.name == "ToolSearch"
+    assert first.reply.target.arguments == {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"}
+    assert not first.plan.skipped and not first.plan.side
+    replies = [decide(actions, after, step).reply for step in (1, 2, 3)]
+    assert [r.target.name for r in replies[:2] if isinstance(r, ToolCallReply)] == [
+        "sharedos___files_read", "sharedos___sharedos_escalate"]
+    assert replies[2] == TextReply("F")

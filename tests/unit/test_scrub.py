@@ -155,6 +155,30 @@ def test_a_key_stored_across_sqlite_overflow_pages_is_scrubbed_through_sqlite(tm
     assert all(isinstance(raw, bytes) for _, raw in values)
 
 
+def test_a_key_inside_a_zstd_session_log_is_scrubbed_inside(tmp_path: Path) -> None:
+    # dsh keeps its session log zstd-compressed: the key's bytes never show in the file as stored
+    import zstandard
+
+    from runner.harnesses.deepseek.session import read_log
+
+    log = tmp_path / "src" / "sessions" / "-w-" / "session-1" / "session.jsonl.zstd"
+    log.parent.mkdir(parents=True)
+    lines = [json.dumps({"type": "assistant/message", "data": {"text": f"key {KEY} {i}"}}) for i in range(50)]
+    data = zstandard.ZstdCompressor().compress("\n".join(lines).encode() + b"\n")
+    log.write_bytes(data + data[:30])  # and a frame cut short at the end
+    assert log.read_bytes().count(KEY.encode()) < 50, "precondition: a byte search misses copies of the key"
+
+    copy_session_transcript(tmp_path / "src", tmp_path / "out", scrubber())
+    copied = tmp_path / "out" / "sessions" / "-w-" / "session-1" / "session.jsonl.zstd"
+    events = read_log(copied)
+    assert len(events) == 50 and all(KEY not in json.dumps(e) for e in events)
+    assert events[0]["data"]["text"] == f"key {MARK} 0"
+    # with nothing to scrub, the file is copied as it is
+    copy_session_transcript(tmp_path / "src", tmp_path / "plain", Scrubber({}))
+    assert (tmp_path / "plain" / "sessions" / "-w-" / "session-1" / "session.jsonl.zstd").read_bytes() == \
+        log.read_bytes()
+
+
 def test_a_file_that_only_looks_like_a_database_is_not_kept(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "broken.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 80 + KEY.encode())

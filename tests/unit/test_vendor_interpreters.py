@@ -272,6 +272,39 @@ def test_pi_sigterm_stops_after_turn_start() -> None:
     assert failure(harness_outcome(reader, 143, "pi"))[0] == "harness_exited_without_outcome"
 
 
+# Pi 1.6.0 (built-in MCP, codemode), as measured here: a system message first, the script's own MCP call
+# nested under the codemode call, agent_end with willRetry false, then agent_settled
+PI_CODEMODE_TURN: list[Frame] = [
+    {"type": "session", "version": 3, "id": "01a2", "timestamp": "t", "cwd": "/run/runner/home/work"},
+    {"type": "agent_start"},
+    {"type": "turn_start"},
+    {"type": "message_end", "message": {"role": "system", "content": "", "sections": {"tools": "<tools>"}}},
+    {"type": "message_end", "message": {"role": "user", "content": [{"type": "text", "text": "prompt"}]}},
+    pi_assistant([{"type": "toolCall", "id": "call_0", "name": "codemode",
+                   "arguments": {"code": 'return await tools.mcp__sharedos__echo({"text": "hi"});'}}], "toolUse"),
+    {"type": "tool_execution_start", "toolCallId": "call_0", "toolName": "codemode", "args": {}},
+    {"type": "tool_execution_start", "toolCallId": "call_0/1", "toolName": "mcp__sharedos__echo",
+     "args": {"text": "hi"}, "parentToolCallId": "call_0"},
+    {"type": "tool_execution_end", "toolCallId": "call_0/1", "toolName": "mcp__sharedos__echo", "isError": False,
+     "result": {"content": [{"type": "text", "text": "echo: hi"}]}, "parentToolCallId": "call_0"},
+    {"type": "tool_execution_end", "toolCallId": "call_0", "toolName": "codemode", "isError": False,
+     "result": {"content": [{"type": "text", "text": "Script completed\nWall time 0.4 seconds\nOutput:\n"}]}},
+    {"type": "message_end", "message": {"role": "toolResult", "toolCallId": "call_0", "content": []}},
+    {"type": "turn_end", "message": {}, "toolResults": []},
+    {"type": "turn_start"},
+    pi_assistant([{"type": "text", "text": "FINAL: done"}], "stop"),
+    {"type": "turn_end", "message": {}, "toolResults": []},
+    {"type": "agent_end", "messages": [], "willRetry": False},
+    {"type": "agent_settled", "aborted": False},
+]
+
+
+def test_pi_codemode_turn_reads_like_any_other() -> None:
+    reader = read("pi", PI_CODEMODE_TURN)
+    assert reader.messages == ["FINAL: done"]  # the system message, the script and its nested call yield nothing
+    assert harness_outcome(reader, 0, "pi") == Complete({"text": "FINAL: done"})
+
+
 def test_pi_rpc_frames_kept_from_upstream() -> None:
     interpret = get_interpreter("pi")
     assert interpret({"type": "agent_end", "willRetry": True}) == []
@@ -402,8 +435,78 @@ def test_deepseek_unparseable_arguments_fail_even_on_the_mcp_path() -> None:
 
 
 def test_deepseek_headless_plain_text_stdout_is_decided_by_the_exit_status() -> None:
-    # the headless bundle prints the last assistant text, not JSON: no frames, the exit status decides
+    # stdout is the last assistant text, not JSON: no frames there (the session log decides the turn:
+    # tests/unit/test_deepseek_session.py)
     reader = read("deepseek", [], trailer=b"FINAL: done\n")
     assert reader.non_json_lines == 1 and reader.terminal is None
     assert harness_outcome(reader, 0, "deepseek") == Complete({"text": ""})
     assert failure(harness_outcome(reader, 1, "deepseek"))[0] == "harness_exited_without_outcome"
+
+
+# --- Kilo Code: opencode's stream (runner/harnesses/kilo) ----------------------------------------------------
+
+
+def test_kilo_reads_opencodes_stream() -> None:
+    frames = [*OPENCODE_TURN, {"type": "text", "part": {"type": "text", "text": "Done."}},
+              {"type": "step_finish", "part": {"type": "step-finish", "reason": "stop"}}]
+    assert harness_outcome(read("kilo", frames), 0, "kilo") == Complete({"text": "Done."})
+    api_error = {"type": "error", "error": {"name": "APIError", "data": {"message": "injected fault error@1"}}}
+    assert failure(outcome("kilo", [OPENCODE_TURN[0], api_error], 1)) == (
+        "harness_failed", "injected fault error@1", True)
+    assert failure(outcome("kilo", [{"type": "error", "error": {}}], 1))[1] == "The Kilo Code CLI reported a failure."
+    # SIGTERM: the stream stops after a step_start; the exit status decides
+    assert failure(outcome("kilo", OPENCODE_TURN, 143))[0] == "harness_exited_without_outcome"
+
+
+# --- Kimi Code (runner/harnesses/kimi) -------------------------------------------------------------------------
+
+KIMI_TURN: list[Frame] = [
+    {"role": "meta", "type": "system.version", "version": "2.1.0"},
+    {"role": "assistant", "tool_calls": [{"type": "function", "id": "call_runner_0", "function": {
+        "name": "mcp__sharedos__files_read", "arguments": "{\"path\":[\"Workspace\",\"policy.md\"]}"}}]},
+    {"role": "tool", "tool_call_id": "call_runner_0", "content": "{\"content\":\"Only the owner changes policy.\"}"},
+    {"role": "assistant", "tool_calls": [{"type": "function", "id": "call_runner_1", "function": {
+        "name": "mcp__sharedos__sharedos_escalate", "arguments": "{\"reason\":\"outside my authority\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_runner_1", "content": "{\"escalated\":true}"},
+]
+
+
+def test_kimi_completes_on_exit_zero_with_its_last_assistant_text() -> None:
+    frames = [*KIMI_TURN, {"role": "assistant", "content": "Done: handed to a human."},
+              {"role": "meta", "type": "session.resume_hint", "session_id": "s_1", "content": "kimi -r s_1"}]
+    reader = read("kimi", frames)
+    assert reader.terminal is None  # 2.1.0 prints no terminal frame
+    assert harness_outcome(reader, 0, "kimi") == Complete({"text": "Done: handed to a human."})
+
+
+def test_kimi_failing_model_exits_one_without_a_frame() -> None:
+    retrying = {"role": "meta", "type": "turn.step.retrying", "failed_attempt": 1, "next_attempt": 2,
+                "error_name": "APIConnectionError", "error_message": "Connection error."}
+    frames = [KIMI_TURN[0], retrying]
+    assert failure(outcome("kimi", frames, 1))[0] == "harness_exited_without_outcome"
+    assert failure(outcome("kimi", [*KIMI_TURN, {"role": "meta", "type": "error", "message": "boom"}], 1)) == (
+        "harness_failed", "boom", True)
+
+
+def test_kimi_junk_never_raises() -> None:
+    for frame in [{}, {"role": None}, {"role": "assistant", "content": 3}, {"role": "assistant", "content": "  "},
+                  {"role": "meta", "type": 5}, {"role": "meta", "type": "x.failed"}, {"role": "tool"}]:
+        assert all(isinstance(s, Message | Completed | Failed) for s in get_interpreter("kimi")(frame))
+
+
+# --- Factory Droid (runner/harnesses/droid) ---------------------------------------------------------------------
+
+
+def test_droid_completes_at_its_completion_frame_and_fails_at_an_error_frame() -> None:
+    init = {"type": "system", "subtype": "init", "session_id": "s", "tools": ["ToolSearch"], "model": "custom:r-0"}
+    search = [{"type": "tool_call", "id": "call_runner_0", "toolName": "ToolSearch",
+               "parameters": {"query": "select:sharedos___files_read"}},
+              {"type": "tool_result", "id": "call_runner_0", "isError": False, "value": "Loaded 1 tool(s)"}]
+    done = [{"type": "message", "role": "assistant", "text": "Done."},
+            {"type": "completion", "finalText": "Done.", "numTurns": 3, "durationMs": 911}]
+    assert outcome("droid", [init, *search, *done], 0) == Complete({"text": "Done."})
+    refused = {"type": "error", "source": "cli", "message": "Exec ended early: insufficient permission to proceed."}
+    assert failure(outcome("droid", [init, *search, refused], 1)) == (
+        "harness_failed", "Exec ended early: insufficient permission to proceed.", True)
+    assert failure(outcome("droid", [init, *search], 143))[0] == "harness_exited_without_outcome"
+    assert outcome("droid", [{"type": "message", "role": "user", "text": "the prompt"}], 0) == Complete({"text": ""})

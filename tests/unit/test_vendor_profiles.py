@@ -15,7 +15,10 @@ import yaml
 from runner.harnesses.interpreters import INTERPRETERS
 from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shipped_profiles_dir
 
-VENDORS = ["codex", "claude-code", "pi", "pi-direct", "gemini", "qwen", "opencode", "deepseek"]
+VENDORS = [
+    "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
+    "copilot", "cline",
+]
 PROMPT = 'Call `files.read` with arguments: {"path": "a b"}; it costs $5 and is "quoted" \\ done.'
 VALUES = {
     "prompt": PROMPT,
@@ -89,8 +92,9 @@ def test_vendor_profiles_share_the_turn_contract(name: str) -> None:
         assert env.get(variable) in (None, VALUES["api_key"])
 
 
-def test_only_deepseek_is_unavailable() -> None:
-    assert [name for name in VENDORS if profile(name).unavailable] == ["deepseek"]
+def test_no_vendor_column_is_unavailable() -> None:
+    # deepseek was, until dsh 0.1.0-rc.8 was measured to run a turn here (issue 11)
+    assert [name for name in VENDORS if profile(name).unavailable] == []
 
 
 def test_codex_traps() -> None:
@@ -133,22 +137,40 @@ def test_claude_traps() -> None:
     assert loaded.model.dialect == "anthropic-messages"
 
 
-def test_pi_profiles_differ_only_in_direct_tools() -> None:
-    proxy, direct = profile("pi"), profile("pi-direct")
-    assert proxy.image == direct.image == "pi" and proxy.interpreter == direct.interpreter == "pi"
-    assert proxy.render_argv(VALUES) == direct.render_argv(VALUES)
-    argv = proxy.render_argv(VALUES)
+def test_pi_profiles_differ_only_in_exposure() -> None:
+    codemode, direct = profile("pi"), profile("pi-direct")
+    assert codemode.image == direct.image == "pi" and codemode.interpreter == direct.interpreter == "pi"
+    assert codemode.render_argv(VALUES) == direct.render_argv(VALUES)
+    argv = codemode.render_argv(VALUES)
+    assert argv[argv.index("--mode") + 1] == "json" and argv[-1] == PROMPT
+    # --no-extensions drops the built-in extensions too: the built-in MCP and codemode come back with -e
+    loaded = [argv[i + 1] for i, a in enumerate(argv) if a == "-e"]
+    assert loaded == ["builtin:mcp", "builtin:codemode"]
+    assert "--no-extensions" in argv and "--no-builtin-tools" in argv
+    codemode_server = parsed("pi", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
+    direct_server = parsed("pi-direct", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
+    assert "exposure" not in codemode_server and direct_server.pop("exposure") == "direct"
+    assert codemode_server == direct_server
+    assert (codemode_server["command"], codemode_server["args"]) == ("socat", SOCAT)
+    for harness in ("pi", "pi-direct"):
+        provider = parsed(harness, ".pi/agent/models.json")["providers"]["runner"]
+        assert provider["baseUrl"] == "http://127.0.0.1:8787/v1" and provider["api"] == "openai-completions"
+        assert parsed(harness, ".pi/agent/settings.json")["retry"]["enabled"] is False
+
+
+def test_pi_adapter_loads_the_adapter_and_its_proxy() -> None:
+    adapter = profile("pi-adapter")
+    assert adapter.image == "pi-adapter" and adapter.interpreter == "pi"
+    argv = adapter.render_argv(VALUES)
     assert argv[argv.index("--mode") + 1] == "json" and argv[-1] == PROMPT
     assert argv[argv.index("-e") + 1] == "/usr/local/lib/node_modules/pi-mcp-adapter"
     assert "--no-extensions" in argv and "--no-builtin-tools" in argv
-    proxy_server = parsed("pi", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
-    direct_server = parsed("pi-direct", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
-    assert "directTools" not in proxy_server and direct_server.pop("directTools") is True
-    assert proxy_server == direct_server
-    assert (proxy_server["command"], proxy_server["args"], proxy_server["lifecycle"]) == ("socat", SOCAT, "eager")
-    provider = parsed("pi", ".pi/agent/models.json")["providers"]["runner"]
+    server = parsed("pi-adapter", ".pi/agent/mcp.json")["mcpServers"]["sharedos"]
+    assert "directTools" not in server
+    assert (server["command"], server["args"], server["lifecycle"]) == ("socat", SOCAT, "eager")
+    provider = parsed("pi-adapter", ".pi/agent/models.json")["providers"]["runner"]
     assert provider["baseUrl"] == "http://127.0.0.1:8787/v1" and provider["api"] == "openai-completions"
-    assert parsed("pi", ".pi/agent/settings.json")["retry"]["enabled"] is False
+    assert parsed("pi-adapter", ".pi/agent/settings.json")["retry"]["enabled"] is False
 
 
 def test_gemini_traps() -> None:
@@ -202,3 +224,11 @@ def test_deepseek_patch_inserts_the_mcp_client() -> None:
     config = entry["config"]
     assert (config["transport"], config["command"], config["args"]) == ("stdio", "socat", SOCAT)
     assert config["failOnStartupError"] is True and config["serverName"] == "sharedos"
+    # measured traps: the native-addon cache would dlopen from the noexec /tmp; only DEEPSEEK_API_KEY is read;
+    # the outcome is read from the session log under $DSH_HOME (~/.dsh)
+    env = loaded.render_env(VALUES)
+    assert env["NARB_DISABLE_NATIVE_CACHE"] == "1" and env["DEEPSEEK_API_KEY"] == VALUES["api_key"]
+    assert env["DEEPSEEK_BASE_URL"] == "http://127.0.0.1:8787/v1" and "DSH_HOME" not in env
+    assert loaded.interpreter == "deepseek" and loaded.session_transcript == ".dsh"
+    assert loaded.credentials == ["DEEPSEEK_API_KEY"] and loaded.model is not None
+    assert loaded.model.dialect == "openai-chat" and loaded.unavailable is None

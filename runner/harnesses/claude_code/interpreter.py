@@ -90,12 +90,17 @@ def result_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> li
     return [Completed({"text": result} if isinstance(result, str) else None)]
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def stream_json_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> list[Step]:
+    """One ``stream-json`` frame → steps; shared by the CLIs whose stream is Claude Code's (Qwen Code's is)."""
     kind = frame.get("type")
     if kind == "system" and frame.get("subtype") == "init":
         return startup_steps(frame)
     if kind == "assistant":
         return assistant_steps(frame)
     if kind == "result":
-        return result_steps(frame)
+        return result_steps(frame, failure_text)
     return []
+
+
+def interpret(frame: dict[str, Json]) -> list[Step]:
+    return stream_json_steps(frame)

@@ -18,13 +18,12 @@ log and a live session speak the same protocol.
   kind, ``completed`` included, completes.
 - Anything else yields nothing.
 
-**Open question, carried from upstream (§9: "whether ``dsh --profile headless`` prints session-log
-JSON on stdout").** The published headless bundle's README says it does not: the runner "writes the
-last non-empty assistant text to stdout" and exits 0 when the final ``turn/end`` is ``completed``,
-1 otherwise, with a terminal ``error`` reason's code and message on stderr. If that holds, this
-interpreter sees no frames on stdout and the exit status decides the turn (exit 0 completes with
-empty prose -- the answer is kept in the transcript tail, as a non-JSON line -- and exit 1 fails
-``harness_exited_without_outcome``). The rules above then apply to the session log, not to stdout.
+**Where the frames come from.** Upstream's open question (§9: "whether ``dsh --profile headless``
+prints session-log JSON on stdout") is settled by measurement on 0.1.0-rc.8: it does not. stdout is
+the last assistant text and a newline (plain text, so this interpreter sees no frames there), and the
+events above are read from the session log after dsh exits (:mod:`runner.harnesses.deepseek.session`),
+through this same function. Since SIGTERM also exits 0, "exit 0 completes" is not enough there: the
+session reader fails a turn whose log has no ``turn/end``.
 """
 
 from __future__ import annotations

@@ -30,18 +30,11 @@ status.
 from __future__ import annotations
 
 from runner.core.outcomes import Json
-from runner.harnesses.claude_code.interpreter import assistant_steps, result_steps, startup_steps
+from runner.harnesses.claude_code.interpreter import stream_json_steps
 from runner.harnesses.stream import Step
 
 FAILURE_TEXT = "The Qwen Code harness reported a failure."
 
 
 def interpret(frame: dict[str, Json]) -> list[Step]:
-    kind = frame.get("type")
-    if kind == "system" and frame.get("subtype") == "init":
-        return startup_steps(frame)
-    if kind == "assistant":
-        return assistant_steps(frame)
-    if kind == "result":
-        return result_steps(frame, FAILURE_TEXT)
-    return []
+    return stream_json_steps(frame, FAILURE_TEXT)

@@ -18,6 +18,16 @@ all against a scripted server whose base URL ended in ``/v1``):
 - opencode's first request is a title generator with no tools, Qwen adds a memory-extraction
   request unless turned off: both are side requests here.
 
+DeepSeek's ``dsh`` 0.1.0-rc.8 (``runner/harnesses/deepseek``, measured here) speaks the same dialect with
+DeepSeek's extensions: every request is streamed (``stream: true``, ``stream_options.include_usage``; its
+adapter has no non-streamed path), the turn's requests carry ``thinking: {"type": "enabled"}``,
+``reasoning_effort: "high"`` and ``max_tokens: 256000``, and a parallel session-title request carries
+``thinking: {"type": "disabled"}``, ``max_tokens: 64`` and no tools (a side request here, answered with
+text). DeepSeek's API streams a thinking model's reasoning as ``delta.reasoning_content`` before the
+answer, and its clients send it back as ``reasoning_content`` on the assistant message of later
+requests; so a request that enables thinking is answered with one short ``reasoning_content`` delta
+first (:data:`REASONING_TEXT`), which dsh keeps as a ``reasoning`` block and returns (measured).
+
 The SSE stream is the standard one: ``chat.completion.chunk`` objects as bare ``data:`` lines (no
 ``event:`` lines), the tool call's name first with empty arguments and then the arguments (the
 way the real API streams them), a chunk with ``finish_reason`` (``tool_calls`` | ``stop``), a
@@ -45,6 +55,7 @@ from runner.model.script import ToolCallReply
 from runner.model.sse import SseEvent
 
 ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+REASONING_TEXT = "The scripted model follows the case's script."
 
 
 class OpenAIChat(Dialect):
@@ -113,9 +124,16 @@ class OpenAIChat(Dialect):
     def _include_usage(ctx: RenderContext) -> bool:
         return as_dict(ctx.body.get("stream_options")).get("include_usage") is True
 
+    @staticmethod
+    def thinking(body: Json) -> bool:
+        """DeepSeek's thinking mode: ``thinking: {"type": "enabled"}`` in the request."""
+        return as_dict(as_dict(body).get("thinking")).get("type") == "enabled"
+
     def _chunks(self, deltas: list[dict[str, Any]], finish: str, ctx: RenderContext) -> list[SseEvent]:
         base = {"id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion.chunk", "created": ctx.created,
                 "model": ctx.model}
+        if self.thinking(ctx.body):
+            deltas = [{"role": "assistant", "content": None, "reasoning_content": REASONING_TEXT}, *deltas]
         events = [
             SseEvent.json({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
             for delta in deltas
@@ -150,6 +168,8 @@ class OpenAIChat(Dialect):
         return self._completion({"role": "assistant", "content": text}, "stop", ctx)
 
     def _completion(self, message: dict[str, Any], finish: str, ctx: RenderContext) -> dict[str, Any]:
+        if self.thinking(ctx.body):
+            message = {**message, "reasoning_content": REASONING_TEXT}
         return {
             "id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion", "created": ctx.created,
             "model": ctx.model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],

@@ -7,6 +7,9 @@
 * :mod:`.build`: :func:`ensure_image`, the offline build and the version command.
 * :mod:`.lock`: ``images/lock.json`` (read, write, verify against the engine and the recipes).
 * :mod:`.archive`: the CI cache of built images (a key from the declared inputs, ``docker save`` and ``load``).
+* :mod:`.pins`, :mod:`.registry`, :mod:`.bump`: the pins each recipe writes (the one place a version is written),
+  compared with their registries (``runner images outdated``), rewritten and rebuilt (``runner images bump``).
+  Imported from their modules, not from here.
 
 Everything a caller needs is importable from here (``from runner.sandbox.images import ensure_image``).
 """

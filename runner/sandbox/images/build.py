@@ -28,7 +28,8 @@ from runner.sandbox.images.lock import ImageRecord, read_lock, write_lock
 from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
 from runner.sandbox.images.staging import _stage_npm, _stage_wheels
 
-_VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
+# the first version-looking token; a full stop ending the sentence is not part of it ("GitHub Copilot CLI 1.0.102.")
+_VERSION = re.compile(r"\d+(?:\.\d+)+(?:[\w.+-]*[\w+-])?")
 
 
 def _find_built(client: docker.DockerClient, harness: str, recipe_hash: str, tag: str) -> Image | None:

@@ -6,12 +6,14 @@ with ``"unavailable": "<reason>"`` is skipped by :func:`buildable_harnesses` and
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.sandbox.engine import ImageBuildError, ImageMissing
 from runner.sandbox.images.common import DEFAULT_BASE, _load_json, repo_root
 
+NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 @dataclass(frozen=True)
 class HarnessRecipe:
@@ -27,6 +29,9 @@ class HarnessRecipe:
     cli_package: str | None
     base: str = DEFAULT_BASE
     unavailable: str | None = None
+    # npm install --before=<this>: resolve every dependency as the registry stood then (a CLI whose caret
+    # ranges now pull in releases that break it, e.g. dsh 0.1.0-rc.8: images/deepseek/README.md)
+    npm_before: str | None = None
     kind: str = "harness"  # "base": a shared layer other recipes build on (images/base-cli), not a harness
 
 
@@ -49,6 +54,9 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
         raise ImageBuildError(f'{directory}/recipe.json: \'kind\' must be "harness" (the default) or "base"')
     if unavailable is not None and not (isinstance(unavailable, str) and unavailable.strip()):
         raise ImageBuildError(f"{directory}/recipe.json: 'unavailable' must be a non-empty reason string")
+    npm_before = data.get("npm_before")
+    if npm_before is not None and not (isinstance(npm_before, str) and NPM_BEFORE.match(npm_before)):
+        raise ImageBuildError(f"{directory}/recipe.json: 'npm_before' must be a UTC time like 2026-08-25T00:00:00Z")
     return HarnessRecipe(
         harness=harness,
         directory=directory,
@@ -62,6 +70,7 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
         cli_package=data.get("cli_package"),
         base=str(data.get("base", DEFAULT_BASE)),
         unavailable=unavailable.strip() if unavailable else None,
+        npm_before=npm_before,
         kind=str(data.get("kind", "harness")),
     )
 

@@ -80,7 +80,10 @@ class _Tree:
 
 
 def _npm_dir(recipe: HarnessRecipe) -> Path:
-    key = _hash_json({"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)})
+    spec: dict[str, object] = {"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)}
+    if recipe.npm_before:  # part of the key only when set: every other image keeps its stage
+        spec["before"] = recipe.npm_before
+    key = _hash_json(spec)
     return cache_dir() / "npm" / key[:24]
 
 
@@ -117,6 +120,7 @@ def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
         "--no-fund",
         "--no-update-notifier",
         "--loglevel=warn",
+        *([f"--before={recipe.npm_before}"] if recipe.npm_before else []),
         *recipe.npm,
     ]
     say(f"[{recipe.harness}] npm install --global: {' '.join(recipe.npm)} (cached under {stage})")

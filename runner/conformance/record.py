@@ -1,0 +1,163 @@
+"""Reading an execution record as the judge does: where the turn was refused, how it ended, whether the
+terminal was asked for, and whether the record is complete enough to grade at all.
+
+Kept apart from the grading rules (:mod:`runner.conformance.judge`) so that what counts as evidence and what a
+grade means can each be read on their own. The record check (:func:`record_completeness`) is this runner's own,
+small and documented; the rest follows upstream's ``judge.ts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runner.conformance.cases import Case
+from runner.core.vocabulary import ESCALATE_TOOL
+
+
+def refusal_points(record: Mapping[str, Any]) -> dict[str, str]:
+    """Which boundary refused each call: operationId -> source, for operations that did not succeed."""
+    points: dict[str, str] = {}
+    for operation in _execution(record).get("operations") or []:
+        op_id = operation.get("operationId")
+        if op_id is None or operation.get("outcome") == "succeeded":
+            continue
+        points[op_id] = str(operation.get("source"))
+    return points
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    met: bool
+    expected: tuple[str, str]
+    observed_status: str | None
+    reason_code: str | None
+    ended_by: str | None  # who ended a failed turn, from turn.failed.source
+
+
+def turn_outcome(record: Mapping[str, Any], expected: tuple[str, str] | None) -> TurnOutcome | None:
+    if expected is None:
+        return None
+    execution = _execution(record)
+    status, reason = execution.get("status"), execution.get("terminalReasonCode")
+    met = status == expected[0] and (expected[1] is None or reason == expected[1])
+    return TurnOutcome(met, expected, status, reason, _turn_ended_by(execution))
+
+
+def _turn_ended_by(execution: Mapping[str, Any]) -> str | None:
+    failed = next((e for e in execution.get("events") or [] if e.get("type") == "turn.failed"), None)
+    data = failed.get("data") if failed else None
+    source = data.get("source") if isinstance(data, dict) else None
+    return source if source in ("envelope", "runtime") else None
+
+
+def runtime_started(record: Mapping[str, Any]) -> bool:
+    return any(e.get("type") == "turn.started" for e in _execution(record).get("events") or [])
+
+
+def terminal_asked(record: Mapping[str, Any], case: Case) -> bool:
+    """Whether the ending an ``escalate`` row is about was ever asked for (see :data:`ASK_SOURCES`)."""
+    if case.terminal is None or case.terminal.type != "escalate":
+        return True
+    execution = _execution(record)
+    if execution.get("escalationAsked") is not None:
+        return True
+    return any(op.get("tool") == ESCALATE_TOOL for op in execution.get("operations") or [])
+
+
+EXECUTION_STATUSES = ("succeeded", "denied", "failed", "cancelled", "escalated")
+
+
+OPERATION_OUTCOMES = ("succeeded", "denied", "failed")
+
+
+OPERATION_SOURCES = ("kernel", "envelope")
+
+
+TERMINAL_EVENT = {
+    "succeeded": "turn.completed",
+    "denied": "turn.denied",
+    "failed": "turn.failed",
+    "cancelled": "turn.cancelled",
+    "escalated": "turn.escalated",
+}
+
+
+def record_completeness(record: Mapping[str, Any]) -> list[str]:
+    """The record's required gaps, as field paths; an empty list means the record is usable.
+
+    This runner's record is not upstream's (no authority snapshots or decisions), so the check is its
+    own. A record is usable when:
+
+    1. ``execution.status`` is an execution status, and ``execution.events`` is non-empty;
+    2. the events hold exactly one terminal event, the one the status names (``turn.completed`` for
+       ``succeeded``, ``turn.escalated`` for ``escalated``, …);
+    3. a turn that did not succeed states ``execution.terminalReasonCode``; an escalated one states
+       ``execution.escalation`` with its reason;
+    4. ``execution.exposedTools`` and ``execution.catalogHash`` are present;
+    5. every operation has ``operationId``, ``tool``, a ``source`` (kernel|envelope) and an ``outcome``
+       (succeeded|denied|failed), and one that did not succeed has a ``reasonCode``;
+    6. every ``tool.requested`` has a ``tool.completed`` with the same callId, and every
+       ``tool.completed`` has the operation with that id and the same outcome, and back: every
+       operation has its ``tool.completed``. (An ask the latch answered, and every call it refused
+       after the ask, reach neither the envelope nor the record, and are not expected here.)
+    """
+    execution = _execution(record)
+    gaps: list[str] = []
+    status = execution.get("status")
+    events: list[Mapping[str, Any]] = list(execution.get("events") or [])
+    operations: list[Mapping[str, Any]] = list(execution.get("operations") or [])
+    if status not in EXECUTION_STATUSES:
+        gaps.append("execution.status")
+    if not events:
+        gaps.append("execution.events")
+    terminals = [e for e in events if e.get("type") in TERMINAL_EVENT.values()]
+    if len(terminals) != 1 or (status in TERMINAL_EVENT and terminals[0].get("type") != TERMINAL_EVENT[status]):
+        gaps.append("execution.events.terminal")
+    if status in EXECUTION_STATUSES and status != "succeeded" and not execution.get("terminalReasonCode"):
+        gaps.append("execution.terminalReasonCode")
+    if status == "escalated" and not (execution.get("escalation") or {}).get("reason"):
+        gaps.append("execution.escalation")
+    for key in ("exposedTools", "catalogHash"):
+        if execution.get(key) is None:
+            gaps.append(f"execution.{key}")
+    by_id: dict[str, Mapping[str, Any]] = {}
+    for index, op in enumerate(operations):
+        for key in ("operationId", "tool"):
+            if not op.get(key):
+                gaps.append(f"execution.operations.{index}.{key}")
+        if op.get("source") not in OPERATION_SOURCES:
+            gaps.append(f"execution.operations.{index}.source")
+        if op.get("outcome") not in OPERATION_OUTCOMES:
+            gaps.append(f"execution.operations.{index}.outcome")
+        elif op.get("outcome") != "succeeded" and not op.get("reasonCode"):
+            gaps.append(f"execution.operations.{index}.reasonCode")
+        if op.get("operationId"):
+            by_id[op["operationId"]] = op
+    completed: dict[str, Mapping[str, Any]] = {}
+    for event in events:
+        data = _data(event)
+        if event.get("type") == "tool.completed" and data.get("callId"):
+            completed[data["callId"]] = data
+    for event in events:
+        if event.get("type") == "tool.requested" and _data(event).get("callId") not in completed:
+            gaps.append(f"execution.events.{event.get('sequence')}.completed")
+    for call_id, done in completed.items():
+        matched = by_id.get(call_id)
+        if matched is None or matched.get("outcome") != done.get("status"):
+            gaps.append(f"execution.operations[{call_id}]")
+    for call_id in by_id:
+        if call_id not in completed:
+            gaps.append(f"execution.events[tool.completed {call_id}]")
+    return gaps
+
+
+def _data(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    data = event.get("data")
+    return data if isinstance(data, Mapping) else {}
+
+
+def _execution(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    execution = record.get("execution")
+    return execution if isinstance(execution, Mapping) else {}

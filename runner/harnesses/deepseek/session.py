@@ -1,0 +1,102 @@
+"""dsh's own outcome, read from its session log after it exits (stdout is plain text; SIGTERM exits 0).
+
+Where: ``$DSH_HOME/sessions/<cwd-slug>/session-<uuid>/session.jsonl.zstd`` (``$DSH_HOME`` defaults to
+``~/.dsh``, the profile's ``session_transcript``), zstd-compressed JSONL, one session event per line
+(``{"type": "tool/call" | "assistant/message" | "turn/end" | ..., "data": {...}}``), the same events
+:mod:`runner.harnesses.deepseek.interpreter` reads. Every log under the directory is read, oldest first.
+
+Rules, on top of the interpreter's:
+
+- A log is read as far as it goes: a frame cut short by a kill (a truncated zstd stream), a line that
+  is not JSON, or a log over :data:`MAX_LOG_BYTES` decompressed ends the reading there, never the turn.
+- **No ``turn/end`` and exit 0 is not a completed turn.** dsh 0.1.0-rc.8 exits 0 on SIGTERM, prints a
+  bare newline and writes no ``turn/end`` (measured), so "exit 0" alone cannot tell a stopped turn
+  from a finished one. Such a turn fails ``harness_exited_without_outcome``. With any other exit code
+  and no ``turn/end`` nothing is added: the exit code decides as for every CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import zstandard
+
+from runner.core.outcomes import ProtocolError
+from runner.core.vocabulary import Code
+from runner.harnesses.deepseek.interpreter import interpret, read_event
+from runner.harnesses.stream import Completed, Failed, Step
+
+LOG_NAME = "session.jsonl.zstd"
+MAX_LOG_BYTES = 64 * 1024 * 1024
+_CHUNK = 4096
+NO_TURN_END = (
+    "dsh exited 0 but its session log has no turn/end: the turn was stopped (dsh exits 0 on SIGTERM), "
+    "not completed."
+)
+
+
+def session_logs(root: Path) -> list[Path]:
+    """Every session log under ``root`` (``$DSH_HOME``), oldest first."""
+    sessions = root / "sessions"
+    if not sessions.is_dir():
+        return []
+    logs = [p for p in sessions.rglob(LOG_NAME) if p.is_file() and not p.is_symlink()]
+    return sorted(logs, key=lambda p: (p.stat().st_mtime_ns, str(p)))
+
+
+def decompress(path: Path, limit: int = MAX_LOG_BYTES) -> bytes:
+    """As much of a zstd file as can be read, at most about ``limit`` bytes (:func:`decompress_bytes`)."""
+    with path.open("rb") as fh:
+        return decompress_bytes(fh.read(limit), limit)
+
+
+def decompress_bytes(data: bytes, limit: int = MAX_LOG_BYTES) -> bytes:
+    """Frame after frame, at most ``limit`` bytes: a frame cut short (the process was killed mid-write) keeps
+    its decoded blocks, and anything unreadable after the last good frame is dropped."""
+    out = bytearray()
+    while data and len(out) < limit:
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        rest = b""
+        try:
+            for at in range(0, len(data), _CHUNK):
+                out += frame.decompress(data[at : at + _CHUNK])
+                if frame.eof:
+                    rest = frame.unused_data + data[at + _CHUNK :]
+                    break
+        except zstandard.ZstdError:
+            break
+        data = rest
+    return bytes(out[:limit])
+
+
+def read_log(path: Path) -> list[dict[str, object]]:
+    """The events of one log, up to the first line that is not a JSON object."""
+    events: list[dict[str, object]] = []
+    for line in decompress(path).split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            frame = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(frame, dict):
+            break
+        events.append(frame)
+    return events
+
+
+def read_session(root: Path, exit_code: int | None) -> list[Step]:
+    """The steps dsh's session logs give, and the rule for an exit 0 without ``turn/end``."""
+    steps: list[Step] = []
+    ended = False
+    for path in session_logs(root):
+        for frame in read_log(path):
+            event = read_event(frame)
+            if event is not None and event[0] == "turn/end":
+                ended = True
+            steps += interpret(frame)
+    terminal = any(isinstance(s, Completed | Failed) for s in steps)
+    if exit_code == 0 and not (ended and terminal):
+        steps.append(Failed(ProtocolError.of(Code.HARNESS_EXITED_WITHOUT_OUTCOME, NO_TURN_END, retryable=False)))
+    return steps

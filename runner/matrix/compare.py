@@ -1,0 +1,131 @@
+"""Two reports side by side: what a change (a pin bump) did to the grades.
+
+:func:`compare` takes the manifest of an earlier report (``manifest.json``, e.g. the default branch's last
+``conformance-report`` artifact) and the manifest of this run, and lists the cells whose grade changed, the cells
+only one of them has, and each column's CLI outcomes (``harnessOutcome``, ``harnessErrorCode``) this run shows that
+the earlier one never did; :func:`diff_markdown` writes it as the body of a pull request. An earlier report that
+is missing is said so, and the run's grades are summarised instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.matrix.report import SHARED_PINS, ReportError
+
+OUTCOME_KEYS = ("harnessOutcome", "harnessErrorCode")
+
+
+@dataclass(frozen=True)
+class Changed:
+    cell: str
+    old: str
+    new: str
+
+
+@dataclass
+class Diff:
+    changed: list[Changed] = field(default_factory=list)
+    added: list[Changed] = field(default_factory=list)  # old is ""
+    removed: list[Changed] = field(default_factory=list)  # new is ""
+    new_outcomes: list[tuple[str, str, str, str]] = field(default_factory=list)  # column, key, value, first cell
+    versions: dict[str, tuple[str, str]] = field(default_factory=dict)  # column -> (old, new) CLI version
+    pins: list[str] = field(default_factory=list)  # shared pins that differ: the grades are not comparable
+    outcomes_recorded: bool = True  # False when the earlier report predates the outcome fields
+
+    @property
+    def empty(self) -> bool:
+        return not (self.changed or self.added or self.removed or self.new_outcomes)
+
+
+def load_manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest at ``path``, or None when there is none; a file that is not a manifest is an error."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ReportError(f"{path}: cannot read the manifest: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise ReportError(f"{path}: not a runner manifest (no 'rows' list)")
+    return data
+
+
+def _cells(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        f"{row['caseId']}.{row['conditionId']}.{cell['columnId']}": cell
+        for row in data.get("rows", [])
+        for cell in row.get("cells", [])
+    }
+
+
+def compare(old: dict[str, Any], new: dict[str, Any]) -> Diff:
+    diff = Diff(pins=[f"{p}: {old.get(p)} → {new.get(p)}" for p in SHARED_PINS if old.get(p) != new.get(p)])
+    before, after = _cells(old), _cells(new)
+    for cell_id in sorted(before.keys() | after.keys()):
+        was, now = before.get(cell_id), after.get(cell_id)
+        if was is None and now is not None:
+            diff.added.append(Changed(cell_id, "", str(now.get("status"))))
+        elif now is None and was is not None:
+            diff.removed.append(Changed(cell_id, str(was.get("status")), ""))
+        elif was is not None and now is not None and was.get("status") != now.get("status"):
+            diff.changed.append(Changed(cell_id, str(was.get("status")), str(now.get("status"))))
+    diff.outcomes_recorded = any(k in c for c in before.values() for k in OUTCOME_KEYS)
+    seen = {(cid.rsplit(".", 1)[1], k, c.get(k)) for cid, c in before.items() for k in OUTCOME_KEYS}
+    for cell_id, cell in sorted(after.items()):
+        column = cell_id.rsplit(".", 1)[1]
+        for key in OUTCOME_KEYS:
+            value = cell.get(key)
+            if value is None or (column, key, value) in seen:
+                continue
+            seen.add((column, key, value))
+            if diff.outcomes_recorded:
+                diff.new_outcomes.append((column, key, str(value), cell_id))
+    for column in sorted({c.rsplit(".", 1)[1] for c in after}):
+        old_v = {str(c.get("cliVersion")) for cid, c in before.items() if cid.endswith("." + column) and
+                 c.get("cliVersion")}
+        new_v = {str(c.get("cliVersion")) for cid, c in after.items() if cid.endswith("." + column) and
+                 c.get("cliVersion")}
+        if new_v and old_v != new_v:
+            diff.versions[column] = (", ".join(sorted(old_v)) or "?", ", ".join(sorted(new_v)))
+    return diff
+
+
+def _grades(data: dict[str, Any]) -> str:
+    counts = Counter(str(c.get("status")) for c in _cells(data).values())
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no cells"
+
+
+def diff_markdown(old: dict[str, Any] | None, new: dict[str, Any], *, old_name: str = "the last report") -> str:
+    """The grade diff as Markdown (a pull request's body)."""
+    out = ["## Grades against the default branch", ""]
+    if old is None:
+        out += [f"No earlier report to compare with ({old_name} was not found), so nothing can be said to have "
+                "changed. This run's grades: " + _grades(new) + ".", ""]
+        return "\n".join(out)
+    diff = compare(old, new)
+    out += [f"Compared with {old_name}: {_grades(old)} → {_grades(new)}.", ""]
+    out += [f"- **Not comparable:** {p}" for p in diff.pins]
+    if diff.versions:
+        out += ["", "| column | CLI before | CLI now |", "|---|---|---|"]
+        out += [f"| `{col}` | {a} | {b} |" for col, (a, b) in diff.versions.items()]
+    if diff.empty:
+        out += ["", "No cell changed grade, and the CLIs report no outcome they did not report before."]
+    if diff.changed:
+        out += ["", "### Cells that changed grade", "", "| cell | before | now |", "|---|---|---|"]
+        out += [f"| `{c.cell}` | {c.old} | **{c.new}** |" for c in diff.changed]
+    if diff.added or diff.removed:
+        out += ["", "### Cells in only one report", ""]
+        out += [f"- new: `{c.cell}` ({c.new})" for c in diff.added]
+        out += [f"- gone: `{c.cell}` (was {c.old})" for c in diff.removed]
+    if diff.new_outcomes:
+        out += ["", "### New outcomes in the CLIs' own words", "", "| column | field | value | first seen in |",
+                "|---|---|---|---|"]
+        out += [f"| `{col}` | `{key}` | `{value}` | `{cell}` |" for col, key, value, cell in diff.new_outcomes]
+    elif not diff.outcomes_recorded:
+        out += ["", f"({old_name} records no CLI outcomes, so new ones cannot be told apart.)"]
+    return "\n".join(out) + "\n"

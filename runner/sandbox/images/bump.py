@@ -1,0 +1,110 @@
+"""``runner images bump``: rewrite the pins that are behind in their recipes, rebuild each image, and say what
+changed (old → new, the image id, the CLI's own version output). The lock is updated by the build.
+
+A held pin (``"hold"`` in the recipe) and an image whose recipe is ``unavailable`` are skipped with their reason.
+A build that fails puts the recipe (and the README's copy of the pin) back as it was, so the tree never names a
+pin that was not built, and the other images are still bumped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import RunnerError
+from runner.sandbox.images.lock import ImageRecord
+from runner.sandbox.images.pins import Change, Row, outdated, plan_bump, rewrite_pin
+from runner.sandbox.images.recipes import load_harness_recipe
+from runner.sandbox.images.registry import Registry
+
+
+@dataclass(frozen=True)
+class Bumped:
+    image: str
+    changes: tuple[Change, ...]
+    record: ImageRecord
+
+
+@dataclass(frozen=True)
+class Skipped:
+    image: str
+    package: str
+    version: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class BumpPlan:
+    changes: dict[str, list[Change]]  # per image, in recipe order
+    skipped: list[Skipped]
+    errors: list[Row]  # rows whose registry could not be asked
+
+
+def plan(registry: Registry, images: list[str], to: str | None, root: Path) -> BumpPlan:
+    """What a bump of ``images`` rewrites. With ``to``, only each image's CLI package (its ``cli_package``, or its
+    only pin) is set to that version."""
+    changes: dict[str, list[Change]] = {}
+    skipped: list[Skipped] = []
+    errors: list[Row] = []
+    for image in images:
+        recipe = load_harness_recipe(image, root)
+        rows = outdated(registry, [image], root) if to is None else _cli_rows(image, recipe.cli_package, root)
+        mine, held = plan_bump(rows, to)
+        errors += [r for r in rows if r.error and to is None]
+        skipped += [Skipped(r.image, r.package, r.pinned, f"held: {r.hold}") for r in held]
+        if mine and recipe.unavailable:
+            skipped += [Skipped(c.image, c.package, c.old, f"unavailable: {recipe.unavailable}") for c in mine]
+        elif mine:
+            changes[image] = mine
+    return BumpPlan(changes, skipped, errors)
+
+
+def _cli_rows(image: str, cli_package: str | None, root: Path) -> list[Row]:
+    from runner.sandbox.images.pins import recipe_pins
+
+    pins = recipe_pins(image, root)
+    chosen = [p for p in pins if p.package == cli_package] or (pins if len(pins) == 1 else [])
+    return [Row(p.image, p.kind, p.package, p.version, hold=p.hold) for p in chosen]
+
+
+@dataclass(frozen=True)
+class Failed:
+    image: str
+    changes: tuple[Change, ...]
+    error: str
+
+
+def apply(
+    bump_plan: BumpPlan, build: Callable[[str], ImageRecord], root: Path
+) -> tuple[list[Bumped], list[Failed]]:
+    """Rewrite each image's pins and build it with ``build`` (``ensure_image``). An image whose build fails is put
+    back as it was and reported; the others go on. Anything but a :class:`RunnerError` (an interrupt) undoes the
+    image in hand and propagates."""
+    done: list[Bumped] = []
+    failed: list[Failed] = []
+    for image, changes in bump_plan.changes.items():
+        saved: dict[Path, str] = {p: p.read_text() for p in _touched(root)}
+        try:
+            for change in changes:
+                rewrite_pin(change, root)
+            record = build(image)
+        except RunnerError as exc:
+            _restore(saved)
+            failed.append(Failed(image, tuple(changes), str(exc)))
+            continue
+        except BaseException:
+            _restore(saved)
+            raise
+        done.append(Bumped(image, tuple(changes), record))
+    return done, failed
+
+
+def _restore(saved: dict[Path, str]) -> None:
+    for path, text in saved.items():
+        if path.read_text() != text:
+            path.write_text(text)
+
+
+def _touched(root: Path) -> list[Path]:
+    return [p for p in (root / "README.md",) if p.is_file()] + sorted((root / "images").glob("*/recipe.json"))

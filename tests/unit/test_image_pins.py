@@ -1,0 +1,223 @@
+"""The pins: read from the recipes (the one place a version is written), compared with a fake registry (no
+network), rewritten by a bump; and the README's CLI table held to the recipes."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from runner.cli import app
+from runner.sandbox.engine import ImageBuildError
+from runner.sandbox.images import bump, registry
+from runner.sandbox.images.lock import ImageRecord
+from runner.sandbox.images.pins import Change, outdated, parse_spec, pinned_images, plan_bump, recipe_pins, rewrite_pin
+from runner.sandbox.images.registry import (
+    RegistryError,
+    Release,
+    Releases,
+    is_prerelease,
+    newer_than,
+    parse_npm_view,
+    parse_pip_index,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def day(n: int) -> datetime:
+    return datetime(2026, 11, 1, tzinfo=UTC).replace(day=n)
+
+
+class FakeRegistry:
+    def __init__(self, answers: dict[str, Releases | Exception]) -> None:
+        self.answers = answers
+        self.asked: list[tuple[str, str]] = []
+
+    def releases(self, kind: str, package: str) -> Releases:
+        self.asked.append((kind, package))
+        answer = self.answers[package]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+CLI = Releases((Release("1.0.0", day(1)), Release("1.1.0", day(5)), Release("1.2.0-rc.1", day(6)),
+                Release("1.1.0-linux-x64", day(5)), Release("1.2.0", day(11)), Release("1.3.0", day(20))),
+               latest="1.2.0")
+
+
+def _tree(tmp_path: Path, recipes: dict[str, dict[str, object]], readme: str = "") -> Path:
+    for name, recipe in recipes.items():
+        (tmp_path / "images" / name).mkdir(parents=True)
+        (tmp_path / "images" / name / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
+        (tmp_path / "images" / name / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
+    (tmp_path / "harness_profiles").mkdir()
+    (tmp_path / "README.md").write_text(readme)
+    return tmp_path
+
+
+# --- versions ----------------------------------------------------------------------------------------------
+
+
+def test_prereleases_and_platform_builds_are_not_candidates_for_a_release_pin() -> None:
+    assert [is_prerelease(v) for v in ("1.2.0", "1.2.0-rc.1", "0.171.0-linux-x64", "2.0.0rc1", "2.0.0.dev3",
+                                       "2.0.0.post1", "1.0.0+build")] == [False, True, True, True, True, False, False]
+    ahead, newest = newer_than("1.0.0", CLI)
+    # npm's latest tag is the ceiling: 1.3.0 is published but not what `npm install` gives
+    assert [r.version for r in ahead] == ["1.1.0", "1.2.0"] and newest == Release("1.2.0", day(11))
+
+
+def test_a_prerelease_pin_follows_prereleases_and_orders_them_numerically() -> None:
+    found = Releases(tuple(Release(v) for v in ("0.1.0-rc.8", "0.1.0-rc.10", "0.1.0-rc.9", "0.0.9")))
+    ahead, newest = newer_than("0.1.0-rc.8", found)
+    assert [r.version for r in ahead] == ["0.1.0-rc.9", "0.1.0-rc.10"] and newest == Release("0.1.0-rc.10")
+    assert newer_than("1.10.0", Releases((Release("1.9.0"), Release("1.10.0"))))[0] == []
+
+
+def test_registry_answers_are_parsed() -> None:
+    npm = parse_npm_view(json.dumps({"versions": ["1.0.0", "1.1.0"], "time": {"1.1.0": "2026-11-20T00:51:29Z"},
+                                     "dist-tags": {"latest": "1.1.0"}}), "x")
+    assert npm.latest == "1.1.0" and npm.releases[1].published == datetime(2026, 11, 20, 0, 51, 29, tzinfo=UTC)
+    assert parse_npm_view(json.dumps({"versions": "1.0.0"}), "x").releases == (Release("1.0.0"),)
+    assert [r.version for r in parse_pip_index('{"name": "mcp", "versions": ["2.3.0", "2.2.0"]}', "mcp").releases] \
+        == ["2.3.0", "2.2.0"]
+    with pytest.raises(RegistryError, match="not JSON"):
+        parse_npm_view("npm ERR! 404", "x")
+
+
+# --- recipes and the report --------------------------------------------------------------------------------
+
+
+def test_recipe_pins_read_npm_specs_wheels_and_holds(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "cli": {"npm": ["@scope/cli@1.0.0", "adapter@2.0.0"], "hold": {"adapter": "the CLI's peer range"}},
+        "ref": {"wheels": ["mcp==2.3.0"], "hold": "upstream pins it"},
+        "layer": {"kind": "base"},
+    })
+    pins = recipe_pins("cli", root) + recipe_pins("ref", root)
+    assert [(p.kind, p.package, p.version, p.hold) for p in pins] == [
+        ("npm", "@scope/cli", "1.0.0", None), ("npm", "adapter", "2.0.0", "the CLI's peer range"),
+        ("pypi", "mcp", "2.3.0", "upstream pins it")]
+    assert pinned_images(root) == ["cli", "ref"]
+    assert parse_spec("npm", "@a/b@0.1.0-rc.8") == ("@a/b", "0.1.0-rc.8")
+    with pytest.raises(ImageBuildError, match="exact npm pin"):
+        parse_spec("npm", "@a/b")
+    (root / "images" / "cli" / "recipe.json").write_text(json.dumps({"npm": ["a@1.0.0"], "hold": {"b": "x"}}))
+    with pytest.raises(ImageBuildError, match="does not pin"):
+        recipe_pins("cli", root)
+
+
+def test_outdated_counts_releases_and_days_and_a_dead_registry_is_one_rows_error(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"cli": {"npm": ["@scope/cli@1.0.0", "adapter@2.0.0"], "hold": {"adapter": "peer"}},
+                            "ref": {"wheels": ["mcp==2.3.0"]}})
+    fake = FakeRegistry({"@scope/cli": CLI, "adapter": Releases((Release("2.0.0"), Release("2.1.0")), "2.1.0"),
+                         "mcp": RegistryError("pip index versions failed: network unreachable")})
+    rows = {r.package: r for r in outdated(fake, None, root)}
+    cli = rows["@scope/cli"]
+    assert (cli.newest, cli.behind, cli.days, cli.pinned_date, cli.outdated) == ("1.2.0", 2, 10, "2026-11-01", True)
+    assert rows["adapter"].hold == "peer" and rows["adapter"].behind == 1 and rows["adapter"].days is None
+    assert rows["mcp"].error == "pip index versions failed: network unreachable" and rows["mcp"].behind is None
+    assert rows["mcp"].to_json()["outdated"] is False and "pinnedDate" in rows["mcp"].to_json()
+    changes, held = plan_bump(list(rows.values()))
+    assert changes == [Change("cli", "@scope/cli", "1.0.0", "1.2.0")] and [r.package for r in held] == ["adapter"]
+
+
+def test_bump_rewrites_the_recipe_in_place_and_the_readme_copy(tmp_path: Path) -> None:
+    readme = "| `cli` | `@scope/cli@1.0.0` (native) |\nrun `@scope/cli@1.0.0`; not `@scope/cli@1.0.01`\n"
+    root = _tree(tmp_path, {"cli": {"comment": "x", "npm": ["@scope/cli@1.0.0"], "version_command": ["cli"]}},
+                 readme)
+    before = (root / "images" / "cli" / "recipe.json").read_text()
+    written = rewrite_pin(Change("cli", "@scope/cli", "1.0.0", "1.2.0"), root)
+    assert written == [root / "images" / "cli" / "recipe.json", root / "README.md"]
+    assert (root / "images" / "cli" / "recipe.json").read_text() == before.replace("@1.0.0", "@1.2.0")
+    assert (root / "README.md").read_text() == readme.replace("`@scope/cli@1.0.0`", "`@scope/cli@1.2.0`")
+
+
+def _record(image: str) -> ImageRecord:
+    return ImageRecord(image, "sha256:" + "0" * 64, f"runner/{image}:x", "h", "b", None, "1.2.0", "cli 1.2.0", "t")
+
+
+def test_bump_plan_skips_holds_and_unavailable_images_and_undoes_a_failed_build(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "cli": {"npm": ["@scope/cli@1.0.0"], "cli_package": "@scope/cli"},
+        "held": {"npm": ["adapter@2.0.0"], "hold": "waits for its CLI"},
+        "gone": {"npm": ["other@1.0.0"], "unavailable": "does not install"},
+    }, "`@scope/cli@1.0.0`\n")
+    newer = Releases((Release("1.0.0"), Release("1.2.0")), "1.2.0")
+    fake = FakeRegistry({"@scope/cli": CLI, "adapter": Releases((Release("2.0.0"), Release("2.1.0")), "2.1.0"),
+                         "other": newer})
+    todo = bump.plan(fake, ["cli", "held", "gone"], None, root)
+    assert todo.changes == {"cli": [Change("cli", "@scope/cli", "1.0.0", "1.2.0")]}
+    assert [(s.image, s.reason) for s in todo.skipped] == [("held", "held: waits for its CLI"),
+                                                            ("gone", "unavailable: does not install")]
+    pinned = bump.plan(FakeRegistry({}), ["cli"], "1.1.0", root)  # --to asks no registry
+    assert pinned.changes == {"cli": [Change("cli", "@scope/cli", "1.0.0", "1.1.0")]}
+
+    def broken(image: str) -> ImageRecord:
+        assert "@scope/cli@1.2.0" in (root / "images" / image / "recipe.json").read_text()
+        raise ImageBuildError("npm install failed")
+
+    before = {p: p.read_text() for p in [root / "README.md", *root.glob("images/*/recipe.json")]}
+    done, failed = bump.apply(todo, broken, root)
+    assert done == [] and [(f.image, f.error) for f in failed] == [("cli", "npm install failed")]
+    assert {p: p.read_text() for p in before} == before
+
+    def interrupted(image: str) -> ImageRecord:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        bump.apply(todo, interrupted, root)
+    assert {p: p.read_text() for p in before} == before
+    done, failed = bump.apply(todo, _record, root)
+    assert failed == []
+    assert [(b.image, b.record.version_output) for b in done] == [("cli", "cli 1.2.0")]
+    assert recipe_pins("cli", root)[0].version == "1.2.0" and (root / "README.md").read_text() == "`@scope/cli@1.2.0`\n"
+
+
+def test_the_outdated_command_reports_errors_as_rows_and_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    root = _tree(tmp_path, {"cli": {"npm": ["@scope/cli@1.0.0"]}, "ref": {"wheels": ["mcp==2.3.0"]},
+                            "gone": {"npm": ["other@1.0.0"], "unavailable": "does not install here"}})
+    fake = FakeRegistry({"@scope/cli": CLI, "mcp": RegistryError("no answer about PyPI package mcp within 60 s"),
+                         "other": CLI})
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(root))
+    monkeypatch.setattr(registry, "ClientRegistry", lambda: fake)
+    result = CliRunner().invoke(app, ["images", "outdated", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert [(r["package"], r["behind"], r["error"]) for r in body["images"]] == [
+        ("@scope/cli", 2, None), ("other", 2, None), ("mcp", None, "no answer about PyPI package mcp within 60 s")]
+    assert body["behind"] == 1  # a bump would not move the unavailable image's pin
+    assert body["images"][1]["unavailable"] == "does not install here"
+    text = CliRunner().invoke(app, ["images", "outdated"])
+    assert text.exit_code == 0 and "1 pin(s) behind" in text.stdout and "no answer about PyPI" in text.stdout
+    assert "unavailable: does not install here" in text.stdout
+    assert CliRunner().invoke(app, ["images", "bump"]).exit_code == 2
+    assert CliRunner().invoke(app, ["images", "bump", "--all", "--to", "1.0.0"]).exit_code == 2
+
+
+# --- one place: the README's CLI table is a copy of the recipes --------------------------------------------
+
+
+def test_the_readme_cli_table_shows_the_recipes_pins() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## The vendor CLIs", 1)[1].split("\n\n", 2)[1]
+    checked = 0
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        image = cells[2].strip("`")
+        specs = re.findall(r"`([^`]+@[^`]+)`", cells[1])
+        if not specs:
+            continue
+        pinned = {p.spec for p in recipe_pins(image, REPO)}
+        for spec in specs:
+            assert spec in pinned, f"README: {cells[0]} shows {spec}; images/{image}/recipe.json pins {pinned}"
+            checked += 1
+    assert checked >= 5
+    for spec in re.findall(r"`(@openai/codex@[^`]+)`", readme):
+        assert spec in {p.spec for p in recipe_pins("codex", REPO)}
