@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,7 +38,7 @@ def harnesses(
     """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here."""
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for harness_id in known_harnesses(profiles_dir):
         try:
             p = find_profile(harness_id, profiles_dir)
@@ -48,7 +48,7 @@ def harnesses(
             continue
         state, why = ("unavailable", " ".join(p.unavailable.split())) if p.unavailable else ("ok", "")
         rows.append({"harness": p.id, "label": p.label, "image": p.image, "interpreter": p.interpreter,
-                     "state": state, "why": why})
+                     "state": state, "why": why, "dialects": p.model.speaks if p.model else []})
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
         return

@@ -14,6 +14,7 @@ import typer
 from runner.cli.render import err, fail, out, reported
 from runner.cli.turn import (
     BEHAVIOUR_HELP,
+    DIALECT_HELP,
     FAULT_HELP,
     TRANSPORT_HELP,
     check_out,
@@ -34,6 +35,8 @@ def run(
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
     model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per column).")] = None,
     model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
+    = None,
+    model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
@@ -73,7 +76,8 @@ def run(
     run_id = new_run_id()
     if transport not in ("auto", "mount", "stream"):
         fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}")
-    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport)
+    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport,
+                          model_dialect=model_dialect)
     check_out(out_dir, False)
     with reported():
         plans = plan_cells(chosen, options, os.environ)

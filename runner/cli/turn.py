@@ -33,6 +33,10 @@ FAULT_HELP = (
     "body), stall (never answers; the deadline settles the turn), early-close (the stream starts, "
     "then the connection drops before its terminal event). Scripted model only."
 )
+DIALECT_HELP = (
+    "The model API dialect a column that can choose speaks (the model column): anthropic, openai-chat, "
+    "openai-responses or gemini (default: the profile's model.dialect)."
+)
 
 
 def new_run_id() -> str:
@@ -114,6 +118,8 @@ def exec_(
     )] = None,
     model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
     = None,
+    model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
+    = None,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
@@ -149,7 +155,7 @@ def exec_(
     if transport not in ("auto", "mount", "stream"):
         fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
     options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault,
-                          transport=transport)
+                          transport=transport, model_dialect=model_dialect)
     with reported(as_json):
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
@@ -157,6 +163,7 @@ def exec_(
     progress = (lambda _msg: None) if as_json else say
     if plan.model.mode != "none":
         shown = f"; fault {plan.model.fault}" if plan.model.fault else ""
+        shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json)
     client = connect_engine(as_json)

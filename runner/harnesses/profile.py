@@ -25,7 +25,8 @@ from runner.model.types import ModelEndpoint
 
 PROFILE_ID = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 PLACEHOLDERS = frozenset(
-    {"prompt", "prompt_json", "turn_dir", "mcp_socket", "script", "home", "model_url", "model_port", "api_key", "model"}
+    {"prompt", "prompt_json", "turn_dir", "mcp_socket", "script", "home", "model_url", "model_port", "api_key", "model",
+     "model_dialect"}
 )
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
 

@@ -22,8 +22,9 @@ PLANNED_PINS = (
     "caseSetHash", "worldSetHash", "judgeVersion", "runnerVersion", "imageId", "cliVersion",
     "modelMode", "behaviour", "profileHash",
 )
-# pins compared even when the planned cell lacks them: a faulted result never stands in for a plain one
-ALWAYS_COMPARED = ("modelFault",)
+# pins compared even when the planned cell lacks them: a faulted result never stands in for a plain one, nor a
+# result in one model dialect for another
+ALWAYS_COMPARED = ("modelFault", "modelDialect")
 
 
 def write_cell(directory: Path, result: CellResult) -> Path:

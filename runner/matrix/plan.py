@@ -14,13 +14,17 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import runner
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.hashing import current_pins
+from runner.harnesses.profile import Profile
 from runner.matrix.cells import Cell, runs_a_turn
+from runner.model.types import DIALECT_ALIASES, DialectName, ModelEndpointError
 from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
+
+DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class CellOptions:
     run_unsupported: bool = False
     model_fault: str | None = None  # --model-fault KIND[@STEP] (scripted model only)
     transport: str = "auto"  # --transport mount|stream|auto: how the container reaches the turn's files and sockets
+    model_dialect: str | None = None  # --model-dialect NAME: the dialect a column that can choose speaks
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,18 @@ class CellPlan:
         return self.cell.id
 
     @property
+    def dialect(self) -> str | None:
+        """The model dialect this cell speaks (None on a column with no model)."""
+        model = self.cell.profile.model
+        return model.dialect if model is not None else None
+
+    @property
+    def chooses_dialect(self) -> bool:
+        """Whether this column speaks more than one dialect: then its dialect is pinned and repeated in repro."""
+        model = self.cell.profile.model
+        return model is not None and bool(model.dialects)
+
+    @property
     def runs_a_turn(self) -> bool:
         """Whether this plan runs a turn: the matrix's rule, except that ``exec`` also runs unsupported rows."""
         if runs_a_turn(self.cell):
@@ -61,6 +78,8 @@ class CellPlan:
         extra: dict[str, Any] = {"profileHash": self.profile_hash}
         if self.model.fault:
             extra["modelFault"] = self.model.fault  # a faulted cell is another experiment: never resumed as a plain one
+        if self.chooses_dialect:
+            extra["modelDialect"] = self.dialect  # so is a cell in another dialect
         pins = current_pins(
             runner_version=runner.__version__, model_mode=self.model.mode, behaviour=self.options.behaviour.value,
             image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,
@@ -78,6 +97,8 @@ class CellPlan:
             argv += ["--deadline", f"{options.deadline:g}"]
         if self.model.fault:
             argv += ["--model-fault", self.model.fault]
+        if self.chooses_dialect and self.dialect is not None:
+            argv += ["--model-dialect", self.dialect]
         return argv
 
     @property
@@ -103,14 +124,48 @@ def plan_cells(
     fault is the column's to play, and a column with no model is refused in the model choice's own words."""
     choices: dict[str, ModelChoice] = {}
     hashes: dict[str, str] = {}
+    profiles: dict[str, Profile] = {}
     plans = []
+    dialect = _dialect_name(options.model_dialect)
     for cell in cells:
         profile = cell.profile
         if profile.id not in choices:
+            profiles[profile.id] = profile = _in_dialect(profile, dialect, strict=fault_every_column)
             fault = options.model_fault if profile.model is not None or fault_every_column else None
             choices[profile.id] = choose_model(options.model, profile, environ, fault)
             hashes[profile.id] = profile_hash(cell)
+        cell = Cell(cell.case, cell.condition, profiles[profile.id])
         plans.append(CellPlan(cell, options, choices[profile.id], hashes[profile.id]))
     if options.model_fault and cells and all(c.profile.model is None for c in cells):
         raise ModelChoiceError(f"--model-fault {options.model_fault}: none of the chosen harnesses talks to a model")
+    if dialect and cells and not any(p.dialect == dialect for p in plans):
+        raise ModelChoiceError(f"--model-dialect {options.model_dialect}: none of the chosen harnesses speaks it")
     return plans
+
+
+def _dialect_name(requested: str | None) -> str | None:
+    if requested is None:
+        return None
+    name = DIALECT_ALIASES.get(requested, requested)
+    if name not in DIALECT_NAMES:
+        known = ", ".join([*DIALECT_ALIASES, *DIALECT_NAMES])
+        raise ModelChoiceError(f"unknown --model-dialect {requested!r}: expected one of {known}")
+    return name
+
+
+def _in_dialect(profile: Profile, dialect: str | None, *, strict: bool) -> Profile:
+    """The profile speaking ``dialect``. A column that cannot keeps its own (``runner run``: its pins and its
+    report say which it spoke); ``strict`` (``exec``, one cell asked for by name) refuses it instead."""
+    if dialect is None:
+        return profile
+    if profile.model is None:
+        if strict:
+            raise ModelChoiceError(f"--model-dialect {dialect}: the {profile.id} harness talks to no model")
+        return profile
+    try:
+        endpoint = profile.model.in_dialect(dialect)
+    except ModelEndpointError as error:
+        if strict:
+            raise ModelChoiceError(f"--model-dialect {dialect}: the {profile.id} column {error}") from None
+        return profile
+    return profile.model_copy(update={"model": endpoint})

@@ -31,7 +31,7 @@ def repro_plan(recorded: CellResult, directory: Path, run_id: str, environ: Mapp
     model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
     options = CellOptions(
         parse_behaviour(pins.get("behaviour", "cooperative")), model, recorded.deadline_seconds, False, run_id,
-        run_unsupported=True, model_fault=pins.get("modelFault"),
+        run_unsupported=True, model_fault=pins.get("modelFault"), model_dialect=pins.get("modelDialect"),
     )
     [plan] = plan_cells([cell], options, environ, fault_every_column=True)
     return plan

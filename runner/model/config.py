@@ -49,6 +49,9 @@ class ModelEndpointConfig:
     environ: Mapping[str, str] | None = field(default=None, repr=False)
     recording: Path | None = None
     fault: ModelFault | str | None = None
+    # the column filters nothing its model calls (``issues_uncatalogued``): the scripted model also makes the calls
+    # the request does not offer, under their canonical names (runner.model.names.invented)
+    invents: bool = False
     exchanges: tuple[RecordedExchange, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -20,9 +20,15 @@ scheme             exposed as                                  measured on
 ``copilot``        ``<s>-<f>`` with every ``_`` and ``.`` as   GitHub Copilot CLI 1.0.102
                    ``-`` (``sharedos-files-snapshot-create``,
                    ``sharedos-sharedos-escalate``)
-``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``)
+``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``);
+                   (runner's model column: without one)        ``runner/harnesses/model/agent.py``
 ``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
 =================  =========================================  ============================================
+
+A column with no router of its own (``issues_uncatalogued: true``: runner's model column, upstream's
+``modelLimits``) filters nothing the model calls: for it, a call to a tool the request does not offer
+is *invented* under its canonical name (:func:`invented`), the way a model may call a name from its
+prompt that is not among its tools, and the agent sends it to SharedOS as it is.
 
 Proxy schemes, used only when the request exposes no tool of the server under any direct scheme
 (the CLI hides the MCP tools behind a gateway tool, and the model names the MCP tool in the
@@ -142,6 +148,11 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             # already has: measured here, sharedos.escalate is exposed as `sharedos_escalate`
             out.append(("server-prefix-deduplicated", form, None))
     return out
+
+
+def invented(canonical: str, arguments: Mapping[str, Any] | None) -> ToolTarget:
+    """A call to a tool the request does not offer, under its canonical name (a column that filters nothing)."""
+    return ToolTarget(canonical, "invented", canonical, dict(arguments or {}))
 
 
 def resolve_tool(

@@ -13,8 +13,10 @@ own tool list (:func:`plan_for`):
    after the terminal are never played.
 2. Each ``call`` whose tool the request exposes (:func:`runner.model.names.resolve_tool`) becomes
    the next *playable* call; a ``call`` whose tool is not exposed at all is skipped, and the skip is
-   reported with its reason (it goes into the exchange log). ``exit`` and ``flood`` are things a
-   CLI process does, not a model: they are skipped too, with a reason.
+   reported with its reason (it goes into the exchange log) -- except on a column that filters
+   nothing its model calls (``invents``: the model column, ``issues_uncatalogued``), where the call
+   is made under its canonical name (:func:`runner.model.names.invented`). ``exit`` and ``flood``
+   are things a CLI process does, not a model: they are skipped too, with a reason.
 3. ``say`` texts are carried to the next playable call and sent as assistant text before it (or,
    with no later playable call, before the ``finish`` text, separated by a blank line).
 
@@ -40,6 +42,7 @@ from runner.model.names import (
     ToolTarget,
     carries_server_tools,
     defers_server_tools,
+    invented,
     resolve_tool,
     tool_search_target,
 )
@@ -160,8 +163,12 @@ def normalise_actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], server: str = "sharedos") -> Plan:
-    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``."""
+def plan_for(
+    actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], server: str = "sharedos", *,
+    invents: bool = False,
+) -> Plan:
+    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``; ``invents``: the
+    column filters nothing its model calls, so an unoffered call is made under its canonical name."""
     tools = list(exposed)
     side = not carries_server_tools(tools, server)
     calls: list[PlannedCall] = []
@@ -173,6 +180,8 @@ def plan_for(actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool
         kind = action.get("do")
         if kind == "call":
             target = resolve_tool(str(action["tool"]), action.get("arguments"), tools, server)
+            if target is None and invents and not side:
+                target = invented(str(action["tool"]), action.get("arguments"))
             if target is None:
                 reason = f"tool {action['tool']!r} is not among the request's tools under any known name"
                 skipped.append(Skipped(index, action, reason))

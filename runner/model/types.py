@@ -18,6 +18,7 @@ DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
 DEFAULT_MODEL = "runner-scripted"
 
 DialectName = Literal["openai-responses", "openai-chat", "anthropic-messages", "gemini"]
+DIALECT_ALIASES = {"anthropic": "anthropic-messages"}  # what --model-dialect also accepts
 AuthScheme = Literal["bearer", "x-api-key", "x-goog-api-key"]
 
 
@@ -54,6 +55,24 @@ class ModelEndpoint(_Strict):
     scripted_model: str = DEFAULT_MODEL
     placeholder_key: str = DEFAULT_PLACEHOLDER_KEY
     live: LiveModel | None = None
+    # the other dialects this column can be asked to speak (``--model-dialect``), each with its live endpoint;
+    # a vendor CLI speaks only its own and leaves this empty
+    dialects: dict[DialectName, LiveModel] = {}
+
+    @property
+    def speaks(self) -> list[str]:
+        """Every dialect this column can be asked for, its own first."""
+        return [self.dialect, *(d for d in self.dialects if d != self.dialect)]
+
+    def in_dialect(self, name: str) -> ModelEndpoint:
+        """This endpoint speaking ``name`` (a name in :attr:`speaks`, or an alias), with that dialect's live
+        endpoint; :class:`ModelEndpointError` for a dialect it cannot speak."""
+        name = DIALECT_ALIASES.get(name, name)
+        if name == self.dialect:
+            return self
+        if name not in self.dialects:
+            raise ModelEndpointError(f"speaks {', '.join(self.speaks)}, not {name}")
+        return self.model_copy(update={"dialect": name, "live": self.dialects[name]})  # type: ignore[index]
 
 
 def resolve_credential(live: LiveModel, environ: Mapping[str, str]) -> tuple[str, str]:

@@ -178,7 +178,7 @@ async def _serve_model(
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber,
         recording=Path(req.model.recording) if req.model.recording else None,
-        placeholder_key=profile.model.placeholder_key, fault=req.model_fault,
+        placeholder_key=profile.model.placeholder_key, fault=req.model_fault, invents=profile.issues_uncatalogued,
     )
     return await stack.enter_async_context(
         serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)

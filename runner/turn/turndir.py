@@ -71,6 +71,7 @@ def placeholder_values(profile: Profile, prompt: str, model_id: str | None, api_
         "model_port": port,
         "api_key": api_key or "",
         "model": model_id or "",
+        "model_dialect": profile.model.dialect if profile.model else "",
     }
 
 

@@ -37,7 +37,8 @@ ALLOWED: dict[str, set[str]] = {
     "cli": BELOW_TURN | {"turn", "matrix"},
     "bench": BELOW_TURN | {"turn", "matrix"},
 }
-STANDALONE = {"runner/harnesses/reference/client.py"}  # runs inside the container, on its own
+# these run inside the container, on their own
+STANDALONE = {"runner/harnesses/reference/client.py", "runner/harnesses/model/agent.py"}
 
 
 def modules() -> dict[str, Path]:

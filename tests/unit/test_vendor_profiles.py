@@ -31,6 +31,7 @@ VALUES = {
     "model_port": "8787",
     "api_key": "sk-runner-placeholder-not-a-key",
     "model": "runner-scripted",
+    "model_dialect": "openai-chat",
 }
 SOCAT = ["STDIO", "UNIX-CONNECT:/run/runner/mcp.sock"]
 
