@@ -9,6 +9,7 @@ and the exact command that reruns it alone. Everything below takes the plan and 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 from collections.abc import Mapping
@@ -43,10 +44,16 @@ class CellPlan:
     options: CellOptions
     model: ModelChoice  # resolved once: the mode, why, and the fault it plays (None on a column with no model)
     profile_hash: str
+    trial: int = 1  # which run of this cell (runner run/exec --trials N); pinned as ``trial`` from the second on
 
     @property
     def id(self) -> str:
         return self.cell.id
+
+    @property
+    def label(self) -> str:
+        """The cell id, and from the second trial on which trial it is: what progress and summaries print."""
+        return self.id if self.trial == 1 else f"{self.id} trial {self.trial}"
 
     @property
     def runs_a_turn(self) -> bool:
@@ -61,6 +68,8 @@ class CellPlan:
         extra: dict[str, Any] = {"profileHash": self.profile_hash}
         if self.model.fault:
             extra["modelFault"] = self.model.fault  # a faulted cell is another experiment: never resumed as a plain one
+        if self.trial > 1:
+            extra["trial"] = self.trial  # trial 1 carries no pin: a one-trial run's result.json is as it always was
         pins = current_pins(
             runner_version=runner.__version__, model_mode=self.model.mode, behaviour=self.options.behaviour.value,
             image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,
@@ -114,3 +123,13 @@ def plan_cells(
     if options.model_fault and cells and all(c.profile.model is None for c in cells):
         raise ModelChoiceError(f"--model-fault {options.model_fault}: none of the chosen harnesses talks to a model")
     return plans
+
+
+def with_trials(plans: list[CellPlan], trials: int) -> list[CellPlan]:
+    """Each plan that runs a turn ``trials`` times (trial 1, 2, …, in order, a cell's trials side by side); a cell
+    graded from what is declared is written once, since a declaration cannot move between runs."""
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    return [
+        dataclasses.replace(plan, trial=k) for plan in plans for k in range(1, (trials if plan.runs_a_turn else 1) + 1)
+    ]
