@@ -39,12 +39,15 @@ def load_cells(paths: list[Path]) -> list[CellResult]:
     return load_runs(paths)
 
 
-def write_reports(out: Path, cell_dirs: list[Path]) -> None:
-    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate)."""
+def write_reports(out: Path, cell_dirs: list[Path]) -> list[str]:
+    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate). Every trial
+    below a cell directory is read. Returns the findings (scripted runs of one cell that differ)."""
     loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
-    (out / "manifest.json").write_text(json.dumps(manifest(loaded), indent=2) + "\n")
+    data = manifest(loaded)
+    (out / "manifest.json").write_text(json.dumps(data, indent=2) + "\n")
     (out / "report.md").write_text(markdown(loaded))
     (out / "junit.xml").write_text(junit(loaded))
+    return list(data["findings"])
 
 
 def comparability(cells: list[CellResult]) -> list[str]:

@@ -12,8 +12,9 @@ merged into series (one cell's runs, side by side) only where the runs are compa
   no group starts a new one, and the report names the pins that kept it apart, as the decision record did by hand
   when it concatenated artifacts from two scripts only because every pin matched.
 - **Stability** is the reading of a series: ``3/3 pass``, ``1/2 pass, 1/2 not_exercised``.
-- **A finding**: a series on the scripted model whose runs differ. The scripted model plays the same script every
-  time, so N identical runs are expected and a difference is nondeterminism in the runner or the CLI.
+- **A finding**: a series on the scripted model (or on no model: the reference harness plays its script itself)
+  whose runs differ. A script is played the same way every time, so N identical runs are expected and a
+  difference is nondeterminism in the runner or the CLI.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from runner.matrix.artifact import RESULT, load_result
 from runner.matrix.result import CellResult, ResultError
 
 SHARED_PINS = ("caseSetHash", "worldSetHash", "judgeVersion")
+SCRIPTED = ("scripted", "none")  # model modes that play a script: their runs of one cell must agree
 
 
 class ReportError(UsageError, ValueError):
@@ -143,19 +145,20 @@ def outcome(runs: list[CellResult]) -> str:
 
 def reading(run: CellResult) -> dict[str, Any]:
     """What a run found, without when, where or how long: what two scripted runs must agree on."""
-    return {"grade": {k: v for k, v in (run.grade or {}).items()}, "turn": run.turn.to_json() if run.turn else None,
+    return {"grade": dict(run.grade or {}), "turn": run.turn.to_json() if run.turn else None,
             "infrastructureError": run.infrastructure_error.to_json() if run.infrastructure_error else None}
 
 
 def findings(groups: list[Group]) -> list[str]:
-    """Series on the scripted model whose runs differ: the scripted model is deterministic, so each is a finding."""
+    """Series played from a script (:data:`SCRIPTED`) whose runs differ: a script is deterministic, so each is a
+    finding."""
     found = []
     for group in groups:
         for cell_id, runs in sorted(group.series.items()):
-            scripted = [r for r in runs if r.pins.get("modelMode") == "scripted" and r.infrastructure_error is None]
+            scripted = [r for r in runs if r.pins.get("modelMode") in SCRIPTED and r.infrastructure_error is None]
             if len(scripted) > 1 and any(reading(r) != reading(scripted[0]) for r in scripted[1:]):
                 differs = sorted({key for r in scripted[1:] for key, value in reading(r).items()
                                   if value != reading(scripted[0])[key]})
-                found.append(f"{cell_id}: {len(scripted)} runs on the scripted model differ ({stability(scripted)}; "
+                found.append(f"{cell_id}: {len(scripted)} runs of one script differ ({stability(scripted)}; "
                              f"{', '.join(differs)} differ): nondeterminism in the runner or the CLI")
     return found
