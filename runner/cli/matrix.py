@@ -218,6 +218,8 @@ def matrix(
     shard_minutes: Annotated[float, typer.Option(min=0.1, help=(
         "The most turn time one job may hold, in minutes: a column whose cells take longer is split into "
         "shards (each profile's cell_seconds, cells run one at a time)."))] = 20.0,
+    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=(
+        "The trials each job's runner run will make (its --trials): each cell's turn time counts N times."))] = 1,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
     """Print the CI job matrix: one job per column, or per shard of a slow column, whatever the number of rows.
@@ -232,4 +234,4 @@ def matrix(
     if output_format != "github":
         fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
     with reported():
-        print(dumps(github_matrix(cells(harness, case, profiles_dir), shard_minutes)))
+        print(dumps(github_matrix(cells(harness, case, profiles_dir), shard_minutes, trials)))
