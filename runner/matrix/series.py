@@ -74,12 +74,17 @@ class Group:
     apart: list[str] = field(default_factory=list)
 
     def fits(self, run: CellResult) -> bool:
-        if shared_pins(run) != self.shared:
-            return False
+        """A pin a run does not carry (an interruption before the cell knew its pins) keeps it from no group."""
+        for pin, value in shared_pins(run).items():
+            if value is not None and self.shared.get(pin) not in (None, value):
+                return False
         catalogue = run.pins.get("catalogHash")
         return catalogue is None or self.catalogues.get(run.id, catalogue) == catalogue
 
     def add(self, run: CellResult) -> None:
+        for pin, value in shared_pins(run).items():
+            if self.shared.get(pin) is None:
+                self.shared[pin] = value
         self.series.setdefault(run.id, []).append(run)
         if run.pins.get("catalogHash"):
             self.catalogues.setdefault(run.id, run.pins["catalogHash"])
@@ -110,8 +115,8 @@ def _apart(shared: dict[str, Any], run: CellResult, earlier: list[Group]) -> lis
     """Which pins keep a new group from each earlier one, named as ``pin: theirs → ours``."""
     reasons: list[str] = []
     for number, other in enumerate(earlier, 1):
-        differing = [f"{pin} {other.shared[pin]} → {shared[pin]}"
-                     for pin in SHARED_PINS if other.shared[pin] != shared[pin]]
+        differing = [f"{pin} {other.shared.get(pin)} → {shared.get(pin)}"
+                     for pin in SHARED_PINS if other.shared.get(pin) not in (None, shared.get(pin))]
         if not differing:
             differing = [f"catalogHash of {run.id} {other.catalogues.get(run.id)} → {run.pins.get('catalogHash')}"]
         reasons.append(f"group {number}: " + ", ".join(differing))

@@ -213,3 +213,12 @@ def test_trials_of_a_cell_run_one_after_another_and_resume_counts_them(tmp_path:
     more = with_trials(plans[:1], 4)
     assert anyio.run(lambda: run_matrix(more, tmp_path, one, planned)).ran == [
         "escalation.baseline.reference trial 4"]
+
+
+def test_an_interrupted_run_that_never_knew_its_pins_is_not_kept_apart() -> None:
+    graded = trial("a.base.x", "pass", 1)
+    cut = CellResult.from_json({"version": 1, "cell": graded.cell.to_json(), "interrupted": True, "pins": {},
+                                "grade": {"status": "interrupted", "evidence": "interrupted"}, "repro": ""})
+    data = manifest([cut, graded])
+    assert data["keptApart"] == [] and data["caseSetHash"] == "c" * 64
+    assert data["rows"][0]["cells"][0]["stability"] == "1/2 pass, 1/2 interrupted"
