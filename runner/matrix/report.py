@@ -69,13 +69,14 @@ def comparability(cells: list[CellResult]) -> list[str]:
     return problems
 
 
-def manifest(cells: list[CellResult], gate_result: Gate | None = None) -> dict[str, Any]:
+def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run: bool = False) -> dict[str, Any]:
     """The report as JSON: the first group of comparable runs at the top (one row per case and condition, one cell
-    per column, each with its stability and every trial), the groups kept apart under ``keptApart`` with the pins
+    per column; a cell with more than one run, or any with ``every_run``, carries its ``stability``, its
+    ``turnOutcome`` and every run under ``trials``), the groups kept apart under ``keptApart`` with the pins
     that kept them apart, and the scripted runs that differ under ``findings``."""
     groups = group_runs(cells) or [Group({})]
-    first = _group(groups[0])
-    kept = [{"apart": g.apart, **_group(g)} for g in groups[1:]]
+    first = _group(groups[0], every_run)
+    kept = [{"apart": g.apart, **_group(g, every_run)} for g in groups[1:]]
     apart = [f"kept apart as group {n}, from {reason}" for n, g in enumerate(groups[1:], 2) for reason in g.apart]
     return {
         "version": "1",
@@ -87,7 +88,7 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None) -> dict[s
     }
 
 
-def _group(group: Group) -> dict[str, Any]:
+def _group(group: Group, every_run: bool) -> dict[str, Any]:
     runs = group.runs
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for cell_id in sorted(group.series):
@@ -105,9 +106,8 @@ def _group(group: Group) -> dict[str, Any]:
             "status": series_status(series),
             **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
             **_outcome(cell),
-            "stability": stability(series),
-            "turnOutcome": outcome(series),
-            "trials": [_trial(n, run) for n, run in enumerate(series, 1)],
+            # one run: the cell is its only trial, and reads as it always did (``every_run``: the Markdown's own use)
+            **(_trials(series) if len(series) > 1 or every_run else {}),
         })
     return {
         "judgeVersion": group.shared.get("judgeVersion"),
@@ -117,6 +117,11 @@ def _group(group: Group) -> dict[str, Any]:
                     for col in sorted({c.cell.column for c in runs})],
         "rows": [rows[k] for k in sorted(rows, key=_suite_order)],
     }
+
+
+def _trials(series: list[CellResult]) -> dict[str, Any]:
+    return {"stability": stability(series), "turnOutcome": outcome(series),
+            "trials": [_trial(n, run) for n, run in enumerate(series, 1)]}
 
 
 def _trial(number: int, run: CellResult) -> dict[str, Any]:
@@ -171,7 +176,7 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
     output directories), each grid cell is the series' stability and a "Runs" table per row reads like the
     decision record's "Measured" table: Column | Run 1 | Run 2 | … | Turn outcome | Stability."""
     groups = group_runs(cells)
-    data = manifest(cells, gate_result)
+    data = manifest(cells, gate_result, every_run=True)
     several = any(len(s) > 1 for g in groups for s in g.series.values())
     out = ["# Conformance report", ""]
     out += _pin_lines(data)
