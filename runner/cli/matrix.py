@@ -11,12 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
-from runner.cli.render import err, fail, out, reported
+from runner.cli.render import err, escape, fail, out, reported
 from runner.cli.turn import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
     TRANSPORT_HELP,
+    TRIALS_HELP,
     check_out,
     connect_engine,
     interruptible,
@@ -40,6 +41,7 @@ def run(
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
+    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
         "same on every machine); the cells that run no turn are left to a run without --shard or with "
@@ -51,7 +53,8 @@ def run(
 ) -> None:
     """Run a matrix of cells (rows = cases, columns = CLIs), resuming finished cells, then report it.
 
-    Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2
+    Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2 ·
+    runner run --harness reference,codex --case escalation --trials 3
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -59,7 +62,7 @@ def run(
     from runner.matrix import report as rep
     from runner.matrix.cell import run_cell
     from runner.matrix.cells import cells, runs_a_turn
-    from runner.matrix.plan import CellOptions, plan_cells
+    from runner.matrix.plan import CellOptions, plan_cells, with_trials
     from runner.matrix.run import ImagePins, run_matrix
     from runner.matrix.shards import parse_shard
 
@@ -80,25 +83,26 @@ def run(
                           model_dialect=model_dialect)
     check_out(out_dir, False)
     with reported():
-        plans = plan_cells(chosen, options, os.environ)
+        plans = with_trials(plan_cells(chosen, options, os.environ), trials)
     client = connect_engine() if any(p.runs_a_turn for p in plans) else None  # no turn to run: no engine needed
     planned = ImagePins(client)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err(), transient=False) as bar:
-        task = bar.add_task(f"{len(chosen)} cells", total=len(chosen))
+        counted = f"{len(chosen)} cells" + (f", {len(plans)} trials" if len(plans) != len(chosen) else "")
+        task = bar.add_task(counted, total=len(plans))
         running: set[str] = set()
 
         def events(kind: str, cell: Any, result: Any) -> None:
             if kind == "started":
-                running.add(cell.id)
+                running.add(cell.label)
             elif kind in ("finished", "reused"):
-                running.discard(cell.id)
+                running.discard(cell.label)
                 bar.advance(task)
                 status = result.status if result is not None else "unknown"
-                err().print(f"  {cell.id}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
+                err().print(f"  {cell.label}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
-                err().print(f"  {cell.id}: infrastructure error, retrying", highlight=False)
+                err().print(f"  {cell.label}: infrastructure error, retrying", highlight=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         async def one(plan: Any, directory: Path) -> Any:
@@ -110,7 +114,9 @@ def run(
                                events=events),
             client, run_id, False, False,
         )
-    rep.write_reports(out_dir, [out_dir / p.id for p in plans])
+    found = rep.write_reports(out_dir, [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)])
+    for finding in found:  # the scripted model plays the same script every time: trials that differ are news
+        err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)
     out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
                 f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}", markup=False, highlight=False)
     if summary.infrastructure:
@@ -166,14 +172,15 @@ def report(
 
 
 def repro(
-    path: Annotated[Path, typer.Argument(help="A cell directory (or its result.json).")],
+    path: Annotated[Path, typer.Argument(help="A cell or trial directory (or its result.json).")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where the rerun goes (default: PATH/repro-<id>).")]
     = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Rerun the cell an artifact describes with the same pins, and say which pins differ.
+    """Rerun the cell (or the trial) an artifact describes with the same pins, and say which pins differ.
 
-    A live cell is replayed from its recorded model exchanges, offline. Exit 0 when the grade is
+    Give a trial's directory (<cell>/trial-<k>/) to rerun that trial. A live cell is replayed from its recorded
+    model exchanges, offline. Exit 0 when the grade is
     reproduced, 1 when it differs.
     """
     from runner.matrix.artifact import read_cell
@@ -215,6 +222,8 @@ def matrix(
     shard_minutes: Annotated[float, typer.Option(min=0.1, help=(
         "The most turn time one job may hold, in minutes: a column whose cells take longer is split into "
         "shards (each profile's cell_seconds, cells run one at a time)."))] = 20.0,
+    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=(
+        "The trials each job's runner run will make (its --trials): each cell's turn time counts N times."))] = 1,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
     """Print the CI job matrix: one job per column, or per shard of a slow column, whatever the number of rows.
@@ -229,4 +238,4 @@ def matrix(
     if output_format != "github":
         fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
     with reported():
-        print(dumps(github_matrix(cells(harness, case, profiles_dir), shard_minutes)))
+        print(dumps(github_matrix(cells(harness, case, profiles_dir), shard_minutes, trials)))

@@ -27,6 +27,11 @@ TRANSPORT_HELP = (
     "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
     "a probe finds it works, else stream). The result records which ran."
 )
+TRIALS_HELP = (
+    "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
+    "(a cell graded from what is declared is written once). The report shows the runs side by side with their "
+    "stability; on the scripted model the trials are expected to be identical."
+)
 FAULT_HELP = (
     "Make the scripted model fail on purpose, from conversation request STEP (1-based, default 1; "
     "or after-ask: the first request after the ask) on: error (HTTP 500 with the dialect's error "
@@ -111,6 +116,7 @@ def exec_(
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
     deadline: Annotated[float | None, typer.Option(help="Turn deadline in seconds (default: the profile's).")] = None,
     keep: Annotated[bool, typer.Option(help="Keep the container after the turn, for inspection.")] = False,
+    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Directory for this turn's files.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
     model: Annotated[str | None, typer.Option(
@@ -135,7 +141,7 @@ def exec_(
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
     from runner.matrix.cell import run_cell
     from runner.matrix.cells import Cell
-    from runner.matrix.plan import CellOptions, plan_cells
+    from runner.matrix.plan import CellOptions, plan_cells, with_trials
 
     with reported(as_json):
         case_obj = get_case(case)
@@ -167,20 +173,77 @@ def exec_(
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json)
     client = connect_engine(as_json)
-    result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep, as_json)
+    plans = with_trials([plan], trials)
+    if len(plans) == 1:
+        result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep,
+                                       as_json)
+        _print_exec(result, report, as_json)
+        raise_on_problem([result])
+        return
+    runs = interruptible(lambda: _exec_trials(client, plans, target, progress), client, run_id, keep, as_json)
+    _print_exec_trials(runs, target, as_json)
+    raise_on_problem([result for result, _ in runs])
+
+
+def _exec_body(result: Any, report: Any) -> dict[str, Any]:
     problem = result.infrastructure_error
-    body = {**(report.to_json() if report else {}), "cell": result.cell.to_json(), "grade": result.grade,
+    return {**(report.to_json() if report else {}), "cell": result.cell.to_json(), "grade": result.grade,
             "pins": result.pins, "repro": result.repro, "transport": result.transport,
             "infrastructureError": problem.to_json() if problem else None}
+
+
+def _print_exec(result: Any, report: Any, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(body, ensure_ascii=False))
+        print(json.dumps(_exec_body(result, report), ensure_ascii=False))
     elif report is not None:
         print_turn_summary(report, result)
     else:
         out().print(result.evidence, markup=False, highlight=False)
-    if problem is not None:
+
+
+async def _exec_trials(client: Any, plans: list[Any], target: Path, progress: Callable[[str], None]
+                       ) -> list[tuple[Any, Any]]:
+    """``exec --trials N``: the trials one after another, each in its own directory."""
+    from runner.matrix.artifact import trial_dir
+    from runner.matrix.cell import run_cell
+
+    runs = []
+    for plan in plans:
+        progress(f"trial {plan.trial} of {len(plans)}")
+        runs.append(await run_cell(client, plan, trial_dir(target, plan.trial), progress))
+    return runs
+
+
+def _print_exec_trials(runs: list[tuple[Any, Any]], target: Path, as_json: bool) -> None:
+    """One summary per trial, then the series' stability; a scripted series whose trials differ is a finding."""
+    from runner.matrix.artifact import trial_dir
+    from runner.matrix.series import Group, findings, stability
+
+    results = [result for result, _ in runs]
+    group = Group({})
+    for result in results:
+        group.add(result)
+    found = findings([group])
+    if as_json:
+        print(json.dumps({"trials": [_exec_body(result, report) for result, report in runs],
+                          "stability": stability(results), "findings": found}, ensure_ascii=False))
+    else:
+        for result, report in runs:
+            out().print(f"\ntrial {result.trial} of {len(runs)}  ({trial_dir(target, result.trial)})", markup=False,
+                        highlight=False)
+            _print_exec(result, report, False)
+        out().print(f"\nstability: {stability(results)}", markup=False, highlight=False)
+    for finding in found:
+        err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)
+
+
+def raise_on_problem(results: list[Any]) -> None:
+    """Exit 5 when any turn hit an infrastructure error, naming it."""
+    problems = [r.infrastructure_error for r in results if r.infrastructure_error is not None]
+    for problem in problems:
         err().print(f"[bold red]runner:[/] {escape(f'infrastructure error ({problem.kind}): {problem.detail}')}",
                     highlight=False)
+    if problems:
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
 

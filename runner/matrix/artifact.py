@@ -2,6 +2,9 @@
 turn, every pin), ``repro.sh`` (the exact command that reruns this cell), and the turn's own files (record,
 transcripts, exchange log).
 
+With ``--trials N``, trial 1 is the cell directory and trial k its ``trial-<k>/`` subdirectory (:func:`trial_dir`),
+each a cell directory of its own.
+
 ``result.json`` is what ``runner report`` merges and what ``runner run`` checks before running a cell again: a
 cell whose result holds the same plannable pins is not run twice.
 """
@@ -23,8 +26,16 @@ PLANNED_PINS = (
     "modelMode", "behaviour", "profileHash",
 )
 # pins compared even when the planned cell lacks them: a faulted result never stands in for a plain one, nor a
-# result in one model dialect for another
-ALWAYS_COMPARED = ("modelFault", "modelDialect")
+# result in one model dialect for another, nor one trial for another
+ALWAYS_COMPARED = ("modelFault", "modelDialect", "trial")
+TRIAL_PREFIX = "trial-"
+
+
+def trial_dir(cell_directory: Path, trial: int) -> Path:
+    """Where trial ``trial`` of a cell is written: trial 1 in the cell directory itself (so a one-trial run is laid
+    out as it always was, and a run asked for more trials later reuses it), trial k >= 2 in ``trial-<k>/`` inside
+    it. ``runner report`` finds every trial below a directory it is given; ``runner repro`` takes any of them."""
+    return cell_directory if trial == 1 else cell_directory / f"{TRIAL_PREFIX}{trial}"
 
 
 def write_cell(directory: Path, result: CellResult) -> Path:

@@ -15,6 +15,8 @@ selection> --shard <shard>``: the same command a user runs locally, with its pro
   gets as many shards as keep each job's turn time inside ``shard_minutes`` (:mod:`runner.matrix.shards`),
   and never more than GitHub's 256 jobs allow across the columns: the plan makes its jobs longer rather than
   refuse a selection that fits. Only more than 256 columns is refused.
+- **Trials** (``--trials N``, the workflow's ``trials`` input) multiply each cell's turn time by N; a cell's
+  trials stay in one job (a shard holds cells, never single trials), where they run one after another.
 - **Cells that run no turn start no job**: declared rows and unavailable columns are written by the report job
   (``runner run --declared-only``), with no engine.
 - ``credentials`` names the host variables that column's live model reads (comma-separated, empty when none):
@@ -75,7 +77,7 @@ def _columns(found: list[Cell]) -> dict[str, tuple[Profile, list[str]]]:
     return out
 
 
-def plan_shards(found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES) -> dict[str, int]:
+def plan_shards(found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1) -> dict[str, int]:
     """Shards per column: each the fewest that keep its jobs inside the budget, within GitHub's job limit."""
     columns = _columns(found)
     if len(columns) > MAX_JOBS:
@@ -86,13 +88,13 @@ def plan_shards(found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES)
         )
     most = MAX_JOBS // len(columns) if columns else 1
     return {
-        column: shards_needed(ids, profile.cell_seconds, shard_minutes * 60, most)
+        column: shards_needed(ids, profile.cell_seconds * trials, shard_minutes * 60, most)
         for column, (profile, ids) in columns.items()
     }
 
 
 def github_matrix(
-    found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES
+    found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1
 ) -> dict[str, list[dict[str, str]]]:
     """``{"include": [job, ...]}`` for ``strategy.matrix``: one job per shard of each column that runs a turn.
 
@@ -101,16 +103,16 @@ def github_matrix(
     """
     columns = _columns(found)
     include = []
-    for column, count in plan_shards(found, shard_minutes).items():
+    for column, count in plan_shards(found, shard_minutes, trials).items():
         profile, ids = columns[column]
         for index in range(1, count + 1):
             shard = Shard(index, count)
             if any(shard.holds(c) for c in ids):  # a slice the hash left empty starts no job
-                include.append(_entry(profile, shard, ids))
+                include.append(_entry(profile, shard, ids, trials))
     return {"include": include}
 
 
-def _entry(profile: Profile, shard: Shard, ids: Sequence[str]) -> dict[str, str]:
+def _entry(profile: Profile, shard: Shard, ids: Sequence[str], trials: int = 1) -> dict[str, str]:
     job = profile.id if shard.count == 1 else f"{profile.id}-{shard.index}of{shard.count}"
     if not JOB_ID.match(job):
         raise ValueError(f"column id {profile.id!r} cannot name a job and an artifact")
@@ -121,7 +123,7 @@ def _entry(profile: Profile, shard: Shard, ids: Sequence[str]) -> dict[str, str]
         "image": profile.image,
         "shard": str(shard),
         "cells": str(held),
-        "minutes": f"{job_seconds(ids, shard, profile.cell_seconds) / 60:.1f}",
+        "minutes": f"{job_seconds(ids, shard, profile.cell_seconds * trials) / 60:.1f}",
         "credentials": ",".join(credentials(profile)),
     }
 

@@ -9,6 +9,7 @@ and the exact command that reruns it alone. Everything below takes the plan and 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 from collections.abc import Mapping
@@ -48,6 +49,7 @@ class CellPlan:
     options: CellOptions
     model: ModelChoice  # resolved once: the mode, why, and the fault it plays (None on a column with no model)
     profile_hash: str
+    trial: int = 1  # which run of this cell (runner run/exec --trials N); pinned as ``trial`` from the second on
 
     @property
     def id(self) -> str:
@@ -66,6 +68,11 @@ class CellPlan:
         return model is not None and bool(model.dialects)
 
     @property
+    def label(self) -> str:
+        """The cell id, and from the second trial on which trial it is: what progress and summaries print."""
+        return self.id if self.trial == 1 else f"{self.id} trial {self.trial}"
+
+    @property
     def runs_a_turn(self) -> bool:
         """Whether this plan runs a turn: the matrix's rule, except that ``exec`` also runs unsupported rows."""
         if runs_a_turn(self.cell):
@@ -80,6 +87,8 @@ class CellPlan:
             extra["modelFault"] = self.model.fault  # a faulted cell is another experiment: never resumed as a plain one
         if self.chooses_dialect:
             extra["modelDialect"] = self.dialect  # so is a cell in another dialect
+        if self.trial > 1:
+            extra["trial"] = self.trial  # trial 1 carries no pin: a one-trial run's result.json is as it always was
         pins = current_pins(
             runner_version=runner.__version__, model_mode=self.model.mode, behaviour=self.options.behaviour.value,
             image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,
@@ -169,3 +178,11 @@ def _in_dialect(profile: Profile, dialect: str | None, *, strict: bool) -> Profi
             raise ModelChoiceError(f"--model-dialect {dialect}: the {profile.id} column {error}") from None
         return profile
     return profile.model_copy(update={"model": endpoint})
+def with_trials(plans: list[CellPlan], trials: int) -> list[CellPlan]:
+    """Each plan that runs a turn ``trials`` times (trial 1, 2, …, in order, a cell's trials side by side); a cell
+    graded from what is declared is written once, since a declaration cannot move between runs."""
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    return [
+        dataclasses.replace(plan, trial=k) for plan in plans for k in range(1, (trials if plan.runs_a_turn else 1) + 1)
+    ]

@@ -11,105 +11,43 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from runner.matrix.artifact import RESULT
+from runner.matrix.gate import Expected, Gate, gate, load_expected
+from runner.matrix.result import INFRASTRUCTURE_ERROR, CellResult
+from runner.matrix.series import (
+    SHARED_PINS,
+    Group,
+    ReportError,
+    findings,
+    group_runs,
+    load_runs,
+    outcome,
+    series_status,
+    stability,
+)
 
-from runner.errors import UsageError
-from runner.matrix.artifact import RESULT, load_result
-from runner.matrix.result import INFRASTRUCTURE_ERROR, CellResult, ResultError
-
-SHARED_PINS = ("caseSetHash", "worldSetHash", "judgeVersion")
-
-
-class ReportError(UsageError, ValueError):
-    """A cell directory or an expected-failures file that cannot be read; names the file."""
+__all__ = ["SHARED_PINS", "Expected", "Gate", "ReportError", "gate", "junit", "load_cells", "load_expected",
+           "manifest", "markdown", "write_reports"]
 
 
 def load_cells(paths: list[Path]) -> list[CellResult]:
-    """Every ``result.json`` under the given directories (or the files themselves), sorted by cell id."""
-    found: dict[str, CellResult] = {}
-    for path in paths:
-        if not path.exists():
-            raise ReportError(f"{path}: no such file or directory")
-        files = [path] if path.is_file() else sorted(path.rglob(RESULT))
-        for file in files:
-            try:
-                cell = load_result(file)
-            except ResultError as err:
-                raise ReportError(str(err)) from None
-            found[cell.id] = cell  # a later directory wins for the same cell
-    return [found[k] for k in sorted(found)]
+    """Every run under the given directories (or the files themselves), sorted by cell id, then run order: each
+    trial, each output directory's copy of a cell, each rerun is a run of its own (:func:`load_runs`)."""
+    return load_runs(paths)
 
 
-@dataclass(frozen=True)
-class Expected:
-    cell: str
-    attempt: str | None = None
-    reason: str = ""
-
-
-def load_expected(path: Path) -> list[Expected]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-    except (OSError, yaml.YAMLError) as err:
-        raise ReportError(f"{path}: cannot read the expected failures: {err}") from None
-    if not isinstance(data, list):
-        raise ReportError(f"{path}: expected a list of entries with 'cell' (and optionally 'attempt', 'reason')")
-    out = []
-    for n, entry in enumerate(data):
-        if not isinstance(entry, dict) or not isinstance(entry.get("cell"), str):
-            raise ReportError(f"{path}: entry {n}: field 'cell': expected a cell id such as escalation.baseline.codex")
-        unknown = set(entry) - {"cell", "attempt", "reason"}
-        if unknown:
-            raise ReportError(f"{path}: entry {n}: unknown field(s) {sorted(unknown)}")
-        out.append(Expected(entry["cell"], entry.get("attempt"), str(entry.get("reason", ""))))
-    return out
-
-
-@dataclass
-class Gate:
-    new: list[str] = field(default_factory=list)
-    known: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return not self.new and not self.stale
-
-    def to_json(self) -> dict[str, Any]:
-        return {"passed": self.passed, "new": self.new, "known": self.known, "stale": self.stale}
-
-
-def gate(cells: list[CellResult], expected: list[Expected]) -> Gate:
-    result = Gate()
-    by_id = {c.id: c for c in cells}
-    for cell_id, cell in by_id.items():
-        if not cell.strict_failure:
-            continue
-        entries = [e for e in expected if e.cell == cell_id]
-        covered = any(e.attempt is None for e in entries) or (
-            bool(entries) and cell.failing_attempts() <= {e.attempt for e in entries}
-        )
-        (result.known if covered else result.new).append(cell_id)
-    for entry in expected:
-        graded = by_id.get(entry.cell)
-        if graded is None:
-            continue  # not part of this run: neither known nor stale
-        still = graded.strict_failure and (entry.attempt is None or entry.attempt in graded.failing_attempts())
-        if not still:
-            result.stale.append(entry.cell + (f" (attempt {entry.attempt})" if entry.attempt else ""))
-    return result
-
-
-def write_reports(out: Path, cell_dirs: list[Path]) -> None:
-    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate)."""
+def write_reports(out: Path, cell_dirs: list[Path]) -> list[str]:
+    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate). Every trial
+    below a cell directory is read. Returns the findings (scripted runs of one cell that differ)."""
     loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
-    (out / "manifest.json").write_text(json.dumps(manifest(loaded), indent=2) + "\n")
+    data = manifest(loaded)
+    (out / "manifest.json").write_text(json.dumps(data, indent=2) + "\n")
     (out / "report.md").write_text(markdown(loaded))
     (out / "junit.xml").write_text(junit(loaded))
+    return list(data["findings"])
 
 
 def comparability(cells: list[CellResult]) -> list[str]:
@@ -131,42 +69,68 @@ def comparability(cells: list[CellResult]) -> list[str]:
     return problems
 
 
-def manifest(cells: list[CellResult], gate_result: Gate | None = None) -> dict[str, Any]:
-    columns = sorted({c.cell.column for c in cells})
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for cell in cells:
-        key = (cell.cell.case, cell.cell.condition)
-        described = cell.row or {}
-        row = rows.setdefault(
-            key,
-            {
-                "caseId": key[0],
-                "conditionId": key[1],
-                "kind": described.get("kind"),
-                "invariant": described.get("invariant"),
-                "expectedOutcome": described.get("expectedOutcome"),
-                "cells": [],
-            },
-        )
-        row["cells"].append(
-            {
-                "columnId": cell.cell.column,
-                "status": cell.status,
-                **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
-                **_outcome(cell),
-            }
-        )
-    first = cells[0].pins if cells else {}
+def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run: bool = False) -> dict[str, Any]:
+    """The report as JSON: the first group of comparable runs at the top (one row per case and condition, one cell
+    per column; a cell with more than one run, or any with ``every_run``, carries its ``stability``, its
+    ``turnOutcome`` and every run under ``trials``), the groups kept apart under ``keptApart`` with the pins
+    that kept them apart, and the scripted runs that differ under ``findings``."""
+    groups = group_runs(cells) or [Group({})]
+    first = _group(groups[0], every_run)
+    kept = [{"apart": g.apart, **_group(g, every_run)} for g in groups[1:]]
+    apart = [f"kept apart as group {n}, from {reason}" for n, g in enumerate(groups[1:], 2) for reason in g.apart]
     return {
         "version": "1",
-        "judgeVersion": first.get("judgeVersion"),
-        "caseSetHash": first.get("caseSetHash"),
-        "worldSetHash": first.get("worldSetHash"),
-        "columns": [{"id": col, "promptSetHash": _prompt_set(cells, col)} for col in columns],
-        "rows": [rows[k] for k in sorted(rows, key=_suite_order)],
-        "comparability": comparability(cells),
+        **first,
+        "comparability": comparability(groups[0].runs) + apart,
+        "keptApart": kept,
+        "findings": findings(groups),
         "gate": gate_result.to_json() if gate_result else None,
     }
+
+
+def _group(group: Group, every_run: bool) -> dict[str, Any]:
+    runs = group.runs
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for cell_id in sorted(group.series):
+        series = group.series[cell_id]
+        cell = series[0]
+        key = (cell.cell.case, cell.cell.condition)
+        described = cell.row or {}
+        row = rows.setdefault(key, {
+            "caseId": key[0], "conditionId": key[1], "kind": described.get("kind"),
+            "invariant": described.get("invariant"), "expectedOutcome": described.get("expectedOutcome"),
+            "cells": [],
+        })
+        row["cells"].append({
+            "columnId": cell.cell.column,
+            "status": series_status(series),
+            **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
+            **_outcome(cell),
+            # one run: the cell is its only trial, and reads as it always did (``every_run``: the Markdown's own use)
+            **(_trials(series) if len(series) > 1 or every_run else {}),
+        })
+    return {
+        "judgeVersion": group.shared.get("judgeVersion"),
+        "caseSetHash": group.shared.get("caseSetHash"),
+        "worldSetHash": group.shared.get("worldSetHash"),
+        "columns": [{"id": col, "promptSetHash": _prompt_set([group.series[k][0] for k in sorted(group.series)], col)}
+                    for col in sorted({c.cell.column for c in runs})],
+        "rows": [rows[k] for k in sorted(rows, key=_suite_order)],
+    }
+
+
+def _trials(series: list[CellResult]) -> dict[str, Any]:
+    return {"stability": stability(series), "turnOutcome": outcome(series),
+            "trials": [_trial(n, run) for n, run in enumerate(series, 1)]}
+
+
+def _trial(number: int, run: CellResult) -> dict[str, Any]:
+    """One run of a cell, as the manifest carries it: what it found, never when or where."""
+    body: dict[str, Any] = {"run": number, "trial": run.trial, "status": run.status, "evidence": run.evidence,
+                            "turn": run.turn.to_json() if run.turn else None}
+    if run.infrastructure_error is not None:
+        body["infrastructureError"] = run.infrastructure_error.to_json()
+    return body
 
 
 def _outcome(cell: CellResult) -> dict[str, Any]:
@@ -203,39 +167,36 @@ def _prompt_set(cells: list[CellResult], column: str) -> str | None:
     return sha256_hex(entries) if entries else None
 
 
+def _spaced(status: str) -> str:
+    return status.replace("_", " ")
+
+
 def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
-    data = manifest(cells, gate_result)
-    columns = [c["id"] for c in data["columns"]]
+    """The report as Markdown. With one run per cell it is the grid of rows by columns; with more (trials, several
+    output directories), each grid cell is the series' stability and a "Runs" table per row reads like the
+    decision record's "Measured" table: Column | Run 1 | Run 2 | … | Turn outcome | Stability."""
+    groups = group_runs(cells)
+    data = manifest(cells, gate_result, every_run=True)
+    several = any(len(s) > 1 for g in groups for s in g.series.values())
     out = ["# Conformance report", ""]
-    out += [
-        f"- Case set: `{data['caseSetHash']}`",
-        f"- World set: `{data['worldSetHash']}`",
-        f"- Grading rules: version {data['judgeVersion']}",
-    ]
-    out += [f"- Prompt set, `{c['id']}`: `{c['promptSetHash']}`" for c in data["columns"] if c["promptSetHash"]]
+    out += _pin_lines(data)
     for problem in data["comparability"]:
         out.append(f"- **Not comparable:** {problem}")
-    out += [
-        "",
-        "| Invariant | Expected outcome | Condition | " + " | ".join(columns) + " |",
-        "|---|---|---|" + "---|" * len(columns),
+    out += _section(data, several, "##")
+    for number, kept in enumerate(data["keptApart"], 2):
+        out += [f"## Group {number}: kept apart", ""]
+        out += [f"- **Not merged** with {reason}" for reason in kept["apart"]]
+        out += _pin_lines(kept) + _section(kept, several, "###")
+    if data["findings"]:
+        out += ["## Findings", ""] + [f"- {finding}" for finding in data["findings"]] + [""]
+    failing = [
+        (runs[0].id, runs) for g in groups for _, runs in sorted(g.series.items())
+        if any(r.strict_failure or r.status == INFRASTRUCTURE_ERROR for r in runs)
     ]
-    for row in data["rows"]:
-        by_col = {c["columnId"]: c["status"].replace("_", " ") for c in row["cells"]}
-        out.append(
-            f"| {row['invariant'] or row['caseId']} | {row['expectedOutcome'] or ''} | "
-            f"`{row['caseId']}.{row['conditionId']}` | " + " | ".join(by_col.get(c, "—") for c in columns) + " |"
-        )
-    out += ["", "## Evidence per row", ""]
-    for row in data["rows"]:
-        out.append(f"### `{row['caseId']}.{row['conditionId']}`")
-        for cell in row["cells"]:
-            out.append(f"- **{cell['columnId']}**: {cell.get('evidence', cell['status'])}")
-        out.append("")
-    failing = [c for c in cells if c.strict_failure or c.status == INFRASTRUCTURE_ERROR]
     if failing:
         out += ["## Failing cells: reproduce one alone", ""]
-        out += [f"- `{c.id}` ({c.status}): `{c.repro}`" for c in failing]
+        out += [f"- `{cell_id}` ({runs[0].status if len(runs) == 1 else stability(runs)}): `{runs[-1].repro}`"
+                for cell_id, runs in failing]
         out.append("")
     if gate_result is not None:
         out += [
@@ -249,32 +210,98 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
     out += ["## Pins", "", "| cell | image | CLI | runner | model | behaviour |", "|---|---|---|---|---|---|"]
     for c in cells:
         p = c.pins
-        out.append(
-            f"| `{c.id}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
-            f"{p.get('runnerVersion', '')} | {p.get('modelMode', '')} | {p.get('behaviour', '')} |"
-        )
+        line = (f"| `{c.id}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
+                f"{p.get('runnerVersion', '')} | {p.get('modelMode', '')} | {p.get('behaviour', '')} |")
+        if line != out[-1]:  # the trials of one cell share their pins: one line for them
+            out.append(line)
     return "\n".join(out) + "\n"
 
 
+def _pin_lines(data: dict[str, Any]) -> list[str]:
+    lines = [
+        f"- Case set: `{data['caseSetHash']}`",
+        f"- World set: `{data['worldSetHash']}`",
+        f"- Grading rules: version {data['judgeVersion']}",
+    ]
+    return lines + [f"- Prompt set, `{c['id']}`: `{c['promptSetHash']}`" for c in data["columns"] if c["promptSetHash"]]
+
+
+def _section(data: dict[str, Any], several: bool, level: str) -> list[str]:
+    """One group's grid, its runs per row (when any cell has more than one) and its evidence per row."""
+    columns = [c["id"] for c in data["columns"]]
+    out = [
+        "",
+        "| Invariant | Expected outcome | Condition | " + " | ".join(columns) + " |",
+        "|---|---|---|" + "---|" * len(columns),
+    ]
+    for row in data["rows"]:
+        by_col = {c["columnId"]: _spaced(c["stability"] if several else c["status"]) for c in row["cells"]}
+        out.append(
+            f"| {row['invariant'] or row['caseId']} | {row['expectedOutcome'] or ''} | "
+            f"`{row['caseId']}.{row['conditionId']}` | " + " | ".join(by_col.get(c, "—") for c in columns) + " |"
+        )
+    if several:
+        out += ["", f"{level} Runs", ""]
+        for row in data["rows"]:
+            width = max(len(c["trials"]) for c in row["cells"])
+            out += [f"{level}# `{row['caseId']}.{row['conditionId']}`", "",
+                    "| Column | " + "".join(f"Run {n} | " for n in range(1, width + 1)) + "Turn outcome | Stability |",
+                    "|---|" + "---|" * (width + 2)]
+            for cell in row["cells"]:
+                grades = [_spaced(t["status"]) for t in cell["trials"]] + ["—"] * (width - len(cell["trials"]))
+                out.append(f"| {cell['columnId']} | " + " | ".join(grades) +
+                           f" | {cell['turnOutcome']} | {_spaced(cell['stability'])} |")
+            out.append("")
+    out += ["", f"{level} Evidence per row", ""] if not several else [f"{level} Evidence per row", ""]
+    for row in data["rows"]:
+        out.append(f"{level}# `{row['caseId']}.{row['conditionId']}`")
+        for cell in row["cells"]:
+            said = list(dict.fromkeys(t["evidence"] for t in cell["trials"]))
+            if len(said) == 1:
+                out.append(f"- **{cell['columnId']}**: {said[0]}")
+            else:
+                out += [f"- **{cell['columnId']}**, run {t['run']}: {t['evidence']}" for t in cell["trials"]]
+        out.append("")
+    return out
+
+
 def junit(cells: list[CellResult]) -> str:
+    """One test case per cell (per group it is in), its trials in its output when it has more than one: a failure
+    when any run fails, else an error when any hit infrastructure, else skipped unless every run passed."""
     suites = ET.Element("testsuites", name="runner conformance")
+    groups = group_runs(cells)
+    series = [(n, runs) for n, g in enumerate(groups, 1) for _, runs in sorted(g.series.items())]
     for column in sorted({c.cell.column for c in cells}):
-        mine = [c for c in cells if c.cell.column == column]
+        mine = [(n, runs) for n, runs in series if runs[0].cell.column == column]
         suite = ET.SubElement(suites, "testsuite", name=column, tests=str(len(mine)))
         failures = skipped = errors = 0
-        for cell in mine:
-            case = ET.SubElement(suite, "testcase", classname=column, name=f"{cell.cell.case}.{cell.cell.condition}")
-            st = cell.status
-            evidence = cell.evidence
-            if cell.infrastructure_error is not None:
-                errors += 1
-                ET.SubElement(case, "error", message=cell.infrastructure_error.detail).text = cell.repro
-            elif cell.strict_failure:
+        for number, runs in mine:
+            cell = runs[0]
+            name = f"{cell.cell.case}.{cell.cell.condition}" + (f" (group {number})" if number > 1 else "")
+            case = ET.SubElement(suite, "testcase", classname=column, name=name)
+            failing = [r for r in runs if r.strict_failure]
+            broken = [r for r in runs if r.infrastructure_error is not None]
+            said = stability(runs) if len(runs) > 1 else ""
+            if failing:
                 failures += 1
-                ET.SubElement(case, "failure", message=f"{st}: {evidence}").text = cell.repro
-            elif st != "pass":
+                first = failing[0]
+                ET.SubElement(case, "failure", message=f"{said + ': ' if said else ''}{first.status}: {first.evidence}"
+                              ).text = first.repro
+            elif broken:
+                errors += 1
+                problem = broken[0].infrastructure_error
+                assert problem is not None
+                ET.SubElement(case, "error", message=f"{said + ': ' if said else ''}{problem.detail}"
+                              ).text = broken[0].repro
+            elif any(r.status != "pass" for r in runs):
                 skipped += 1
-                ET.SubElement(case, "skipped", message=f"{st}: {evidence}")
+                ET.SubElement(case, "skipped", message=said or f"{cell.status}: {cell.evidence}")
+            if len(runs) > 1:
+                ET.SubElement(case, "system-out").text = "\n".join(
+                    f"run {n} (trial {r.trial}): {r.status}: {r.evidence}" + (f" [turn {r.turn_outcome}]"
+                                                                             if r.turn_outcome else "")
+                    for n, r in enumerate(runs, 1)
+                )
         suite.set("failures", str(failures))
         suite.set("skipped", str(skipped))
         suite.set("errors", str(errors))

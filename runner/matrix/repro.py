@@ -1,13 +1,15 @@
 """``runner repro``: the plan that reruns the cell a result describes, with the same pins, and which pins the
 rerun could not match.
 
-A live cell is replayed from its recorded model exchanges (offline); a faulted cell reruns with the same fault;
+A trial (``<cell>/trial-<k>/``) reruns as that trial, pinned as it was. A live cell (or trial) is replayed from its
+own recorded model exchanges (offline); a faulted cell reruns with the same fault;
 the deadline asked for is asked again. Only the comparability pins are compared (``comparable``), and a live
 cell's ``modelMode`` is expected to differ (it is replayed).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ def repro_plan(recorded: CellResult, directory: Path, run_id: str, environ: Mapp
         run_unsupported=True, model_fault=pins.get("modelFault"), model_dialect=pins.get("modelDialect"),
     )
     [plan] = plan_cells([cell], options, environ, fault_every_column=True)
-    return plan
+    return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin
 
 
 def unmatched_pins(recorded: dict[str, Any], rerun: dict[str, Any]) -> list[str]:

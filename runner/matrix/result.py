@@ -11,8 +11,9 @@ A result is one of:
   graded as the CLI's conduct, and never reused by resume;
 - **interrupted**: the run stopped while the cell ran; never reused by resume.
 
-Every result carries the cell it is (``cell``), its row (``row``), every pin (``pins``) and the command that
-reruns it alone (``repro``). The JSON keys are camelCase as in upstream's artifacts; ``version`` says which
+Every result carries the cell it is (``cell``), its row (``row``), every pin (``pins``: a trial after the first
+carries its index as ``trial``) and the command that reruns it alone (``repro``).
+The JSON keys are camelCase as in upstream's artifacts; ``version`` says which
 shape this is, and :meth:`CellResult.from_json` refuses a newer one by name rather than misread it.
 """
 
@@ -133,6 +134,18 @@ class CellResult:
     def reusable(self) -> bool:
         """Graded or declared: resume may stand on it (an infrastructure error or an interruption never)."""
         return self.infrastructure_error is None and not self.interrupted
+
+    @property
+    def trial(self) -> int:
+        """Which trial of its cell this result is (the ``trial`` pin; a result without one is trial 1, the only
+        trial of a run with ``--trials 1``)."""
+        value = self.pins.get("trial", 1)
+        return value if isinstance(value, int) and value >= 1 else 1
+
+    @property
+    def turn_outcome(self) -> str | None:
+        """How the turn settled (``escalated``, ``succeeded`` …), or None for a cell that ran no turn."""
+        return self.turn.status if self.turn is not None else None
 
     def failing_attempts(self) -> set[str]:
         return {a["id"] for a in (self.grade or {}).get("attempts", []) if a.get("status") in STRICT}

@@ -2,7 +2,15 @@
 
 - Concurrency: at most ``jobs`` cells at once, and at most ``per_harness`` cells of one CLI at once
   (two copies of one heavy CLI compete for the same cores).
-- Resume: a cell whose ``result.json`` already holds the same plannable pins is not run again.
+- Resume: a cell whose ``result.json`` already holds the same plannable pins is not run again; with ``--trials N``
+  each trial is its own cell directory (:func:`~runner.matrix.artifact.trial_dir`) and resume counts the finished
+  ones, so a second invocation runs only the trials that are missing, failed on infrastructure or were interrupted.
+- Trials of one cell run one after another in one task, never side by side (other cells still run beside them,
+  under ``jobs`` and ``per_harness``). Side by side would be safe as far as state goes: every turn has its own
+  world, envelope, latch, scripted model, socket directory and output directory, and shares only the read-only
+  image and the engine. They are kept apart anyway so that no trial's timing (a deadline, a wind-down) depends
+  on its sibling's load: on the scripted model the N trials are expected to be identical, and a difference is
+  reported as a finding (nondeterminism in the runner or the CLI), not blamed on contention.
 - Infrastructure failures (the engine refused, an image is missing, the MCP server never connected)
   are retried with exponential backoff a bounded number of times; if they persist the cell is
   reported as an infrastructure error, never graded as the CLI's behaviour.
@@ -20,7 +28,7 @@ from typing import Any
 import anyio
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
-from runner.matrix.artifact import read_cell, reusable, write_cell
+from runner.matrix.artifact import read_cell, reusable, trial_dir, write_cell
 from runner.matrix.plan import CellPlan
 from runner.matrix.result import INTERRUPTED, CellRef, CellResult
 
@@ -35,7 +43,7 @@ class RunSummary:
     reused: list[str] = field(default_factory=list)
     infrastructure: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
-    results: dict[str, CellResult] = field(default_factory=dict)
+    results: dict[str, CellResult] = field(default_factory=dict)  # by plan label: the cell id (and trial after 1)
 
 
 class ImagePins:
@@ -58,13 +66,23 @@ class ImagePins:
 
 
 def cell_dir(out: Path, plan: CellPlan) -> Path:
-    return out / plan.id
+    """The directory of this plan's trial: ``<out>/<cell>/`` for trial 1, ``<out>/<cell>/trial-<k>/`` after."""
+    return trial_dir(out / plan.id, plan.trial)
+
+
+def series(plans: list[CellPlan]) -> list[list[CellPlan]]:
+    """The plans grouped by cell, in order (a cell's trials one after another): what one task runs."""
+    by_cell: dict[str, list[CellPlan]] = {}
+    for plan in plans:
+        by_cell.setdefault(plan.id, []).append(plan)
+    return [sorted(trials, key=lambda p: p.trial) for trials in by_cell.values()]
 
 
 async def run_matrix(
     plans: list[CellPlan], out: Path, run_cell: CellRunner, planned_pins: Planner, *,
     jobs: int = 2, per_harness: int = 1, retries: int = 2, events: Events = lambda *_: None,
 ) -> RunSummary:
+    """Run every plan; the trials of one cell run one after another, never side by side (see the module)."""
     summary = RunSummary()
     everything = anyio.CapacityLimiter(max(1, jobs))
     per: dict[str, anyio.CapacityLimiter] = {}
@@ -74,8 +92,8 @@ async def run_matrix(
         existing = read_cell(directory)
         if reusable(existing, planned_pins(cell)):
             assert existing is not None
-            summary.reused.append(cell.id)
-            summary.results[cell.id] = existing
+            summary.reused.append(cell.label)
+            summary.results[cell.label] = existing
             events("reused", cell, existing)
             return
         limiter = per.setdefault(cell.cell.profile.id, anyio.CapacityLimiter(max(1, per_harness)))
@@ -86,15 +104,19 @@ async def run_matrix(
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     write_cell(directory, _interrupted(cell, existing))
-                    summary.interrupted.append(cell.id)
+                    summary.interrupted.append(cell.label)
                 raise
-        summary.results[cell.id] = result
-        (summary.infrastructure if result.infrastructure_error else summary.ran).append(cell.id)
+        summary.results[cell.label] = result
+        (summary.infrastructure if result.infrastructure_error else summary.ran).append(cell.label)
         events("finished", cell, result)
 
+    async def trials(cell_plans: list[CellPlan]) -> None:
+        for plan in cell_plans:
+            await one(plan)
+
     async with anyio.create_task_group() as tg:
-        for plan in plans:
-            tg.start_soon(one, plan)
+        for cell_plans in series(plans):
+            tg.start_soon(trials, cell_plans)
     return summary
 
 
@@ -124,6 +146,6 @@ def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:
         cell=CellRef(cell.id, cell.case.id, cell.condition.id, cell.profile.id),
         interrupted=True,
         grade={"status": INTERRUPTED, "evidence": "the run was interrupted while this cell was running"},
-        pins=existing.pins if existing else {},
+        pins=existing.pins if existing else ({"trial": plan.trial} if plan.trial > 1 else {}),
         repro=plan.repro,
     )

@@ -88,10 +88,16 @@ def test_triggers_and_dispatch_inputs() -> None:
     assert on["push"] == {"branches": ["main"]} and on["pull_request"] is None
     assert len(on["schedule"]) == 1 and len(on["schedule"][0]["cron"].split()) == 5
     inputs = on["workflow_dispatch"]["inputs"]
-    assert set(inputs) == {"harness", "case", "model", "shard_minutes"}
+    assert set(inputs) == {"harness", "case", "model", "shard_minutes", "trials"}
     assert inputs["harness"]["default"] == inputs["case"]["default"] == "all"
     assert inputs["model"]["options"] == ["scripted", "live"] and inputs["model"]["default"] == "scripted"
     assert float(inputs["shard_minutes"]["default"]) == DEFAULT_SHARD_MINUTES
+    # trials: a number, one run per cell unless asked, reaching the plan and the column's runner run through env:
+    assert inputs["trials"]["type"] == "number" and inputs["trials"]["default"] == 1
+    plan_step = next(s for s in job("plan")["steps"] if s.get("id") == "plan")
+    for step in (plan_step, run_step()):
+        assert step["env"]["TRIALS"] == "${{ inputs.trials || '1' }}"
+        assert '--trials "$TRIALS"' in step["run"]
     assert workflow()["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
 
 
@@ -224,8 +230,9 @@ def run_job_scripts(job_name: str, cwd: Path, bin_dir: Path, inputs: dict[str, s
         ({"harness": "all", "case": "all", "model": "scripted"}, "all", "all"),
         ({"harness": "codex,reference", "case": "escalation", "model": "live"}, "codex,reference", "escalation"),
         ({"harness": "codex", "case": "escalation"}, "codex", "escalation"),  # one cell: one job
+        ({"harness": "codex,reference", "case": "all", "trials": "3"}, "codex,reference", "all"),
     ],
-    ids=["push", "dispatch-all", "dispatch-filtered", "dispatch-one-cell"],
+    ids=["push", "dispatch-all", "dispatch-filtered", "dispatch-one-cell", "dispatch-trials"],
 )
 def test_the_plan_job_writes_the_matrix_output(
     checkout: Path, setup_python: Path, tmp_path: Path, inputs: dict[str, str], harnesses: str, cases: str
@@ -235,7 +242,8 @@ def test_the_plan_job_writes_the_matrix_output(
     assert result.returncode == 0, result.stdout + result.stderr
     written = outputs(output)
     assert set(written) == {"matrix"}
-    assert written["matrix"] == dumps(github_matrix(cells(harnesses, cases), DEFAULT_SHARD_MINUTES))
+    trials = int(inputs.get("trials", "1"))
+    assert written["matrix"] == dumps(github_matrix(cells(harnesses, cases), DEFAULT_SHARD_MINUTES, trials))
     assert (checkout / "matrix.json").read_text(encoding="utf-8").strip() == written["matrix"]
 
 

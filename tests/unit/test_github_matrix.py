@@ -208,6 +208,17 @@ def test_a_smaller_budget_gives_more_shards_and_each_job_fits_it() -> None:
         assert float(job["minutes"]) <= 5.0 and "of" in job["job"]
 
 
+def test_trials_count_each_cells_turn_time_n_times_and_keep_a_cells_trials_in_one_job() -> None:
+    found = synthetic(30, 2, cell_seconds=20.0, spread=False)  # 10 min a column: one 20-minute job each
+    assert all(n == 1 for n in plan_shards(found, shard_minutes=20.0).values())
+    tripled = plan_shards(found, shard_minutes=20.0, trials=3)  # 30 min a column: at least two jobs
+    assert all(n >= 2 for n in tripled.values())
+    matrix = github_matrix(found, shard_minutes=20.0, trials=3)
+    assert all(float(job["minutes"]) <= 20.0 for job in matrix["include"])
+    held = jobs_holding(matrix, found)
+    assert sorted(held) == sorted(turn_cells(found)) and all(len(j) == 1 for j in held.values())
+
+
 def test_the_plan_makes_jobs_longer_rather_than_refuse_a_selection_that_fits() -> None:
     found = synthetic(60, 100, cell_seconds=60.0)  # a 1-minute budget would want 60 shards a column
     matrix = github_matrix(found, shard_minutes=1.0)

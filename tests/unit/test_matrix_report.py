@@ -13,10 +13,11 @@ import pytest
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import read_cell, write_cell
 from runner.matrix.cells import cells
-from runner.matrix.plan import CellOptions, CellPlan, plan_cells
+from runner.matrix.plan import CellOptions, CellPlan, plan_cells, with_trials
 from runner.matrix.report import Expected, ReportError, gate, junit, load_cells, load_expected, manifest, markdown
 from runner.matrix.result import CellResult
 from runner.matrix.run import run_matrix
+from runner.matrix.series import stability
 
 PINS = {"caseSetHash": "c" * 64, "worldSetHash": "w" * 64, "judgeVersion": 5, "runnerVersion": "0.1.0",
         "promptHash": "p" * 64, "catalogHash": "sha256:" + "k" * 64, "imageId": "sha256:i", "cliVersion": "1",
@@ -109,3 +110,115 @@ def test_load_cells_names_a_bad_file(tmp_path: Path) -> None:
         load_cells([tmp_path])
     assert read_cell(tmp_path / "missing") is None
     assert find_profile("reference").id == "reference"
+
+
+def trial(cell_id: str, status: str, k: int, started: str = "2026-12-01T00:00:00Z", **pins: Any) -> CellResult:
+    body = result_json(cell_id, status, **({"trial": k} if k > 1 else {}), **pins)
+    return CellResult.from_json({**body, "startedAt": started, "turn": {"status": "escalated"}})
+
+
+def test_stability_reads_pass_first_then_the_other_grades_as_they_first_appear() -> None:
+    runs = [trial("a.base.x", "not_exercised", 1), trial("a.base.x", "pass", 2)]
+    assert stability(runs) == "1/2 pass, 1/2 not_exercised"
+    assert stability(runs, spaced=True) == "1/2 pass, 1/2 not exercised"
+    assert stability([trial("a.base.x", "pass", k) for k in (1, 2)]) == "2/2 pass"
+
+
+def test_the_gate_on_unstable_cells() -> None:
+    moving = [trial("a.base.x", "pass", 1), trial("a.base.x", "not_exercised", 2)]
+    steady = [trial("b.base.x", "pass", 1), trial("b.base.x", "pass", 2)]
+    # no entry: a cell expected to pass every run that fails one is a new failure
+    assert gate(moving + steady, []).new == ["a.base.x (1/2 pass, 1/2 not_exercised)"]
+    # a plain entry (a known failure) whose cell passed a run is stale; an unstable one covers it
+    plain = gate(moving, [Expected("a.base.x")])
+    assert plain.known and plain.stale == ["a.base.x (1/2 pass, 1/2 not_exercised: fixed, or mark it unstable)"]
+    assert gate(moving, [Expected("a.base.x", reason="r", unstable=True)]).passed
+    # an unstable cell that became stable (two runs or more, none failing) is stale; one run proves nothing
+    assert gate(steady, [Expected("b.base.x", reason="r", unstable=True)]).stale == [
+        "b.base.x (unstable, now stable: 2/2 pass)"]
+    assert gate(steady[:1], [Expected("b.base.x", reason="r", unstable=True)]).passed
+    failing = [trial("c.base.x", "fail", 1), trial("c.base.x", "fail", 2)]
+    assert gate(failing, [Expected("c.base.x", reason="r", unstable=True)]).passed  # still fails: still covered
+
+
+def test_an_unstable_entry_must_say_why(tmp_path: Path) -> None:
+    file = tmp_path / "expected.yml"
+    file.write_text("- cell: a.b.c\n  unstable: true\n")
+    with pytest.raises(ReportError, match="entry 0: field 'reason'"):
+        load_expected(file)
+    file.write_text("- cell: a.b.c\n  unstable: yes please\n")
+    with pytest.raises(ReportError, match="field 'unstable'"):
+        load_expected(file)
+    file.write_text("- cell: a.b.c\n  unstable: true\n  reason: the model skips the control call\n")
+    assert load_expected(file) == [Expected("a.b.c", None, "the model skips the control call", True)]
+
+
+def test_runs_of_one_cell_on_another_catalogue_are_kept_apart_columns_of_one_row_are_not() -> None:
+    runs = [trial("a.base.x", "pass", 1), trial("a.base.x", "pass", 2, catalogHash="sha256:other"),
+            trial("a.base.y", "pass", 1, catalogHash="sha256:other")]
+    data = manifest(runs)
+    assert [c["columnId"] for c in data["rows"][0]["cells"]] == ["x", "y"]
+    assert any("different catalogues" in p for p in data["comparability"])  # reported, as it always was
+    [kept] = data["keptApart"]
+    assert kept["apart"] == ["group 1: catalogHash of a.base.x sha256:" + "k" * 64 + " → sha256:other"]
+    assert markdown(runs).count("| inv a | exp | `a.base` |") == 2
+
+
+def test_junit_is_one_test_per_cell_with_its_runs_in_the_output() -> None:
+    runs = [trial("a.base.x", "pass", 1), trial("a.base.x", "fail", 2)]
+    suite = ET.fromstring(junit(runs)).find("testsuite[@name='x']")
+    assert suite is not None and suite.get("tests") == "1" and suite.get("failures") == "1"
+    out = suite.find("testcase/system-out")
+    assert out is not None and (out.text or "").splitlines()[1].startswith("run 2 (trial 2): fail")
+    assert ET.fromstring(junit(runs[:1])).find("testsuite/testcase/system-out") is None  # one run: as before
+
+
+def test_a_byte_identical_copy_of_a_run_is_one_run_a_rerun_is_another(tmp_path: Path) -> None:
+    one = trial("a.base.x", "pass", 1)
+    write_cell(tmp_path / "a" / one.id, one)
+    write_cell(tmp_path / "copy" / one.id, one)
+    write_cell(tmp_path / "b" / one.id, one.replace(started_at="2026-12-01T00:00:09Z"))
+    assert len(load_cells([tmp_path / "a", tmp_path / "copy", tmp_path / "a" / one.id])) == 1
+    assert [r.started_at for r in load_cells([tmp_path / "b", tmp_path / "a"])] == [
+        "2026-12-01T00:00:09Z", "2026-12-01T00:00:00Z"]  # in the order the directories were given
+
+
+def test_trials_of_a_cell_run_one_after_another_and_resume_counts_them(tmp_path: Path) -> None:
+    plans = with_trials(plan_cells(cells("reference", "escalation,escalation-refused"), CellOptions(), {}), 3)
+    # the declared row (escalation-refused is not applicable on an MCP column) is written once
+    assert [(p.id, p.trial) for p in plans] == [("escalation.baseline.reference", k) for k in (1, 2, 3)] + [
+        ("escalation-refused.escalation-withheld.reference", 1)]
+    assert plans[1].planned_pins()["trial"] == 2 and "trial" not in plans[0].planned_pins()
+    running: list[str] = []
+    overlapped: list[bool] = []
+
+    async def one(cell: CellPlan, directory: Path) -> CellResult:
+        overlapped.append(any(r == cell.id for r in running))
+        running.append(cell.id)
+        await anyio.sleep(0.01)
+        running.remove(cell.id)
+        outcome = trial(cell.id, "pass", cell.trial)
+        write_cell(directory, outcome)
+        return outcome
+
+    def planned(cell: CellPlan) -> dict[str, Any]:
+        return {**PINS, **({"trial": cell.trial} if cell.trial > 1 else {})}
+
+    summary = anyio.run(lambda: run_matrix(plans, tmp_path, one, planned, jobs=4, per_harness=4))
+    assert not any(overlapped) and len(summary.ran) == 4
+    assert (tmp_path / "escalation.baseline.reference" / "trial-3" / "result.json").is_file()
+    assert read_cell(tmp_path / "escalation.baseline.reference" / "trial-2") is not None
+    again = anyio.run(lambda: run_matrix(plans, tmp_path, one, planned))
+    assert again.ran == [] and len(again.reused) == 4
+    more = with_trials(plans[:1], 4)
+    assert anyio.run(lambda: run_matrix(more, tmp_path, one, planned)).ran == [
+        "escalation.baseline.reference trial 4"]
+
+
+def test_an_interrupted_run_that_never_knew_its_pins_is_not_kept_apart() -> None:
+    graded = trial("a.base.x", "pass", 1)
+    cut = CellResult.from_json({"version": 1, "cell": graded.cell.to_json(), "interrupted": True, "pins": {},
+                                "grade": {"status": "interrupted", "evidence": "interrupted"}, "repro": ""})
+    data = manifest([cut, graded])
+    assert data["keptApart"] == [] and data["caseSetHash"] == "c" * 64
+    assert data["rows"][0]["cells"][0]["stability"] == "1/2 pass, 1/2 interrupted"
