@@ -1,15 +1,21 @@
 """Rootless Podman through its Docker-compatible socket: which promises it keeps, proved on the engine itself.
 
-Runs only when RUNNER_TEST_PODMAN_HOST names the socket (``RUNNER_ENGINE=podman scripts/ensure-docker.sh`` prints
-it) and the reference image is loaded there (``docker save IMAGE | podman load`` as that user). Measured on this
-machine (Debian 12, Podman 4.3.1, rootless, cgroup v1, vfs storage): the compat API refuses the HOME tmpfs owned by
-uid 1000 (``unknown mount option "uid=1000"``), and it accepts pids and memory limits it does not enforce (no
-``pids.max`` in the container). runner names the first as HardeningRefused before any turn; a turn is never graded.
+The engine is RUNNER_TEST_PODMAN_HOST when it names a socket; otherwise, as root on Debian (this machine, and
+CI), ``scripts/ensure-podman.sh`` provisions one (Debian's podman, a non-root user, its rootless service) and the
+reference image is loaded into that user's store (``docker save`` from the Docker Engine, ``podman load`` as the
+user). Measured on this machine (Debian 12, Podman 4.3.1, rootless, cgroup v1, vfs storage): the compat API refuses
+the HOME tmpfs owned by uid 1000 (``unknown mount option "uid=1000"``), and it accepts pids and memory limits it
+does not enforce (no ``pids.max`` in the container). runner names the first as HardeningRefused before any turn; a
+turn is never graded.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import docker
@@ -17,32 +23,61 @@ import pytest
 
 from runner.sandbox import probe
 from runner.sandbox.container import ContainerSpec
+from runner.sandbox.images import ImageRecord
 
-HOST = os.environ.get("RUNNER_TEST_PODMAN_HOST", "")
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(300),
-              pytest.mark.skipif(not HOST, reason="set RUNNER_TEST_PODMAN_HOST to a Podman socket")]
+ROOT = Path(__file__).resolve().parents[2]
+PODMAN_USER = os.environ.get("RUNNER_PODMAN_USER", "runner-podman")
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
-def podman() -> docker.DockerClient:
-    client = docker.DockerClient(base_url=HOST, version="auto", timeout=120)
-    assert "podman" in str(client.version()).lower(), f"{HOST} is not a Podman engine"
+def host() -> str:
+    """The Podman socket: the one named, or one this machine's scripts provision (root on Debian, as in CI)."""
+    named = os.environ.get("RUNNER_TEST_PODMAN_HOST", "")
+    if named:
+        return named
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.fail("no Podman to test: set RUNNER_TEST_PODMAN_HOST, or run as root on Debian so that "
+                    "scripts/ensure-podman.sh can provision one")
+    done = subprocess.run([str(ROOT / "scripts" / "ensure-podman.sh")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "RUNNER_PODMAN_USER": PODMAN_USER})
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"^export DOCKER_HOST=(\S+)$", done.stdout, re.M)
+    assert found, done.stdout + done.stderr
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def podman(host: str) -> docker.DockerClient:
+    client = docker.DockerClient(base_url=host, version="auto", timeout=120)
+    assert "podman" in str(client.version()).lower(), f"{host} is not a Podman engine"
     return client
 
 
 @pytest.fixture(scope="module")
-def reference(podman: docker.DockerClient) -> str:
-    found = podman.images.list(filters={"label": "runner.harness=reference"}) or podman.images.list(
-        name="runner/reference")
+def reference(podman: docker.DockerClient, reference_image: ImageRecord) -> str:
+    """The reference image in Podman's store: loaded from the Docker Engine when it is not there yet."""
+    tag = reference_image.tag
+    found = podman.images.list(filters={"label": f"runner.recipe={reference_image.recipe_hash}"})
+    if not found and not os.environ.get("RUNNER_TEST_PODMAN_HOST"):
+        save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+        user = pwd.getpwnam(PODMAN_USER)
+        as_user = ["runuser", "-u", PODMAN_USER, "--", "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin",
+                   f"HOME={user.pw_dir}", f"XDG_RUNTIME_DIR=/run/user/{user.pw_uid}"]
+        load = subprocess.run([*as_user, "podman", "load"], stdin=save.stdout, capture_output=True, text=True,
+                              timeout=600)
+        assert save.wait(timeout=60) == 0 and load.returncode == 0, load.stderr
+        found = podman.images.list(filters={"label": f"runner.recipe={reference_image.recipe_hash}"})
     if not found:
-        pytest.skip("load the reference image into Podman first")
+        pytest.fail(f"the reference image ({tag}) is not in Podman's store: load it there (docker save | podman load)")
     return str(found[0].id)
 
 
+
 def test_the_probe_names_what_podman_refuses_before_any_turn(
-    tmp_path: Path, podman: docker.DockerClient, reference: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, host: str, podman: docker.DockerClient, reference: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DOCKER_HOST", HOST)
+    monkeypatch.setenv("DOCKER_HOST", host)
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     spec = ContainerSpec(reference, ["true"], tmp_path, {"runner.run": "podman-test", "runner.cell": "probe"})
     with pytest.raises((probe.HardeningRefused, probe.LimitsNotEnforced)):
