@@ -49,6 +49,11 @@ def assert_nothing_left(engine: docker.DockerClient, proxy: EngineProxy) -> None
 def test_hiccups_are_retried_and_the_turn_runs_as_if_nothing_happened(
     tmp_path: Path, engine: docker.DockerClient, proxy: EngineProxy
 ) -> None:
+    # a clean turn first, through the same proxy: it runs (and caches) the wiring probe for this engine address,
+    # so the faults below land on the turn's own container and the counts are the turn's alone
+    assert exec_through(proxy, tmp_path)["status"] == "escalated"
+    proxy.seen.clear()
+    proxy.created_labels.clear()
     report = exec_through(
         proxy, tmp_path,
         Fault("GET", "/_ping", "refuse"),
