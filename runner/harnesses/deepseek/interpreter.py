@@ -29,8 +29,9 @@ session reader fails a turn whose log has no ``turn/end``.
 from __future__ import annotations
 
 from runner.core.outcomes import Json, ProtocolError
+from runner.harnesses.claude_code.interpreter import assistant_steps
 from runner.harnesses.codex.interpreter import ARGUMENTS_UNPARSEABLE, arguments_object, vendor_code
-from runner.harnesses.stream import Completed, Failed, Message, Step
+from runner.harnesses.stream import Completed, Failed, Step
 
 TURN_END_FAILURES: dict[str, str] = {
     "aborted": "The DeepSeek Harness turn was cancelled before it completed.",
@@ -71,16 +72,8 @@ def interpret(frame: dict[str, Json]) -> list[Step]:
             return [Failed(ProtocolError.of(ARGUMENTS_UNPARSEABLE, text))]
         return []
 
-    if kind == "assistant/message":
-        message = data.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            return []
-        return [
-            Message(block["text"])
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-        ]
+    if kind == "assistant/message":  # the same content blocks as Claude Code's assistant frames
+        return assistant_steps(data)
 
     if kind == "turn/end":
         reason = data.get("reason")
