@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -94,9 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from runner.sandbox.engine import EngineError, connect
     from runner.sandbox.images import read_lock, verify_lock
 
-    err = Console(stderr=True)
-    out = Console()
-    out = Console(width=max(out.width, 120))  # a pipe reports 80 columns: too narrow for the table
+    # on a terminal the table fits it; written to a pipe or a file it is never folded (logs and grep see whole rows)
+    err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, soft_wrap=True, width=1 << 16)
+    out = Console() if sys.stdout.isatty() else Console(soft_wrap=True, width=1 << 16)
 
     def say(text: str) -> None:
         err.print(f"[dim]bench[/] {text}", highlight=False)
