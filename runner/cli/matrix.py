@@ -106,7 +106,8 @@ def run(
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         async def one(plan: Any, directory: Path) -> Any:
-            result, _ = await run_cell(client, plan, directory)
+            # the image ImagePins resolved for this cell's resume check: found once per image, not once per cell
+            result, _ = await run_cell(client, plan, directory, image=planned.images.get(plan.cell.profile.image))
             return result
 
         summary = interruptible(

@@ -3,7 +3,8 @@ through :func:`run_cell` with a :class:`~runner.matrix.plan.CellPlan`, so their 
 
 A row that is ``not_implemented``, or ``unsupported`` on this column, is written without running anything; an
 unavailable column is written as such; everything else runs one turn, is graded by the judge from the turn's
-record, and carries every pin.
+record, and carries every pin. ``image`` is the column's image when the caller already resolved it (a matrix
+does, once per image, for its resume check); otherwise it is found or built here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -24,6 +25,9 @@ from runner.matrix.plan import CellPlan
 from runner.matrix.result import UNAVAILABLE, CellRef, CellResult, InfrastructureProblem, TurnSummary
 from runner.sandbox.engine import EngineError
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+
+if TYPE_CHECKING:
+    from runner.sandbox.images import ImageRecord
 
 
 def _row(plan: CellPlan) -> dict[str, Any]:
@@ -47,6 +51,7 @@ def _problem(error: Exception) -> InfrastructureProblem:
 
 async def run_cell(
     client: docker.DockerClient | None, plan: CellPlan, directory: Path, progress: Any = lambda _: None,
+    image: ImageRecord | None = None,
 ) -> tuple[CellResult, TurnReport | None]:
     """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``client`` may
     be None for a plan that runs no turn."""
@@ -62,8 +67,9 @@ async def run_cell(
     assert client is not None, "a cell that runs a turn needs an engine"
     from runner.sandbox.images import ensure_image
 
-    try:
-        image = await anyio.to_thread.run_sync(lambda: ensure_image(client, cell.profile.image, progress=progress))
+    try:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
+        if image is None:
+            image = await anyio.to_thread.run_sync(lambda: ensure_image(client, cell.profile.image, progress=progress))
     except EngineError as err:
         failed = _base(plan, plan.planned_pins()).replace(infrastructure_error=_problem(err))
         return _finish(directory, failed, started), None
