@@ -19,6 +19,7 @@ from runner.cli.turn import (
     TRANSPORT_HELP,
     TRIALS_HELP,
     check_out,
+    check_transport,
     connect_engine,
     interruptible,
     new_run_id,
@@ -77,8 +78,7 @@ def run(
     elif declared_only:
         chosen = [c for c in chosen if not runs_a_turn(c)]
     run_id = new_run_id()
-    if transport not in ("auto", "mount", "stream"):
-        fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}")
+    check_transport(transport)
     options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport,
                           model_dialect=model_dialect)
     check_out(out_dir, False)

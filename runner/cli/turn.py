@@ -56,6 +56,14 @@ def check_out(path: Path, as_json: bool) -> None:
         check_output_dir(path)
 
 
+def check_transport(transport: str, as_json: bool = False) -> None:
+    """A usage error unless ``transport`` is one the turn knows (runner.turn.process.TRANSPORTS)."""
+    from runner.turn.process import TRANSPORTS
+
+    if transport not in TRANSPORTS:
+        fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
+
+
 def connect_engine(as_json: bool = False) -> Any:
     from runner.sandbox.engine import connect
 
@@ -158,8 +166,7 @@ def exec_(
     if profile.unavailable:
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     run_id = new_run_id()
-    if transport not in ("auto", "mount", "stream"):
-        fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
+    check_transport(transport, as_json)
     options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault,
                           transport=transport, model_dialect=model_dialect)
     with reported(as_json):
