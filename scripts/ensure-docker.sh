@@ -6,10 +6,11 @@
 #   offline bases and socat for the tests), start dockerd in the background logging to
 #   $RUNNER_DOCKERD_LOG, and wait (bounded) until `docker info` answers.
 # - Anywhere else: stop with a message that says what is missing.
-# - RUNNER_ENGINE=podman: use rootless Podman's Docker-compatible socket instead (run as the non-root user):
-#   start `podman system service` on $XDG_RUNTIME_DIR/podman/podman.sock if nothing answers there, and print
-#   the DOCKER_HOST to export. Debian packages: podman uidmap slirp4netns catatonit. What Podman 4.3 on this
-#   kind of host cannot keep is in the README's "Engines" section (the probe names it before any turn).
+# - RUNNER_ENGINE=podman: use rootless Podman's Docker-compatible socket instead (run as the non-root user): unless
+#   its API already answers on $XDG_RUNTIME_DIR/podman/podman.sock, start `podman system service` there (its log:
+#   service.log beside the socket), wait (bounded) until the API answers, and print the DOCKER_HOST to export.
+#   Debian packages: podman uidmap slirp4netns catatonit. What Podman 4.3 on this kind of host cannot keep is in
+#   the README's "Engines" section (the probe names it before any turn).
 set -euo pipefail
 
 LOG=${RUNNER_DOCKERD_LOG:-/var/log/runner-dockerd.log}
@@ -22,13 +23,27 @@ if [ "${RUNNER_ENGINE:-docker}" = podman ]; then
   command -v podman >/dev/null 2>&1 || { say "RUNNER_ENGINE=podman: install podman uidmap slirp4netns catatonit"; exit 1; }
   runtime=${XDG_RUNTIME_DIR:-/run/user/$(id -u)}
   sock=$runtime/podman/podman.sock
-  if ! DOCKER_HOST=unix://$sock engine_answers; then
+  service_log=$runtime/podman/service.log
+  # Answering is the API's _ping, not the socket file: a socket left by a service that is gone (a reboot keeps
+  # /run on some hosts) refuses connections, and a new service binds a moment after it starts.
+  podman_answers() { timeout 10 podman --remote --url "unix://$sock" version >/dev/null 2>&1; }
+  if ! podman_answers; then
     mkdir -p "$runtime/podman"
-    say "starting podman system service on $sock"
-    XDG_RUNTIME_DIR=$runtime setsid podman system service --time=0 "unix://$sock" </dev/null >/dev/null 2>&1 &
-    for _ in $(seq "$WAIT_SECONDS"); do [ -S "$sock" ] && break; sleep 1; done
+    rm -f "$sock"
+    say "starting podman system service on $sock (log: $service_log)"
+    XDG_RUNTIME_DIR=$runtime setsid podman system service --time=0 "unix://$sock" </dev/null >"$service_log" 2>&1 &
+    service=$!
+    for _ in $(seq "$WAIT_SECONDS"); do
+      podman_answers && break
+      kill -0 "$service" 2>/dev/null || break
+      sleep 1
+    done
+    if ! podman_answers; then
+      say "podman system service did not answer on $sock; last lines of $service_log:"
+      tail -n 20 "$service_log" >&2 || true
+      exit 1
+    fi
   fi
-  [ -S "$sock" ] || { say "no Podman socket at $sock"; exit 1; }
   say "Podman answers; use it with:"
   echo "export DOCKER_HOST=unix://$sock"
   exit 0
