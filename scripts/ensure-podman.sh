@@ -12,6 +12,7 @@
 # it before any turn. make test uses this (tests/integration/test_podman.py) when RUNNER_TEST_PODMAN_HOST is unset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$(pwd)
 
 USER_NAME=${RUNNER_PODMAN_USER:-runner-podman}
 say() { printf 'ensure-podman: %s\n' "$*" >&2; }
@@ -38,5 +39,8 @@ uid=$(id -u "$USER_NAME")
 runtime=/run/user/$uid
 install -d -m 0700 -o "$USER_NAME" -g "$USER_NAME" "$runtime"
 home=$(getent passwd "$USER_NAME" | cut -d: -f6)
+# As the user, from its home: podman re-enters its working directory, and a checkout under a directory only root
+# may enter (mktemp -d makes one) would stop it ("cannot chdir ... Permission denied"). The script is read by root.
+cd "$home"
 runuser -u "$USER_NAME" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" XDG_RUNTIME_DIR="$runtime" \
-  RUNNER_ENGINE=podman bash scripts/ensure-docker.sh
+  RUNNER_ENGINE=podman bash -s <"$repo/scripts/ensure-docker.sh"

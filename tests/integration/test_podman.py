@@ -66,7 +66,7 @@ def reference(podman: docker.DockerClient, reference_image: ImageRecord) -> str:
         as_user = ["runuser", "-u", PODMAN_USER, "--", "env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin",
                    f"HOME={user.pw_dir}", f"XDG_RUNTIME_DIR=/run/user/{user.pw_uid}"]
         load = subprocess.run([*as_user, "podman", "load"], stdin=save.stdout, capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, cwd=user.pw_dir)  # podman re-enters its cwd: a mktemp -d checkout bars it
         assert save.wait(timeout=60) == 0 and load.returncode == 0, load.stderr
         found = podman.images.list(filters={"label": f"runner.recipe={reference_image.recipe_hash}"})
     if not found:
