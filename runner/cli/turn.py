@@ -215,9 +215,13 @@ async def _exec_trials(client: Any, plans: list[Any], target: Path, progress: Ca
     from runner.matrix.cell import run_cell
 
     runs = []
+    image = None  # found or built by the first trial that reaches a turn, then handed to the rest
     for plan in plans:
         progress(f"trial {plan.trial} of {len(plans)}")
-        runs.append(await run_cell(client, plan, trial_dir(target, plan.trial), progress))
+        result, report = await run_cell(client, plan, trial_dir(target, plan.trial), progress, image=image)
+        runs.append((result, report))
+        if report is not None:
+            image = report.request.image
     return runs
 
 
