@@ -151,13 +151,15 @@ def report(
 
             old = load_manifest(compare)
     verdict = rep.gate(loaded, expected)
-    text = rep.markdown(loaded, verdict)
-    if markdown:
-        markdown.write_text(text)
-    elif compare is None:
-        print(text)
+    if markdown or compare is None:
+        text = rep.markdown(loaded, verdict)
+        if markdown:
+            markdown.write_text(text)
+        else:
+            print(text)
+    data = rep.manifest(loaded, verdict) if compare is not None or manifest else {}
     if compare is not None:
-        body = diff_markdown(old, rep.manifest(loaded, verdict), old_name=compare_label or f"`{compare}`")
+        body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
         if diff:
             diff.write_text(body)
         else:
@@ -165,7 +167,7 @@ def report(
     if junit:
         junit.write_text(rep.junit(loaded))
     if manifest:
-        manifest.write_text(json.dumps(rep.manifest(loaded, verdict), indent=2) + "\n")
+        manifest.write_text(json.dumps(data, indent=2) + "\n")
     err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
                 f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
     if not verdict.passed:
