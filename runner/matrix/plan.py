@@ -15,17 +15,15 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import runner
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.hashing import current_pins
 from runner.harnesses.profile import Profile
 from runner.matrix.cells import Cell, runs_a_turn
-from runner.model.types import DIALECT_ALIASES, DialectName, ModelEndpointError
+from runner.model.types import DIALECT_ALIASES, DIALECT_NAMES, ModelEndpointError
 from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
-
-DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+from runner.model.types import DIALECT_NAMES
+
 VALUE_LIMIT = 80  # characters of a value shown in a divergence sentence
-DIALECT_NAMES = ("openai-responses", "openai-chat", "anthropic-messages", "gemini")
 DROPPED_QUERY = frozenset({"key"})
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"

@@ -10,7 +10,7 @@ the endpoint and the harness profiles take these from one place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,7 @@ DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
 DEFAULT_MODEL = "runner-scripted"
 
 DialectName = Literal["openai-responses", "openai-chat", "anthropic-messages", "gemini"]
+DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
 DIALECT_ALIASES = {"anthropic": "anthropic-messages"}  # what --model-dialect also accepts
 AuthScheme = Literal["bearer", "x-api-key", "x-goog-api-key"]
 
