@@ -61,10 +61,7 @@ def copy_session_transcript(source: Path, dest: Path, scrubber: Scrubber) -> lis
 
 def scrub_zstd(data: bytes, scrubber: Scrubber) -> bytes:
     """A zstd file's readable content with every secret replaced by its marker, compressed again."""
-    plain = decompress_bytes(data, MAX_SESSION_BYTES)
-    for secret, marker in scrubber.markers():
-        plain = plain.replace(secret.encode(), marker.encode())
-    return bytes(zstandard.ZstdCompressor().compress(scrubber.mask(plain)))
+    return bytes(zstandard.ZstdCompressor().compress(scrubber.raw(decompress_bytes(data, MAX_SESSION_BYTES))))
 
 
 def scrub_database(path: Path, scrubber: Scrubber) -> None:
