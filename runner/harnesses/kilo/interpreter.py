@@ -4,19 +4,12 @@ with Kilo's name in the fallback failure text. Evidence: :mod:`runner.harnesses.
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
-from runner.harnesses.opencode.interpreter import FAILURE_TEXT as OPENCODE_FAILURE_TEXT
-from runner.harnesses.opencode.interpreter import interpret as opencode_interpret
-from runner.harnesses.stream import Failed, Step
+from runner.core.outcomes import Json
+from runner.harnesses.opencode.interpreter import opencode_steps
+from runner.harnesses.stream import Step
 
 FAILURE_TEXT = "The Kilo Code CLI reported a failure."
 
 
 def interpret(frame: dict[str, Json]) -> list[Step]:
-    steps = opencode_interpret(frame)
-    return [
-        Failed(ProtocolError.of(s.error.code, FAILURE_TEXT, retryable=s.error.retryable))
-        if isinstance(s, Failed) and s.error.message == OPENCODE_FAILURE_TEXT
-        else s
-        for s in steps
-    ]
+    return opencode_steps(frame, FAILURE_TEXT)

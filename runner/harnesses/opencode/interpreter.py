@@ -34,7 +34,7 @@ from runner.harnesses.stream import Completed, Failed, Message, Step
 FAILURE_TEXT = "The opencode CLI reported a failure."
 
 
-def _error_text(error: Json) -> str:
+def _error_text(error: Json, failure_text: str) -> str:
     if isinstance(error, dict):
         data = error.get("data")
         detail = data.get("message") if isinstance(data, dict) else None
@@ -43,10 +43,15 @@ def _error_text(error: Json) -> str:
                 return candidate
     if isinstance(error, str) and error:
         return error
-    return FAILURE_TEXT
+    return failure_text
 
 
 def interpret(frame: dict[str, Json]) -> list[Step]:
+    return opencode_steps(frame)
+
+
+def opencode_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> list[Step]:
+    """The rules above, with ``failure_text`` where an error frame says nothing (a fork names itself: Kilo)."""
     kind = frame.get("type")
     part = frame.get("part")
     part = part if isinstance(part, dict) else {}
@@ -56,7 +61,8 @@ def interpret(frame: dict[str, Json]) -> list[Step]:
     if kind == "step_finish":
         return [Completed()] if part.get("reason") == "stop" else []
     if kind == "error":
-        return [Failed(ProtocolError.of(Code.HARNESS_FAILED, _error_text(frame.get("error")), retryable=True))]
+        return [Failed(ProtocolError.of(Code.HARNESS_FAILED, _error_text(frame.get("error"), failure_text),
+                                       retryable=True))]
     if kind == "done":
         return [Completed()]
     return []
