@@ -148,7 +148,6 @@ class Bridge:
         self._lock = threading.Lock()
         self._conns: dict[int, socket.socket] = {}
         self._closed = False
-        self.channels = 0
         self._reader = threading.Thread(target=self._read, name="stream-bridge", daemon=True)
         self._reader.start()
 
@@ -192,7 +191,6 @@ class Bridge:
                 conn.close()
                 self._send(CLOSE, channel)
                 return
-            self.channels += 1
             self._conns[channel] = conn
             threading.Thread(target=self._pump, args=(channel, conn), name=f"stream-{name}", daemon=True).start()
             return

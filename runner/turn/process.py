@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from runner.core.scrub import Scrubber
 from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.engine import engine_address
 from runner.sandbox.probe import MountsNotVisible, check_wiring
 from runner.sandbox.stream import StreamSandboxedProcess
 from runner.turn.collect import copy_session_transcript
@@ -67,6 +68,8 @@ ProcessFactory = Callable[[ContainerSpec], CliProcess]
 class DockerProcess(SandboxedProcess):
     """The hardened container, which sees the turn dir through its bind mount."""
 
+    transport = "mount"
+
     def collect(self, relative: str, dest: Path, scrubber: Scrubber) -> list[str]:
         return copy_session_transcript(self.spec.turn_dir / relative, dest, scrubber)
 
@@ -81,6 +84,9 @@ class StreamProcess(StreamSandboxedProcess):
 
 
 TRANSPORTS = ("auto", "mount", "stream")
+# (engine, image) where this process's probe found the mount not reaching the container: a failure is not cached
+# by the probe (it may be fixed), but within one run auto need not probe the mount again before every turn
+_MOUNT_NOT_VISIBLE: set[tuple[str, str]] = set()
 
 
 class DockerProcesses:
@@ -90,28 +96,27 @@ class DockerProcesses:
     (:func:`~runner.sandbox.probe.check_wiring`, cached; it raises a named
     :class:`~runner.sandbox.probe.WiringError` with the fix, so a turn that could not work is never graded).
     ``stream`` needs only the engine API (:mod:`runner.sandbox.stream`). ``auto`` is ``mount`` where the
-    probe finds the mount reaching the container, else ``stream``. :attr:`chosen` says which ran.
+    probe finds the mount reaching the container, else ``stream``; a process that found it does not goes
+    straight to ``stream`` for that engine and image. The process's ``transport`` says which ran.
     """
 
-    def __init__(self, client: docker.DockerClient, probe: bool = True, transport: str = "auto") -> None:
+    def __init__(self, client: docker.DockerClient, transport: str = "auto") -> None:
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.client = client
-        self.probe = probe
         self.transport = transport
-        self.chosen: str | None = None
 
     def __call__(self, spec: ContainerSpec) -> CliProcess:
         transport = self.transport
-        if self.probe:
-            try:
-                check_wiring(self.client, spec, mount=transport != "stream")
-            except MountsNotVisible:
-                if transport == "mount":
-                    raise
-                check_wiring(self.client, spec, mount=False)
-                transport = "stream"
-        if transport == "auto":
-            transport = "mount"
-        self.chosen = transport
+        where = (engine_address(), spec.image_id)
+        if transport == "auto" and where in _MOUNT_NOT_VISIBLE:
+            transport = "stream"
+        try:
+            check_wiring(self.client, spec, mount=transport != "stream")
+        except MountsNotVisible:
+            if transport == "mount":
+                raise
+            _MOUNT_NOT_VISIBLE.add(where)
+            check_wiring(self.client, spec, mount=False)
+            transport = "stream"
         return StreamProcess(self.client, spec) if transport == "stream" else DockerProcess(self.client, spec)

@@ -134,7 +134,7 @@ async def run_turn(
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
             elapsed=time.monotonic() - started, mcp=played.mcp, infrastructure_error=settled.infrastructure_error,
-            transport=getattr(processes, "chosen", None),
+            transport=getattr(proc, "transport", None),  # a test's own process may not say
         )
     finally:
         await _teardown(turn, proc)

@@ -9,6 +9,14 @@ import pytest
 
 from runner.sandbox import probe
 from runner.sandbox.container import ContainerSpec
+from runner.turn import process
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts as a new process would: a pass another test left in memory would skip the probe."""
+    monkeypatch.setattr(probe, "_passed", set())
+    monkeypatch.setattr(process, "_MOUNT_NOT_VISIBLE", set())
 
 
 def spec(tmp_path: Path) -> ContainerSpec:
@@ -49,3 +57,22 @@ def test_a_pass_is_remembered_and_not_probed_again(tmp_path: Path, monkeypatch: 
 def test_start_errors_are_told_apart(message: str, error: str) -> None:
     found = probe._classify_start_error(docker.errors.APIError(message))
     assert type(found).__name__ == error
+
+
+def test_auto_probes_the_mount_once_per_process_where_it_does_not_reach(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probed: list[bool] = []
+
+    def check_wiring(_client: object, _spec: ContainerSpec, mount: bool = True) -> None:
+        probed.append(mount)
+        if mount:
+            raise probe.MountsNotVisible("no nonce")
+
+    monkeypatch.setattr(process, "check_wiring", check_wiring)
+    monkeypatch.setattr(process.StreamProcess, "__init__", lambda self, client, spec: None)
+    factory = process.DockerProcesses(None, transport="auto")  # type: ignore[arg-type]
+    assert [factory(spec(tmp_path)).transport for _ in range(3)] == ["stream"] * 3
+    assert probed == [True, False, False, False]  # the mount once; the stream's own check (cached) each turn
+    with pytest.raises(probe.MountsNotVisible):  # asked for by name, the mount is probed, and refused, again
+        process.DockerProcesses(None, transport="mount")(spec(tmp_path))  # type: ignore[arg-type]
