@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -22,13 +24,22 @@ def test_done_means_the_runner_cleaned_up_itself() -> None:
 
 
 def test_released_reaper_exits_without_touching_the_engine() -> None:
-    # no engine at this address: a reaper that tried to reap would spend its sweeps failing to connect
-    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
-    proc = subprocess.Popen([sys.executable, "-m", "runner.sandbox.reaper", "run-x"], stdin=subprocess.PIPE, env=env)
-    assert proc.stdin is not None
-    proc.stdin.write(reaper.DONE)
-    proc.stdin.close()
-    assert proc.wait(timeout=30) == 0
+    # the "engine" is a socket this test listens on and never answers: a reaper that tried to reap would connect
+    # (left in the backlog, which accept then returns) and hang on its unanswered ping past the wait
+    with tempfile.TemporaryDirectory(dir="/tmp") as short, socket.socket(socket.AF_UNIX) as engine:
+        path = f"{short}/engine.sock"  # /tmp, not tmp_path: a unix socket's path has at most 107 bytes
+        engine.bind(path)
+        engine.listen(8)
+        env = {**os.environ, "DOCKER_HOST": f"unix://{path}"}
+        proc = subprocess.Popen([sys.executable, "-m", "runner.sandbox.reaper", "run-x"], stdin=subprocess.PIPE,
+                                env=env)
+        assert proc.stdin is not None
+        proc.stdin.write(reaper.DONE)
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        engine.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            engine.accept()  # nobody connected
 
 
 def test_disabled_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
