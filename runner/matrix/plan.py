@@ -78,6 +78,11 @@ class CellPlan:
         declared = self.cell.profile.unavailable or self.cell.case.not_implemented is not None
         return self.options.run_unsupported and not declared
 
+    @property
+    def trial_pins(self) -> dict[str, Any]:
+        """Trial 1 carries no pin: a one-trial run's result.json is as it always was."""
+        return {"trial": self.trial} if self.trial > 1 else {}
+
     def planned_pins(self, image: Any | None = None) -> dict[str, Any]:
         """The pins known before the cell runs (what resume compares); ``image`` once it is built."""
         extra: dict[str, Any] = {"profileHash": self.profile_hash}
@@ -85,8 +90,7 @@ class CellPlan:
             extra["modelFault"] = self.model.fault  # a faulted cell is another experiment: never resumed as a plain one
         if self.chooses_dialect:
             extra["modelDialect"] = self.dialect  # so is a cell in another dialect
-        if self.trial > 1:
-            extra["trial"] = self.trial  # trial 1 carries no pin: a one-trial run's result.json is as it always was
+        extra |= self.trial_pins
         pins = current_pins(
             runner_version=runner.__version__, model_mode=self.model.mode, behaviour=self.options.behaviour.value,
             image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,

@@ -146,6 +146,6 @@ def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:
         cell=CellRef(cell.id, cell.case.id, cell.condition.id, cell.profile.id),
         interrupted=True,
         grade={"status": INTERRUPTED, "evidence": "the run was interrupted while this cell was running"},
-        pins=existing.pins if existing else ({"trial": plan.trial} if plan.trial > 1 else {}),
+        pins=existing.pins if existing else plan.trial_pins,
         repro=plan.repro,
     )
