@@ -180,6 +180,8 @@ def _in_dialect(profile: Profile, dialect: str | None, *, strict: bool) -> Profi
             raise ModelChoiceError(f"--model-dialect {dialect}: the {profile.id} column {error}") from None
         return profile
     return profile.model_copy(update={"model": endpoint})
+
+
 def with_trials(plans: list[CellPlan], trials: int) -> list[CellPlan]:
     """Each plan that runs a turn ``trials`` times (trial 1, 2, …, in order, a cell's trials side by side); a cell
     graded from what is declared is written once, since a declaration cannot move between runs."""
