@@ -13,6 +13,8 @@ from typing import Any
 import docker
 import pytest
 
+from runner.model.faults import ModelFault
+
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
 
 
@@ -50,3 +52,28 @@ def meta(report: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+# --- a turn against a faulted scripted model (tests/e2e) ---
+
+
+def exchanges(report: dict[str, Any]) -> list[dict[str, Any]]:
+    path = Path(report["files"]["modelExchanges"])
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[str, Any]:
+    report = runner_exec(tmp_path, "--harness", harness, "--case", "escalation", "--model-fault", fault, *extra)
+    assert report["infrastructureError"] is None, report["infrastructureError"]
+    assert report["model"]["mode"] == "scripted" and report["model"]["fault"] == ModelFault.parse(fault).spec
+    return report
+
+
+def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | None = None) -> None:
+    logged = exchanges(report)
+    faulted = [r for r in logged if "fault" in r]
+    assert faulted, "the exchange log records the injected fault"
+    assert all(r["fault"]["spec"] == spec and r["fault"]["injected"] is True for r in faulted)
+    # nothing before the fault was faulted, and everything from it on was
+    first = logged.index(faulted[0])
+    assert faulted == logged[first:]
+    if ended is not None:
+        assert {r["ended"] for r in faulted} == {ended}

@@ -18,9 +18,15 @@ from typing import Any
 import docker
 import pytest
 
-from runner.model.faults import ModelFault
 from runner.sandbox.container import OWNER_LABEL
-from tests.support import RUNNER, meta, no_containers_left, runner_exec
+from tests.support import (
+    RUNNER,
+    assert_faulted_exchanges,
+    exchanges,
+    faulted_exec,
+    meta,
+    no_containers_left,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -32,18 +38,6 @@ FAILURE = {
     "claude-code": {"code": "api_error", "terminal": "result"},
 }
 CLIS = list(FAILURE)
-
-
-def exchanges(report: dict[str, Any]) -> list[dict[str, Any]]:
-    path = Path(report["files"]["modelExchanges"])
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[str, Any]:
-    report = runner_exec(tmp_path, "--harness", harness, "--case", "escalation", "--model-fault", fault, *extra)
-    assert report["infrastructureError"] is None, report["infrastructureError"]
-    assert report["model"]["mode"] == "scripted" and report["model"]["fault"] == ModelFault.parse(fault).spec
-    return report
 
 
 def terminal_frame(report: dict[str, Any]) -> dict[str, Any]:
@@ -58,18 +52,6 @@ def gone(engine: docker.DockerClient, report: dict[str, Any]) -> None:
     no_containers_left(engine, report)
     owned = engine.containers.list(all=True, filters={"label": f"{OWNER_LABEL}=runner"})
     assert report["containerId"] not in {c.id for c in owned}
-
-
-def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | None = None) -> None:
-    logged = exchanges(report)
-    faulted = [r for r in logged if "fault" in r]
-    assert faulted, "the exchange log records the injected fault"
-    assert all(r["fault"]["spec"] == spec and r["fault"]["injected"] is True for r in faulted)
-    # nothing before the fault was faulted, and everything from it on was
-    first = logged.index(faulted[0])
-    assert faulted == logged[first:]
-    if ended is not None:
-        assert {r["ended"] for r in faulted} == {ended}
 
 
 # --- before the ask: the CLI's own outcome ----------------------------------------------------------

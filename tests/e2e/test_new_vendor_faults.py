@@ -8,14 +8,12 @@ deadline stops it (``cancelled``). Measured: ``runner/harnesses/kilo``, ``kimi``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import docker
 import pytest
 
-from runner.model.faults import ModelFault
-from tests.support import meta, no_containers_left, runner_exec
+from tests.support import assert_faulted_exchanges, exchanges, faulted_exec, meta, no_containers_left, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -30,20 +28,14 @@ DROID_DEADLINE = "40"  # room for Droid's first retries (6 s, then 14 s apart, m
 def test_a_failing_model_before_the_ask_fails_the_turn_as_the_cli_says(
     tmp_path: Path, engine: docker.DockerClient, harness: str
 ) -> None:
-    report = runner_exec(tmp_path, "--harness", harness, "--case", "escalation", "--model-fault", "error@1",
-                         "--deadline", FAULT_DEADLINE[harness])
-    assert report["infrastructureError"] is None, report["infrastructureError"]
-    assert report["model"]["mode"] == "scripted" and report["model"]["fault"] == ModelFault.parse("error@1").spec
+    report = faulted_exec(tmp_path, harness, "error@1", "--deadline", FAULT_DEADLINE[harness])
     assert report["exitCode"] == 1 and report["deadlineHit"] is False
     assert report["status"] == "failed" and report["escalation"] is None
     assert report["reasonCode"] == FAILURE[harness] == report["error"]["code"]
     assert "escalationAsked" not in meta(report) and "harnessOutcome" not in meta(report)
     if harness == "kilo":  # the CLI's own words: opencode's error event carries the API's message
         assert "injected fault error@1" in report["error"]["message"]
-    logged = [json.loads(line) for line in Path(report["files"]["modelExchanges"]).read_text().splitlines()]
-    faulted = [r for r in logged if "fault" in r]
-    assert faulted and all(r["fault"]["spec"] == "error@1" and r["fault"]["injected"] is True for r in faulted)
-    assert faulted == logged[logged.index(faulted[0]):]
+    assert_faulted_exchanges(report, "error@1")
     no_containers_left(engine, report)
 
 
@@ -56,8 +48,7 @@ def test_droid_retries_a_failing_model_until_the_deadline_cancels_the_turn(
     assert report["deadlineHit"] is True
     assert report["status"] == "cancelled" and report["reasonCode"] == "turn_cancelled"
     assert report["escalation"] is None and "escalationAsked" not in meta(report)
-    logged = [json.loads(line) for line in Path(report["files"]["modelExchanges"]).read_text().splitlines()]
-    faulted = [r for r in logged if "fault" in r]
+    faulted = [r for r in exchanges(report) if "fault" in r]
     assert len(faulted) >= 2, "Droid retried the failing request"
     assert all(r["fault"]["spec"] == "error@1" for r in faulted)
     no_containers_left(engine, report)
