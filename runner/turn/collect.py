@@ -22,7 +22,7 @@ from pathlib import Path
 import zstandard
 
 from runner.core.scrub import Scrubber
-from runner.harnesses.deepseek.session import decompress_bytes
+from runner.harnesses.compressed import decompress_bytes
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"

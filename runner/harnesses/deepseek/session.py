@@ -20,16 +20,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import zstandard
-
 from runner.core.outcomes import ProtocolError
 from runner.core.vocabulary import Code
+from runner.harnesses.compressed import decompress_bytes
 from runner.harnesses.deepseek.interpreter import interpret, read_event
 from runner.harnesses.stream import Completed, Failed, Step
 
 LOG_NAME = "session.jsonl.zstd"
 MAX_LOG_BYTES = 64 * 1024 * 1024
-_CHUNK = 4096
 NO_TURN_END = (
     "dsh exited 0 but its session log has no turn/end: the turn was stopped (dsh exits 0 on SIGTERM), "
     "not completed."
@@ -49,25 +47,6 @@ def decompress(path: Path, limit: int = MAX_LOG_BYTES) -> bytes:
     """As much of a zstd file as can be read, at most about ``limit`` bytes (:func:`decompress_bytes`)."""
     with path.open("rb") as fh:
         return decompress_bytes(fh.read(limit), limit)
-
-
-def decompress_bytes(data: bytes, limit: int = MAX_LOG_BYTES) -> bytes:
-    """Frame after frame, at most ``limit`` bytes: a frame cut short (the process was killed mid-write) keeps
-    its decoded blocks, and anything unreadable after the last good frame is dropped."""
-    out = bytearray()
-    while data and len(out) < limit:
-        frame = zstandard.ZstdDecompressor().decompressobj()
-        rest = b""
-        try:
-            for at in range(0, len(data), _CHUNK):
-                out += frame.decompress(data[at : at + _CHUNK])
-                if frame.eof:
-                    rest = frame.unused_data + data[at + _CHUNK :]
-                    break
-        except zstandard.ZstdError:
-            break
-        data = rest
-    return bytes(out[:limit])
 
 
 def read_log(path: Path) -> list[dict[str, object]]:
