@@ -35,8 +35,9 @@ are intact), so the exit status decides (``harness_exited_without_outcome``). SI
 "aborted_streaming"`` and exits **0**: that result is read as a failure ``error_during_execution``,
 never as a completion.
 
-Qwen Code's ``-o stream-json`` uses the same envelope (:mod:`runner.harnesses.qwen.interpreter`
-reuses :func:`startup_steps`, :func:`assistant_steps` and :func:`result_steps`).
+Qwen Code's ``-o stream-json`` uses the same envelope (:mod:`runner.harnesses.qwen.interpreter` calls
+:func:`stream_json_steps` with its own failure text); dsh's session log carries the same assistant content
+blocks (:mod:`runner.harnesses.deepseek.interpreter` reuses :func:`assistant_steps`).
 """
 
 from __future__ import annotations

