@@ -32,7 +32,7 @@ from runner.sandbox.engine import EngineError, ImageBuildError
 from runner.sandbox.images.bases import _pinned_ref, base_recipe_hash
 from runner.sandbox.images.build import _ensure_from, ensure_image
 from runner.sandbox.images.common import Progress, _hash_json, _sha256_file, _stderr, cache_dir, repo_root
-from runner.sandbox.images.context import _host_certs, _recipe_dir_files
+from runner.sandbox.images.context import _entry_digest, _host_certs, _recipe_dir_files
 from runner.sandbox.images.lock import ImageRecord
 from runner.sandbox.images.recipes import _is_harness_dir, load_harness_recipe
 from runner.sandbox.images.staging import _NPM_STAGE_FORMAT
@@ -106,8 +106,7 @@ def cache_key_inputs(harness: str, root: Path | None = None) -> dict[str, Any]:
         name = recipe.base
     else:
         raise ImageBuildError(f"images/{harness}: its bases name each other in a loop ({' -> '.join(seen)})")
-    certs = {rel: hashlib.sha256(src).hexdigest() if isinstance(src, bytes) else _sha256_file(src)
-             for rel, src in _host_certs().items()}  # fmt: skip
+    certs = {rel: _entry_digest(src) for rel, src in _host_certs().items()}
     return {
         "format": ARCHIVE_FORMAT,
         "chain": chain,
