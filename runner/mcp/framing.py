@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp import types
+import mcp_types as types
 
 NOT_JSONRPC_MESSAGE = "Message is not a JSON-RPC 2.0 request or notification."
 INVALID_JSON_MESSAGE = "Invalid JSON."

@@ -39,7 +39,7 @@ import docker
 import docker.errors
 import requests
 
-from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerSpec
+from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerSpec, ContainerStartError
 from runner.sandbox.engine import EngineError, call_with_retry, engine_address
 
 RELAY = "socat"
@@ -175,8 +175,6 @@ def _classify_start_error(err: Exception) -> EngineError:
         )
     if "cgroup" in lowered or "controller" in lowered:
         return LimitsNotEnforced(_limits_fix(engine_address(), f"it refused the limits ({text})"))
-    from runner.sandbox.container import ContainerStartError
-
     return ContainerStartError(f"the wiring probe container could not be started: {text}")
 
 
