@@ -75,9 +75,9 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Diff:
         elif was is not None and now is not None and was.get("status") != now.get("status"):
             diff.changed.append(Changed(cell_id, str(was.get("status")), str(now.get("status"))))
     diff.outcomes_recorded = any(k in c for c in before.values() for k in OUTCOME_KEYS)
-    seen = {(cid.rsplit(".", 1)[1], k, c.get(k)) for cid, c in before.items() for k in OUTCOME_KEYS}
+    seen = {(c["columnId"], k, c.get(k)) for c in before.values() for k in OUTCOME_KEYS}
     for cell_id, cell in sorted(after.items()):
-        column = cell_id.rsplit(".", 1)[1]
+        column = cell["columnId"]
         for key in OUTCOME_KEYS:
             value = cell.get(key)
             if value is None or (column, key, value) in seen:
@@ -85,14 +85,21 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Diff:
             seen.add((column, key, value))
             if diff.outcomes_recorded:
                 diff.new_outcomes.append((column, key, str(value), cell_id))
-    for column in sorted({c.rsplit(".", 1)[1] for c in after}):
-        old_v = {str(c.get("cliVersion")) for cid, c in before.items() if cid.endswith("." + column) and
-                 c.get("cliVersion")}
-        new_v = {str(c.get("cliVersion")) for cid, c in after.items() if cid.endswith("." + column) and
-                 c.get("cliVersion")}
-        if new_v and old_v != new_v:
+    old_versions, new_versions = _versions(before), _versions(after)
+    for column, new_v in sorted(new_versions.items()):
+        old_v = old_versions.get(column, set())
+        if old_v != new_v:
             diff.versions[column] = (", ".join(sorted(old_v)) or "?", ", ".join(sorted(new_v)))
     return diff
+
+
+def _versions(cells: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
+    """Each column's CLI versions, where its cells record one."""
+    found: dict[str, set[str]] = {}
+    for cell in cells.values():
+        if cell.get("cliVersion"):
+            found.setdefault(cell["columnId"], set()).add(str(cell["cliVersion"]))
+    return found
 
 
 def _grades(data: dict[str, Any]) -> str:
