@@ -133,20 +133,17 @@ def plan_cells(
     anything starts. With ``--model-fault``, the columns that talk to no model run as they are, and a selection
     where none talks to one is refused; with ``fault_every_column`` (``exec``: one cell, asked for by name) the
     fault is the column's to play, and a column with no model is refused in the model choice's own words."""
-    choices: dict[str, ModelChoice] = {}
-    hashes: dict[str, str] = {}
-    profiles: dict[str, Profile] = {}
+    columns: dict[str, tuple[Profile, ModelChoice, str]] = {}  # column id -> its profile (in the dialect), choice, hash
     plans = []
     dialect = _dialect_name(options.model_dialect)
     for cell in cells:
-        profile = cell.profile
-        if profile.id not in choices:
-            profiles[profile.id] = profile = _in_dialect(profile, dialect, strict=fault_every_column)
+        if cell.profile.id not in columns:
+            profile = _in_dialect(cell.profile, dialect, strict=fault_every_column)
             fault = options.model_fault if profile.model is not None or fault_every_column else None
-            choices[profile.id] = choose_model(options.model, profile, environ, fault)
-            hashes[profile.id] = profile_hash(cell)
-        cell = Cell(cell.case, cell.condition, profiles[profile.id])
-        plans.append(CellPlan(cell, options, choices[profile.id], hashes[profile.id]))
+            choice = choose_model(options.model, profile, environ, fault)
+            columns[cell.profile.id] = (profile, choice, profile_hash(cell))
+        profile, choice, digest = columns[cell.profile.id]
+        plans.append(CellPlan(Cell(cell.case, cell.condition, profile), options, choice, digest))
     if options.model_fault and cells and all(c.profile.model is None for c in cells):
         raise ModelChoiceError(f"--model-fault {options.model_fault}: none of the chosen harnesses talks to a model")
     if dialect and cells and not any(p.dialect == dialect for p in plans):
