@@ -33,12 +33,13 @@ if [ "${RUNNER_ENGINE:-docker}" = podman ]; then
     say "starting podman system service on $sock (log: $service_log)"
     XDG_RUNTIME_DIR=$runtime setsid podman system service --time=0 "unix://$sock" </dev/null >"$service_log" 2>&1 &
     service=$!
+    answered=no
     for _ in $(seq "$WAIT_SECONDS"); do
-      podman_answers && break
+      podman_answers && { answered=yes; break; }
       kill -0 "$service" 2>/dev/null || break
       sleep 1
     done
-    if ! podman_answers; then
+    if [ "$answered" != yes ]; then
       say "podman system service did not answer on $sock; last lines of $service_log:"
       tail -n 20 "$service_log" >&2 || true
       exit 1
