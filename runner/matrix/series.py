@@ -161,9 +161,11 @@ def findings(groups: list[Group]) -> list[str]:
     for group in groups:
         for cell_id, runs in sorted(group.series.items()):
             scripted = [r for r in runs if r.pins.get("modelMode") in SCRIPTED and r.infrastructure_error is None]
-            if len(scripted) > 1 and any(reading(r) != reading(scripted[0]) for r in scripted[1:]):
-                differs = sorted({key for r in scripted[1:] for key, value in reading(r).items()
-                                  if value != reading(scripted[0])[key]})
+            if len(scripted) < 2:
+                continue
+            first, others = reading(scripted[0]), [reading(r) for r in scripted[1:]]
+            if any(other != first for other in others):
+                differs = sorted({key for other in others for key, value in other.items() if value != first[key]})
                 found.append(f"{cell_id}: {len(scripted)} runs of one script differ ({stability(scripted)}; "
                              f"{', '.join(differs)} differ): nondeterminism in the runner or the CLI")
     return found
