@@ -24,3 +24,9 @@ def engine() -> docker.DockerClient:
 @pytest.fixture(scope="session")
 def reference_image(engine: docker.DockerClient) -> ImageRecord:
     return ensure_image(engine, "reference")
+
+
+@pytest.fixture(scope="session")
+def codex_image(engine: docker.DockerClient) -> ImageRecord:
+    """The Codex image on the host's engine, built (node base, npm stage and all) on a fresh machine."""
+    return ensure_image(engine, "codex")

@@ -47,7 +47,8 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def root(tmp_path_factory: pytest.TempPathFactory, codex_image: ImageRecord) -> Iterator[Path]:
+    # codex_image: the real node base tarball and Codex's npm stage exist once the real image has been built
     real_cache = Path(os.environ.get("RUNNER_CACHE_DIR") or Path.home() / ".cache" / "runner")
     dest = tmp_path_factory.mktemp("repo")
     cache = tmp_path_factory.mktemp("cache")
@@ -56,7 +57,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (dest / "harness_profiles").mkdir()
     real_tar = real_cache / "base" / f"{base_recipe_hash(REPO, 'base-node')}.tar"
     if not real_tar.is_file():
-        pytest.fail(f"the node base tarball {real_tar} is not cached: run `runner images build --all` first")
+        pytest.fail(f"the node base tarball {real_tar} is gone though the codex image is built: "
+                    "remove the image runner/base-node and it is bootstrapped again")
     nonce = uuid.uuid4().hex
     recipe = dest / "images" / "base-node" / "recipe.json"
     recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "comment": f"archive test {nonce}"}))
@@ -69,7 +71,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     stage = _npm_dir(load_harness_recipe(HARNESS, dest))  # the same key under either cache
     real_stage = real_cache / stage.relative_to(stage.parents[1])
     if not (real_stage / ".complete").is_file():
-        pytest.fail(f"the npm stage {real_stage} is not cached: run `runner images build --all` first")
+        pytest.fail(f"the npm stage {real_stage} is not cached though the codex image was just looked up")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RUNNER_REPO_ROOT", str(dest))
         mp.setenv("RUNNER_CACHE_DIR", str(cache))

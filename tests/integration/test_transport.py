@@ -64,7 +64,9 @@ def test_stream_settles_the_turn_as_mount_does(
 
 
 @pytest.fixture(scope="module")
-def dood_image(engine: docker.DockerClient, reference_image: ImageRecord) -> str:
+def dood_image(engine: docker.DockerClient, reference_image: ImageRecord, codex_image: ImageRecord) -> str:
+    """Built once the images its turns use exist on the host: the runner inside cannot build them (no network, no
+    npm trees), it finds them by recipe hash from the stage digests the image carries."""
     return build_dood_image(engine)
 
 
