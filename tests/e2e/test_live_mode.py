@@ -141,16 +141,24 @@ def assert_no_key(out: Path, proc: subprocess.CompletedProcess[str]) -> list[Pat
     return written
 
 
+def live_exec(upstream: Upstream, tmp_path: Path, harness: str, credential: str, out: Path,
+              *flags: str) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
+    """``runner exec`` of the escalation cell on the live model (the local upstream), with the host key in
+    ``credential``: the environment it ran in and the finished process, which must have exited 0."""
+    env = {**os.environ, credential: HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run(
+        [RUNNER, "exec", "--harness", harness, "--case", "escalation", "--json", *flags, "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return env, proc
+
+
 def test_live_and_replayed_the_host_key_echoed_by_the_model_leaks_nowhere(
     tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
 ) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
-    proc = subprocess.run(
-        [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--json", "--keep", "--out", str(out)],
-        capture_output=True, text=True, env=env, timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr
+    env, proc = live_exec(upstream, tmp_path, "claude-code", "ANTHROPIC_API_KEY", out, "--keep")
     report = json.loads(proc.stdout)
     try:
         assert report["model"]["mode"] == "live" and report["model"]["credential"] == "ANTHROPIC_API_KEY"
@@ -192,12 +200,7 @@ def test_the_host_key_echoed_into_the_ask_by_the_model_leaks_nowhere(
     the envelope's record, the result, and runner's own report."""
     upstream.echo = {"reason"}
     out = tmp_path / "out"
-    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
-    proc = subprocess.run(
-        [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--json", "--out", str(out)],
-        capture_output=True, text=True, env=env, timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr
+    _, proc = live_exec(upstream, tmp_path, "claude-code", "ANTHROPIC_API_KEY", out)
     assert_no_key(out, proc)
     assert MARK in (out / "record.json").read_text() and MARK in (out / "result.json").read_text()
     assert MARK in json.loads(proc.stdout)["escalation"]["reason"]
@@ -216,12 +219,7 @@ def test_a_live_cell_replays_offline_with_the_same_grade_and_record_and_a_tamper
     tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
 ) -> None:
     cell = tmp_path / "live-cell"
-    env = {**os.environ, "ANTHROPIC_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url}
-    recorded = subprocess.run(
-        [RUNNER, "exec", "--harness", "claude-code", "--case", "escalation", "--model", "live", "--json",
-         "--out", str(cell)], capture_output=True, text=True, env=env, timeout=240,
-    )
-    assert recorded.returncode == 0, recorded.stderr
+    _, recorded = live_exec(upstream, tmp_path, "claude-code", "ANTHROPIC_API_KEY", cell, "--model", "live")
     assert json.loads(recorded.stdout)["grade"]["status"] == "pass" and upstream.seen
     original = json.loads((cell / "record.json").read_text())
 
@@ -248,7 +246,7 @@ def test_a_live_cell_replays_offline_with_the_same_grade_and_record_and_a_tamper
                              capture_output=True, text=True, env=offline, timeout=240)
     assert refused.returncode == 5
     assert "replay_diverged" in refused.stderr and "step" in refused.stderr
-    assert "secret.md" in refused.stderr.replace("\n", "") or "policy.md" in refused.stderr.replace("\n", "")
+    assert "secret.md" in refused.stderr or "policy.md" in refused.stderr  # one unwrapped line names it
 
 
 def test_deepseek_live_the_key_echoed_into_the_ask_leaks_nowhere_not_even_in_its_compressed_log(
@@ -260,12 +258,7 @@ def test_deepseek_live_the_key_echoed_into_the_ask_leaks_nowhere_not_even_in_its
 
     upstream.echo = {"reason"}
     out = tmp_path / "out"
-    env = {**os.environ, "DEEPSEEK_API_KEY": HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
-    proc = subprocess.run(
-        [RUNNER, "exec", "--harness", "deepseek", "--case", "escalation", "--json", "--out", str(out)],
-        capture_output=True, text=True, env=env, timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr
+    _, proc = live_exec(upstream, tmp_path, "deepseek", "DEEPSEEK_API_KEY", out)
     report = json.loads(proc.stdout)
     assert report["model"]["mode"] == "live" and report["model"]["credential"] == "DEEPSEEK_API_KEY"
     assert report["status"] == "escalated" and report["outcome"]["metadata"]["harnessOutcome"] == "complete"
