@@ -124,8 +124,13 @@ def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
         *recipe.npm,
     ]
     say(f"[{recipe.harness}] npm install --global: {' '.join(recipe.npm)} (cached under {stage})")
+    # npm and the packages' install scripts get a temporary directory of their own, removed with the staging:
+    # @kilocode/cli 7.7.7's postinstall leaves an empty $TMPDIR/kilo behind (measured), in the user's TMPDIR
+    scratch = tmp / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     except FileNotFoundError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ImageBuildError("npm is not installed on the host; the vendor images stage their CLIs with it") from exc
@@ -135,6 +140,7 @@ def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
             f"npm install for {recipe.harness} failed (exit {proc.returncode}):\n"
             f"{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
         )
+    shutil.rmtree(scratch, ignore_errors=True)
     inventory = _npm_inventory(prefix)
     if not inventory["packages"]:
         shutil.rmtree(tmp, ignore_errors=True)
