@@ -27,7 +27,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -192,3 +194,36 @@ def hosted_runner() -> Iterator[HostedRunner]:
         assert runner.which(program) is None, f"{program} must not be on the hosted runner's PATH"
     yield runner
     shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def empty_engine(log_dir: Path) -> Iterator[str]:
+    """A Docker Engine of the job's own, empty as a hosted runner's is when its job starts: a second dockerd on this
+    host (its own data root, exec root and socket, owned by the ``docker`` group; no bridge, since every container
+    of a turn or a build runs with network none), so the paths it mounts are the host's own, as on GitHub. Yields
+    its DOCKER_HOST; stopped and removed afterwards, whatever happened."""
+    root = Path(tempfile.mkdtemp(prefix="runner-hosted-engine-", dir="/var/lib"))
+    socket = root / "docker.sock"
+    log = (log_dir / f"{root.name}.log").open("ab")
+    daemon = subprocess.Popen(
+        ["dockerd", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+         "--pidfile", str(root / "dockerd.pid"), "-H", f"unix://{socket}", "--group", "docker",
+         "--bridge", "none", "--iptables=false", "--ip6tables=false"],
+        stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    host = f"unix://{socket}"
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run(["docker", "-H", host, "info"], capture_output=True, timeout=30).returncode != 0:
+            assert daemon.poll() is None, f"the job's engine exited ({daemon.returncode}); see {log.name}"
+            assert time.monotonic() < deadline, f"the job's engine did not answer within 60 s; see {log.name}"
+            time.sleep(0.5)
+        yield host
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait(timeout=30)
+        log.close()
+        shutil.rmtree(root, ignore_errors=True)
