@@ -87,7 +87,6 @@ class ConfigFile(_Strict):
 
 class WindDown(_Strict):
     grace_seconds: float = Field(default=5.0, ge=0, le=300)
-    signal_process_group: bool = True
 
 
 class Profile(_Strict):
