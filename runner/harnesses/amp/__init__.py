@@ -30,3 +30,7 @@ in, nothing here has read its stdout). Measured here on 2026-12-01, Debian 12 x8
 So a turn needs an Amp account and a container that reaches ampcode.com; the runner's sandbox runs
 with network ``none`` and its model endpoint speaks no Amp API.
 """
+
+from runner.harnesses.vendor import Vendor
+
+VENDOR = Vendor()  # nothing of its own: the column is unavailable and the generic ``exit-code`` interpreter stands in

@@ -25,3 +25,7 @@ newest published, 2026-12-01), Debian 12 x86_64, node 20:
 So a turn needs an Augment account and a container that reaches its tenant; the runner's sandbox
 runs with network ``none`` and its model endpoint speaks no Augment API.
 """
+
+from runner.harnesses.vendor import Vendor
+
+VENDOR = Vendor()  # nothing of its own: the column is unavailable and the generic ``exit-code`` interpreter stands in

@@ -49,5 +49,8 @@ profile taken out at a time, on a loaded 2-core machine):
 """
 
 from runner.harnesses.claude_code.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"claude-code": interpret})
+
+__all__ = ["VENDOR", "interpret"]

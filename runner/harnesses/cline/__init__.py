@@ -36,5 +36,8 @@ Profile: ``harness_profiles/cline.yaml``. Measured here on cline 3.0.65 (the new
 """
 
 from runner.harnesses.cline.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"cline": interpret})
+
+__all__ = ["VENDOR", "interpret"]

@@ -41,5 +41,8 @@ profile taken out at a time, on a loaded 2-core machine):
 """
 
 from runner.harnesses.codex.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"codex": interpret})
+
+__all__ = ["VENDOR", "interpret"]

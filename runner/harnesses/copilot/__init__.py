@@ -36,5 +36,8 @@ published, 2026-12-01), Debian 12 x86_64, in the runner image against the script
 """
 
 from runner.harnesses.copilot.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"copilot": interpret})
+
+__all__ = ["VENDOR", "interpret"]

@@ -49,5 +49,8 @@ confirms ``shared/reference/dsh.md`` except where marked *differs*:
 
 from runner.harnesses.deepseek.interpreter import interpret
 from runner.harnesses.deepseek.session import read_session
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret", "read_session"]
+VENDOR = Vendor(interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session})
+
+__all__ = ["VENDOR", "interpret", "read_session"]

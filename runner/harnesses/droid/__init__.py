@@ -47,5 +47,8 @@ pinned image through ``runner exec``:
 """
 
 from runner.harnesses.droid.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"droid": interpret})
+
+__all__ = ["VENDOR", "interpret"]

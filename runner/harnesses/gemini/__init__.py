@@ -4,5 +4,8 @@ Profile: ``harness_profiles/gemini.yaml``.
 """
 
 from runner.harnesses.gemini.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"gemini": interpret})
+
+__all__ = ["VENDOR", "interpret"]

@@ -35,5 +35,8 @@ stdio MCP server with ``files.read`` and ``sharedos.escalate``; then in the pinn
 """
 
 from runner.harnesses.kilo.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"kilo": interpret})
+
+__all__ = ["VENDOR", "interpret"]

@@ -28,5 +28,8 @@ Profile: ``harness_profiles/kimi.yaml``. Measured on the host (2026-12-01, node 
 """
 
 from runner.harnesses.kimi.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"kimi": interpret})
+
+__all__ = ["VENDOR", "interpret"]

@@ -7,3 +7,7 @@ lists SharedOS's tools over MCP (through the same socat relay as every CLI), off
 in the dialect ``--model-dialect`` picked, executes each call over MCP through the latch, and prints
 runner's ``jsonl`` frames. Its stdout is read by the generic ``jsonl`` interpreter.
 """
+
+from runner.harnesses.vendor import Vendor
+
+VENDOR = Vendor()  # nothing of its own: its agent prints runner's ``jsonl`` frames

@@ -4,5 +4,8 @@ Profile: ``harness_profiles/opencode.yaml``.
 """
 
 from runner.harnesses.opencode.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"opencode": interpret})
+
+__all__ = ["VENDOR", "interpret"]

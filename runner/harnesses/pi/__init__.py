@@ -51,5 +51,8 @@ On Pi 0.86.1 the adapter loads unaided.
 """
 
 from runner.harnesses.pi.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"pi": interpret})
+
+__all__ = ["VENDOR", "interpret"]

@@ -4,5 +4,8 @@ Profile: ``harness_profiles/qwen.yaml``.
 """
 
 from runner.harnesses.qwen.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"qwen": interpret})
+
+__all__ = ["VENDOR", "interpret"]

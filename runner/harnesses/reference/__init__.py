@@ -8,3 +8,7 @@ through a relay command (by default `socat STDIO UNIX-CONNECT:/run/runner/mcp.so
 executes the already-expanded action list in order, and reports what happened as
 JSON Lines frames on stdout; diagnostics go to stderr.
 """
+
+from runner.harnesses.vendor import Vendor
+
+VENDOR = Vendor()  # nothing of its own: its client prints runner's ``jsonl`` frames

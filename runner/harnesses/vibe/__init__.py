@@ -26,6 +26,9 @@ Profile: ``harness_profiles/vibe.yaml``. Measured on the host, 2026-12-01, with 
   ``logs/session/session_<date>_<time>_<id>/``, ``logs/mcp-descriptors/`` (the MCP tool list it discovered).
 """
 
+from runner.harnesses.vendor import Vendor
 from runner.harnesses.vibe.interpreter import interpret
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"vibe": interpret})
+
+__all__ = ["VENDOR", "interpret"]
