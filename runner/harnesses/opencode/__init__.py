@@ -1,6 +1,6 @@
 """opencode (``opencode run --format json``): its stdout interpreter.
 
-Profile: ``harness_profiles/opencode.yaml``.
+Profile: ``harness_profiles/opencode.yaml``. What was measured on which version: ``docs/columns/opencode.md``.
 """
 
 from runner.harnesses.opencode.interpreter import interpret
