@@ -44,7 +44,7 @@ def images_build(
 
 @app.command("list")
 def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Show the lock: per image, its pinned CLI version, base and recipe hash, and the image built here (if any)."""
+    """Show the lock: per image, its pins, base and recipe hash, and the newest image built here for it (if any)."""
     from dataclasses import asdict
 
     from runner.sandbox.images import read_build, read_lock
@@ -58,7 +58,7 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
         return
     from rich.table import Table
 
-    table = Table("image", "kind", "pinned", "recipe", "base", "built here")
+    table = Table("image", "kind", "pinned", "recipe", "base", "built here (newest)")
     for name, entry in sorted(lock.items()):
         pinned = ", ".join(f"{p.package}@{p.version}" for p in entry.pins) or entry.suite or "-"
         rec = built.get(name)

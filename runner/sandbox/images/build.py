@@ -111,8 +111,8 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
     found = _ensure_built(client, recipe, root, say)
     image = found.image
     if not found.built:
-        known = read_build(harness)
-        if known and known.image_id == image.id and known.build_key == found.key and known.recipe_hash == found.rhash:
+        known = read_build(harness, found.key)
+        if known and known.image_id == image.id and known.recipe_hash == found.rhash:
             return known
     image_id = _id(image)
     output = _version_output(client, image_id, recipe.version_command) if recipe.version_command else None

@@ -7,10 +7,11 @@
   certificates, not a base tarball's digest, not an image id or a build time. So the same tree gives the same lock
   on any machine, and only a change to the tree (a pin, a Dockerfile, a recipe) makes it stale. It is written by
   :func:`update_lock` (``runner images lock``, ``runner images bump``) and by nothing a build or a turn runs.
-* ``$RUNNER_CACHE_DIR/builds/<image>.json`` (this machine): the image built here for that recipe (:class:`ImageRecord`:
-  id, tag, build time, the CLI's own version output) and its **build key**: the recipe hash plus what this machine
-  adds (the host's extra CA certificates, the staged npm and wheel trees, the base tarball's digest), which the image's
-  tag and ``runner.build`` label carry, so an image built with other certificates is never taken for this one.
+* ``$RUNNER_CACHE_DIR/builds/<image>/<build key>.json`` (this machine): the image built here for that recipe
+  (:class:`ImageRecord`: id, tag, build time, the CLI's own version output) under its **build key**: the recipe
+  hash plus what this machine adds (the host's extra CA certificates, the staged npm and wheel trees, the base
+  tarball's digest), which the image's tag and ``runner.build`` label carry, so an image built with other
+  certificates is never taken for this one.
 
 :func:`verify_lock` tells the two apart: a *stale* finding (the committed lock does not describe the tree) is a real
 one; a *local* finding (not built here yet, or built here from other certificates) only says what the next build
@@ -257,7 +258,7 @@ def update_lock(resolve: Resolve, root: Path | None = None) -> bool:
 
 @dataclass(frozen=True)
 class ImageRecord:
-    """An image built on this machine (``$RUNNER_CACHE_DIR/builds/<harness>.json``, never the tree)."""
+    """An image built on this machine (``$RUNNER_CACHE_DIR/builds/<harness>/<build key>.json``, never the tree)."""
 
     harness: str
     image_id: str
@@ -272,23 +273,37 @@ class ImageRecord:
     local_inputs: dict[str, str] = field(default_factory=dict)  # {"certs", "staged", "base"}: named differences
 
 
-def _build_path(harness: str) -> Path:
-    return cache_dir() / "builds" / f"{harness}.json"
+def _builds(harness: str) -> Path:
+    return cache_dir() / "builds" / harness
 
 
-def read_build(harness: str) -> ImageRecord | None:
-    """The image recorded as built here for ``harness`` (None when none is, or the record cannot be read: it is
-    a cache, and the next build writes it again)."""
+def read_build(harness: str, build_key: str | None = None) -> ImageRecord | None:
+    """The image recorded as built here for ``harness`` with ``build_key`` (without one: the newest recorded). One
+    record per build key, so checkouts that share the cache (worktrees, a test's scratch tree) keep their own.
+    None when there is none or it cannot be read: it is a cache, and the next build writes it again."""
     names = {f.name for f in fields(ImageRecord)}
-    try:
-        data = json.loads(_build_path(harness).read_text())
-        return ImageRecord(**{k: v for k, v in data.items() if k in names})
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
+    where = _builds(harness)
+    if build_key is not None:
+        paths = [where / f"{build_key}.json"]
+    else:
+        with_times = []
+        for p in where.glob("*.json"):
+            try:
+                with_times.append((p.stat().st_mtime, p))
+            except OSError:
+                continue
+        paths = [p for _, p in sorted(with_times, reverse=True)]
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+            return ImageRecord(**{k: v for k, v in data.items() if k in names})
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+    return None
 
 
 def write_build(record: ImageRecord) -> None:
-    path = _build_path(record.harness)
+    path = _builds(record.harness) / f"{record.build_key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
@@ -419,12 +434,12 @@ def local_findings(client: docker.DockerClient, root: Path | None = None) -> lis
     for name, entry in sorted(locked.items()):
         if entry.kind != "harness":
             continue
-        record = read_build(name)
         try:
             now = current_keys(client, name, root)
         except EngineError as exc:
             found.append(Finding(name, "local", f"not built here yet ({exc}); `runner images build` builds it"))
             continue
+        record = read_build(name, now.build_key) or read_build(name)
         if record is None:
             found.append(Finding(name, "local", "not built here yet; `runner images build` builds it"))
         elif record.build_key != now.build_key:
