@@ -270,7 +270,7 @@ class ImageRecord:
     version_output: str | None
     built_at: str
     build_key: str = ""  # the recipe hash plus this machine's inputs: the image's tag and runner.build label
-    local_inputs: dict[str, str] = field(default_factory=dict)  # {"certs", "staged", "base"}: named differences
+    local_inputs: dict[str, str] = field(default_factory=dict, hash=False)  # {"certs", "staged", "base"}
 
 
 def _builds(harness: str) -> Path:
