@@ -107,6 +107,7 @@ def built(client: docker.DockerClient, root: Path) -> Iterator[tuple[ImageRecord
     yield record, elapsed
     with contextlib.suppress(docker.errors.APIError):
         client.images.remove(record.image_id, force=True)
+    (cache_dir() / "builds" / "reference" / f"{record.build_key}.json").unlink(missing_ok=True)
 
 
 def test_base_is_imported_and_labelled(client: docker.DockerClient, root: Path) -> None:
