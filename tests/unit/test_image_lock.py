@@ -24,6 +24,7 @@ from runner.sandbox.images import (
     ImageRecord,
     LockError,
     buildable_harnesses,
+    cache_key,
     current_keys,
     expected_lock,
     load_harness_recipe,
@@ -241,6 +242,10 @@ def test_a_changed_pin_makes_the_lock_stale(repo: Path) -> None:
 
 
 def test_a_changed_recipe_or_layer_makes_the_lock_stale_and_names_the_base(repo: Path) -> None:
+    keys = {h: cache_key(h, repo) for h in buildable_harnesses(repo)}
+    for readme in (repo / "images").glob("*/README.md"):  # documentation: never copied into an image
+        readme.write_text(readme.read_text() + "\nA sentence more.\n")
+    assert stale_findings(repo) == [] and {h: cache_key(h, repo) for h in keys} == keys
     (repo / "images" / "codex" / "Dockerfile").write_text(
         (repo / "images" / "codex" / "Dockerfile").read_text() + "# changed\n")
     found = stale_findings(repo)

@@ -20,11 +20,15 @@ PlanEntry = Path | bytes | _Tree
 
 
 def _recipe_dir_files(directory: Path) -> dict[str, Path]:
-    """The files of an image directory that go into its context (Dockerfile, recipe.json, README, ...)."""
+    """The files of an image directory that go into its context (Dockerfile, recipe.json, ...). Its Markdown
+    (README.md: what the image is and why) is documentation, never copied into an image: an edit to it rebuilds
+    nothing and leaves the lock as it is."""
     files: dict[str, Path] = {}
     for p in sorted(directory.rglob("*")):
         rel = p.relative_to(directory)
-        if p.is_file() and not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+        if p.is_file() and p.suffix != ".md" and not any(
+            part.startswith(".") or part == "__pycache__" for part in rel.parts
+        ):
             files[rel.as_posix()] = p
     return files
 
