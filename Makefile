@@ -9,9 +9,9 @@ BIN    := $(VENV)/bin
 RUNNER := $(BIN)/runner
 PYTEST := $(BIN)/pytest
 
-.PHONY: run test setup venv engine images lint unit integration e2e bench gc clean
+.PHONY: run test setup venv engine base-tools test-tools images lint unit integration e2e bench gc clean
 
-run: venv engine
+run: venv engine base-tools
 	$(RUNNER) images build --harness codex
 	$(RUNNER) exec --harness codex --case escalation
 
@@ -28,10 +28,21 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $@
 
+# an engine that answers, and nothing else: a CI job whose image comes from its cache needs no more
 engine:
 	scripts/ensure-docker.sh
 
-images: venv engine
+# mmdebstrap, needed only when a Debian base must be bootstrapped: installed where it can be (root on Debian),
+# otherwise runner names it, with the command that installs it, at the moment it is needed
+base-tools:
+	scripts/ensure-tools.sh --if-possible --for "bootstrapping the Debian bases" mmdebstrap
+
+# what the integration tests need on the host: socat (the reference client's relay), sudo (the workflow's jobs
+# run as GitHub's non-root user)
+test-tools:
+	scripts/ensure-tools.sh --for "the integration tests" socat sudo
+
+images: venv engine base-tools
 	$(RUNNER) images build --all
 
 test: venv engine lint unit integration e2e
@@ -43,10 +54,10 @@ lint: venv
 unit: venv
 	$(PYTEST) tests/unit -q
 
-integration: venv engine
+integration: venv engine base-tools test-tools
 	$(PYTEST) tests/integration -q -p no:cacheprovider
 
-e2e: venv engine
+e2e: venv engine base-tools
 	$(PYTEST) tests/e2e -q -p no:cacheprovider
 
 bench: setup

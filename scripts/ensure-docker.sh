@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Make sure a Docker Engine answers, provisioning one on a fresh Debian machine.
+# Make sure a Docker Engine answers, provisioning one on a fresh Debian machine. The engine, and nothing else:
+# what a step needs besides (mmdebstrap to bootstrap a base, socat for the tests) is asked for by that step
+# (scripts/ensure-tools.sh, or runner's own error when it must bootstrap a base), so a CI job whose image comes from
+# a cache needs no more than an engine that answers.
 #
-# - An engine that already answers (DOCKER_HOST included) is simply used.
-# - Otherwise, on Debian as root: install Debian's docker.io (with mmdebstrap for the
-#   offline bases and socat for the tests), start dockerd in the background logging to
+# - An engine that already answers (DOCKER_HOST included) is simply used, whoever you are: nothing is installed.
+# - Otherwise, on Debian as root: install Debian's docker.io, start dockerd in the background logging to
 #   $RUNNER_DOCKERD_LOG, and wait (bounded) until `docker info` answers.
-# - Anywhere else: stop with a message that says what is missing.
+# - Anywhere else: stop with a message that says what is wrong and the command that fixes it.
 # - RUNNER_ENGINE=podman: use rootless Podman's Docker-compatible socket instead (run as the non-root user): unless
 #   its API already answers on $XDG_RUNTIME_DIR/podman/podman.sock, start `podman system service` there (its log:
 #   service.log beside the socket), wait (bounded) until the API answers, and print the DOCKER_HOST to export.
@@ -59,34 +61,8 @@ record_timing() {  # step started-at
     'BEGIN { printf "{\"seconds\": %.2f, \"at\": \"%s\"}\n", b - a, at }' >"$TIMINGS/$1.json" 2>/dev/null || true
 }
 
-need_pkgs=()
-command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
-command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
-# the host-side relay of the reference client's integration tests (the images carry their own)
-command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
-
-if engine_answers && [ ${#need_pkgs[@]} -eq 0 ]; then
-  say "Docker Engine answers (${DOCKER_HOST:-default socket})."
-  exit 0
-fi
-
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    say "missing: ${need_pkgs[*]}. This script installs them only on Debian as root;"
-    say "install them yourself, start a Docker Engine (or set DOCKER_HOST), and rerun."
-    exit 1
-  fi
-  say "installing ${need_pkgs[*]} from Debian"
-  install_started=$(now)
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # docker.io pulls containerd and runc; the default (non-buildx) client comes with it.
-  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" iptables ca-certificates >/dev/null
-  case " ${need_pkgs[*]} " in *" docker.io "*) record_timing engine.install "$install_started" ;; esac
-fi
-
 if engine_answers; then
-  say "Docker Engine answers."
+  say "Docker Engine answers (${DOCKER_HOST:-default socket})."
   exit 0
 fi
 
@@ -95,8 +71,37 @@ if [ -n "${DOCKER_HOST:-}" ]; then
   exit 1
 fi
 
-if [ "$(id -u)" != 0 ] || ! command -v dockerd >/dev/null 2>&1; then
-  say "no Docker Engine answers and dockerd cannot be started here (need root and docker.io)."
+# Why not: a socket that exists but refuses this user is a group membership, not a missing engine.
+socket=/var/run/docker.sock
+if [ -z "${DOCKER_HOST:-}" ] && [ -S "$socket" ] && [ ! -w "$socket" ] && [ "$(id -u)" != 0 ]; then
+  say "the Docker Engine at $socket refuses $(id -un) (not in its group $(stat -c %G "$socket")); fix it with:"
+  say "  sudo usermod -aG $(stat -c %G "$socket") $(id -un)   # then log in again (or: newgrp $(stat -c %G "$socket"))"
+  exit 1
+fi
+
+if ! command -v dockerd >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    say "no Docker Engine answers and none is installed here. Install one (Debian and Ubuntu:"
+    say "  sudo apt-get install docker.io && sudo usermod -aG docker $(id -un)"
+    say "then log in again), start it, or set DOCKER_HOST to an engine that answers; then rerun."
+    exit 1
+  fi
+  say "installing docker.io from Debian"
+  install_started=$(now)
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # docker.io pulls containerd and runc; the default (non-buildx) client comes with it.
+  apt-get install -y -qq --no-install-recommends docker.io iptables ca-certificates >/dev/null
+  record_timing engine.install "$install_started"
+  if engine_answers; then  # a package that starts its own service
+    say "Docker Engine answers."
+    exit 0
+  fi
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  say "no Docker Engine answers; dockerd is installed but only root starts it here. Start it with:"
+  say "  sudo systemctl start docker   # or: sudo scripts/ensure-docker.sh"
   exit 1
 fi
 

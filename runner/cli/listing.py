@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from runner.cli.render import escape, out
+from runner.cli.render import escape, fail, out
+from runner.errors import Exit
 
 
 def cases(as_json: Annotated[bool, typer.Option("--json", help="One JSON object per row, in a list.")] = False) -> None:
@@ -35,14 +36,17 @@ def harnesses(
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per column, in a list.")] = False,
 ) -> None:
-    """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here."""
+    """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here.
+    Ends with exit code 4 when one does not load (each such profile's file and field on stderr)."""
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
 
     rows: list[dict[str, Any]] = []
+    invalid: list[ProfileError] = []
     for harness_id in known_harnesses(profiles_dir):
         try:
             p = find_profile(harness_id, profiles_dir)
         except ProfileError as error:
+            invalid.append(error)
             rows.append({"harness": harness_id, "label": "", "image": "", "interpreter": "", "state": "invalid",
                          "why": str(error)})
             continue
@@ -51,7 +55,13 @@ def harnesses(
                      "state": state, "why": why, "dialects": p.model.speaks if p.model else []})
     if as_json:
         print(json.dumps(rows, ensure_ascii=False))
-        return
+    else:
+        print_harnesses(rows)
+    if invalid:  # listed, then the exit code an unusable profile ends any command with (its file and field)
+        fail(Exit.PROFILE, "\n".join(str(error) for error in invalid))
+
+
+def print_harnesses(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table("harness", "label", "image", "interpreter", "state")

@@ -7,32 +7,31 @@
   the MCP path calls travel over MCP, never over stdout (§8 item 9).
 - ``exit-code``: reads no frames; the exit code alone decides (0 completes with no prose).
 
-Vendor CLIs add their interpreter next to their profile's package and register it here.
+Vendor CLIs add their interpreter next to their profile's package and declare it in the package's ``VENDOR``
+(:mod:`runner.harnesses.vendor`); this module finds every package's, so nothing here names a vendor.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from typing import TypeVar
+
+import runner.harnesses
 from runner.core.outcomes import Json, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses import (
-    claude_code,
-    cline,
-    codex,
-    copilot,
-    deepseek,
-    droid,
-    gemini,
-    kilo,
-    kimi,
-    opencode,
-    pi,
-    qwen,
-    vibe,
-)
+from runner.errors import ProfileProblem
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
+from runner.harnesses.vendor import Vendor
+
+T = TypeVar("T")
 
 
-class UnknownInterpreter(LookupError):
+class UnknownInterpreter(ProfileProblem, LookupError):
+    """A profile naming an interpreter no package provides (a loaded profile cannot: its ``interpreter`` is checked
+    against :data:`INTERPRETERS` when it loads)."""
+
     def __init__(self, name: str) -> None:
         super().__init__(f"no such stream interpreter: {name!r} (known: {', '.join(sorted(INTERPRETERS))})")
 
@@ -68,29 +67,42 @@ def exit_code_only(frame: dict[str, Json]) -> list[Step]:
     return []
 
 
-INTERPRETERS: dict[str, Interpreter] = {
-    "jsonl": jsonl,
-    "exit-code": exit_code_only,
-    "codex": codex.interpret,
-    "claude-code": claude_code.interpret,
-    "pi": pi.interpret,
-    "gemini": gemini.interpret,
-    "qwen": qwen.interpret,
-    "opencode": opencode.interpret,
-    "deepseek": deepseek.interpret,
-    "copilot": copilot.interpret,
-    "cline": cline.interpret,
-    "droid": droid.interpret,
-    "kilo": kilo.interpret,
-    "kimi": kimi.interpret,
-    "vibe": vibe.interpret,
-}
+def discover() -> dict[str, Vendor]:
+    """Every package under ``runner/harnesses`` by its name, each with the ``VENDOR`` its ``__init__`` declares."""
+    found: dict[str, Vendor] = {}
+    for info in sorted(pkgutil.iter_modules(runner.harnesses.__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{runner.harnesses.__name__}.{info.name}")
+        vendor = getattr(module, "VENDOR", None)
+        if not isinstance(vendor, Vendor):
+            raise TypeError(f"{module.__name__} declares no VENDOR (a runner.harnesses.vendor.Vendor)")
+        found[info.name] = vendor
+    return found
 
 
+def _merged(what: str, provided: list[tuple[str, Mapping[str, T]]]) -> dict[str, T]:
+    """Every ``(provider, {name: value})`` in one mapping, each name provided once."""
+    merged: dict[str, T] = {}
+    origin: dict[str, str] = {}
+    for provider, values in provided:
+        for name, value in values.items():
+            if name in merged:
+                raise ValueError(f"{what} {name!r} is provided twice: by {origin[name]} and by {provider}")
+            merged[name], origin[name] = value, provider
+    return merged
+
+
+VENDORS: dict[str, Vendor] = discover()
+# runner's own two, then every package's
+INTERPRETERS: dict[str, Interpreter] = _merged("interpreter", [
+    (__name__, {"jsonl": jsonl, "exit-code": exit_code_only}),
+    *((f"{__package__}.{package}", vendor.interpreters) for package, vendor in VENDORS.items()),
+])
 # interpreters whose CLI keeps its turn's events in a session log read after it exits (stream.SessionReader)
-SESSION_READERS: dict[str, SessionReader] = {
-    "deepseek": deepseek.read_session,
-}
+SESSION_READERS: dict[str, SessionReader] = _merged(
+    "session reader", [(f"{__package__}.{package}", vendor.session_readers) for package, vendor in VENDORS.items()]
+)
 
 
 def get_session_reader(name: str) -> SessionReader | None:

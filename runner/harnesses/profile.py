@@ -19,6 +19,7 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from runner.errors import ProfileProblem, UnknownName
 from runner.model.types import ModelEndpoint
@@ -86,7 +87,6 @@ class ConfigFile(_Strict):
 
 class WindDown(_Strict):
     grace_seconds: float = Field(default=5.0, ge=0, le=300)
-    signal_process_group: bool = True
 
 
 class Profile(_Strict):
@@ -119,6 +119,16 @@ class Profile(_Strict):
     def _id(cls, value: str) -> str:
         if not PROFILE_ID.match(value):
             raise ValueError(f"expected lowercase letters, digits and dashes matching {PROFILE_ID.pattern}")
+        return value
+
+    @field_validator("interpreter")
+    @classmethod
+    def _interpreter(cls, value: str) -> str:
+        # the registry of columns (every package's VENDOR), imported by the profiles' loader only
+        from runner.harnesses.interpreters import INTERPRETERS
+
+        if value not in INTERPRETERS:
+            raise ValueError(f"no such interpreter {value!r} (known: {', '.join(sorted(INTERPRETERS))})")
         return value
 
     @field_validator("argv")
@@ -173,15 +183,20 @@ def load_profile(path: Path) -> Profile:
     try:
         profile = Profile.model_validate({**data, "source": str(path)})
     except ValidationError as err:
-        problems = [
-            f"{path}: field '{_where(e['loc'])}': {e['msg']}"
-            + (f" (got {e['input']!r})" if e["type"] != "missing" and not isinstance(e["input"], dict) else "")
-            for e in err.errors()
-        ]
+        problems = [f"{path}: field '{_where(e['loc'])}': {_problem(e)}" for e in err.errors()]
         raise ProfileError("\n".join(problems)) from None
     if profile.id != path.stem:
         raise ProfileError(f"{path}: field 'id': expected {path.stem!r} (the file name), got {profile.id!r}")
     return profile
+
+
+def _problem(error: ErrorDetails) -> str:
+    """pydantic's message, without its "Value error, " prefix, and the value at fault unless it already says it."""
+    text = error["msg"].removeprefix("Value error, ")
+    got = repr(error["input"])
+    if error["type"] == "missing" or isinstance(error["input"], dict) or got in text:
+        return text
+    return f"{text} (got {got})"
 
 
 def _where(loc: tuple[int | str, ...]) -> str:

@@ -195,7 +195,7 @@ def mcp_server(socket_path: str) -> Iterator[McpServerFixture]:
 def socat() -> str:
     path = shutil.which("socat")
     if path is None:
-        pytest.fail("socat is not installed: scripts/ensure-docker.sh (make test) installs it")
+        pytest.fail("socat is not installed: `make test-tools` (make test) installs it")
     return path
 
 

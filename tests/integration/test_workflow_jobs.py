@@ -1,76 +1,70 @@
 """The workflow's plan, column and report jobs, run here exactly as .github/workflows/conformance.yml writes
-them, against the real engine: each job in a clean checkout with a clean HOME (no venv, no image cache), the
-column jobs once with the cache missed (the image built as `make run` builds it, then saved) and once with the
-cache restored (the saved image loaded), and the report assembled from the column jobs' artifacts.
+them, against the real engine, by GitHub's hosted runner's user: a non-root user in the ``docker`` group, with
+passwordless sudo, on a PATH without this machine's Debian extras (mmdebstrap, socat) until a step installs them
+(tests/hosted_runner.py says what is done to look like the hosted runner, and what cannot be). Each job in a
+checkout the user owns with a clean HOME (no venv, no image cache): the column jobs once with the cache missed
+(the Prepare step runs with sudo, the image is built or found as `make run` builds it, then saved) and once with the
+cache restored (Prepare skipped, the saved image loaded), and the report assembled from the column jobs' artifacts,
+from several and from one.
 
-What GitHub itself does between the steps is done here by hand, as plainly as possible: `actions/checkout`
-is a copy of the tree, `actions/setup-python` a Python 3.11 first on PATH, `actions/cache` a copy of the saved
-paths into the next HOME (cache-hit 'true') or nothing (cache-hit 'false'), and upload/download-artifact a copy
-of the run directory into the report job's `cells/column-<job>/`. The one step not run is the hosted runner's
-preparation (sudo, Ubuntu's AppArmor and subuid settings for mmdebstrap): on this Debian machine as root,
-`make engine` (scripts/ensure-docker.sh) provisions what it provisions there.
+What GitHub itself does between the steps is done here by hand, as plainly as possible: `actions/checkout` is a
+copy of the tree handed to the user, `actions/setup-python` a Python 3.11 the user owns first on PATH,
+`actions/cache` a copy of the saved paths into the next HOME (cache-hit 'true') or nothing (cache-hit 'false'), and
+upload/download-artifact a copy of the run directory into the report job's `cells/`: into `cells/column-<job>/`
+when the pattern matches several artifacts, and into `cells/` itself when it matches one (download-artifact picks
+the path that way).
 
-The promise checked: the report of the matrix assembled from the column jobs equals the report of the same
-cells run by one local `runner run`, grades and pins alike, whether the image came from the cache or not.
+The promise checked: the report of the matrix assembled from the column jobs equals the report of the same cells
+run by one local `runner run`, grades and pins alike, whether the image came from the cache or not.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.github_workflow import ROOT, SHELL, evaluate, job, outputs, workflow
+from tests.github_workflow import ROOT, evaluate, job, outputs, workflow
+from tests.hosted_runner import HostedRunner
 
 HARNESSES = "reference,codex"
 # rows that run a turn everywhere, one the MCP columns declare not applicable, one not implemented upstream; with
 # the small budget below the plan splits the codex column in two (its three cells, 5 s each, exceed 12 s)
 CASES = "escalation,escalation-refused,host-policy-denied,hidden-tool,forged-grant"
 INPUTS = {"harness": HARNESSES, "case": CASES, "model": "scripted", "shard_minutes": "0.2"}
-HOSTED_RUNNER_ONLY = "Prepare the hosted runner for an offline image build (a cache miss)"
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
 STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
 
-def clean_env(home: Path, bin_dir: Path) -> dict[str, str]:
-    """The machine's environment with a HOME of its own and nothing of this test run's Python or caches."""
-    drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "RUNNER_CACHE_DIR", "XDG_CACHE_HOME", "PIP_CACHE_DIR")
-    base = {k: v for k, v in os.environ.items() if k not in drop}
-    return {**base, "HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{base['PATH']}", "CI": "true",
-            "GITHUB_ACTIONS": "true"}
-
-
 @pytest.fixture(scope="module")
-def machine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """What a hosted runner has after checkout and setup-python: the repository's files and a Python 3.11."""
-    root = tmp_path_factory.mktemp("hosted-runner")
+def machine(hosted_runner: HostedRunner) -> Iterator[dict[str, Path]]:
+    """What a hosted runner has after checkout and setup-python: the repository's files, owned by its user."""
+    root = hosted_runner.mkdir(hosted_runner.work / "jobs")
     checkout = root / "repo"
     shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(
         ".git", ".venv", "runs", "*.egg-info", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build",
+        "cells", "report.md", "junit.xml", "manifest.json",
     ))
-    python = root / "setup-python"
-    subprocess.run([sys.executable, "-m", "venv", str(python)], check=True, timeout=300)
-    return {"root": root, "checkout": checkout, "bin": python / "bin"}
+    hosted_runner.own(checkout)
+    yield {"root": root, "checkout": checkout}
 
 
-def run_job(name: str, machine: dict[str, Path], home: Path, matrix: dict[str, str] | None,
-            cache_hit: bool | None = None) -> dict[str, dict[str, str]]:
-    """Run one job's steps in order, as written; returns each step's outputs by id. ``cache_hit`` is what the
-    cache step answered (None: the job has no cache step)."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = clean_env(home, machine["bin"])
+def run_job(name: str, runner: HostedRunner, machine: dict[str, Path], home: Path, matrix: dict[str, str] | None,
+            cache_hit: bool | None = None, inputs: dict[str, str] = INPUTS) -> dict[str, dict[str, str]]:
+    """Run one job's steps in order, as written, as the hosted runner's user; returns each step's outputs by id.
+    ``cache_hit`` is what the cache step answered (None: the job has no cache step)."""
+    runner.mkdir(home)
     steps_out: dict[str, dict[str, str]] = {}
     if cache_hit is not None:
         steps_out["cache"] = {"cache-hit": "true" if cache_hit else "false"}
     for n, step in enumerate(job(name)["steps"]):
-        if "run" not in step or step.get("name") == HOSTED_RUNNER_ONLY:
+        if "run" not in step:
             continue
         condition = step.get("if")
         if condition == "steps.cache.outputs.cache-hit != 'true'":
@@ -80,18 +74,20 @@ def run_job(name: str, machine: dict[str, Path], home: Path, matrix: dict[str, s
             raise AssertionError(f"{name}: {step.get('name')!r}: this test does not know the condition {condition!r}")
         output = machine["root"] / f"{name}-{matrix['job'] if matrix else ''}-{n}.out"
         output.unlink(missing_ok=True)
+        summary = summary_file(machine, name)
+        for file in (output, summary):
+            if not file.exists():
+                file.touch()
+                runner.own(file)
         merged = {**workflow().get("env", {}), **job(name).get("env", {}), **step.get("env", {})}
-        step_env = {key: _evaluate(value, steps_out, matrix) for key, value in merged.items()}
-        script = machine["root"] / f"{name}-step-{n}.sh"
-        script.write_text(step["run"], encoding="utf-8")
+        step_env = {key: _evaluate(value, steps_out, matrix, inputs) for key, value in merged.items()}
+        env = runner.env(home, {**step_env, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)})
         started = time.monotonic()
-        done = subprocess.run([*SHELL, str(script)], cwd=machine["checkout"], capture_output=True, text=True,
-                              timeout=1200, env={**env, **step_env, "GITHUB_OUTPUT": str(output),
-                                                 "GITHUB_STEP_SUMMARY": str(summary_file(machine, name))})
+        done = runner.run_step(step["run"], cwd=machine["checkout"], env=env)
         label = step.get("name") or step["run"].splitlines()[0]
         STEP_SECONDS.append((f"{name} {matrix['job'] if matrix else ''}".strip(), label, time.monotonic() - started))
         print(f"{STEP_SECONDS[-1][0]:<24} {STEP_SECONDS[-1][2]:7.1f} s  {label}")
-        assert done.returncode == 0, f"{name} / {label}:\n{done.stdout}\n{done.stderr}"
+        assert done.returncode == 0, f"{name} / {label} (as {runner.user}):\n{done.stdout}\n{done.stderr}"
         if "id" in step:
             steps_out[step["id"]] = outputs(output)
     return steps_out
@@ -102,12 +98,13 @@ def summary_file(machine: dict[str, Path], job_name: str) -> Path:
     return machine["root"] / f"{job_name}-step-summary.md"
 
 
-def _evaluate(value: Any, steps_out: dict[str, dict[str, str]], matrix: dict[str, str] | None) -> str:
+def _evaluate(value: Any, steps_out: dict[str, dict[str, str]], matrix: dict[str, str] | None,
+              inputs: dict[str, str]) -> str:
     text = str(value)
     for step_id, values in steps_out.items():
         for key, got in values.items():
             text = text.replace(f"${{{{ steps.{step_id}.outputs.{key} }}}}", got)
-    return evaluate(text, INPUTS, matrix)
+    return evaluate(text, inputs, matrix)
 
 
 def cache_paths(home: Path) -> list[tuple[Path, bool]]:
@@ -120,7 +117,7 @@ def cache_paths(home: Path) -> list[tuple[Path, bool]]:
     return found
 
 
-def restore_cache(saved_home: Path, new_home: Path) -> None:
+def restore_cache(runner: HostedRunner, saved_home: Path, new_home: Path) -> None:
     """actions/cache restoring what the cache step saved from ``saved_home`` into ``new_home``."""
     paths = cache_paths(saved_home)
     excluded = [p for p, ex in paths if ex]
@@ -131,14 +128,17 @@ def restore_cache(saved_home: Path, new_home: Path) -> None:
         shutil.copytree(path, target, symlinks=True, ignore=lambda d, names: [
             n for n in names if any(Path(d, n) == e for e in excluded)
         ])
+    runner.own(new_home)
 
 
-def results(directory: Path) -> dict[str, dict[str, Any]]:
-    """Every cell under ``directory``, by id, without what says only when and where it ran."""
+def results(directory: Path, column: str | None = None) -> dict[str, dict[str, Any]]:
+    """Every cell under ``directory`` (of one column, if given), by id, without what says only when and where it
+    ran."""
     found = {}
     for file in sorted(directory.rglob("result.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
-        found[data["cell"]["id"]] = {k: v for k, v in data.items() if k not in TRANSIENT}
+        if column is None or data["cell"]["column"] == column:
+            found[data["cell"]["id"]] = {k: v for k, v in data.items() if k not in TRANSIENT}
     return found
 
 
@@ -158,11 +158,11 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_the_column_jobs_as_written_give_the_same_report_as_one_local_run(
-    machine: dict[str, Path], local_run: Path
+def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_report_as_one_local_run(
+    hosted_runner: HostedRunner, machine: dict[str, Path], local_run: Path
 ) -> None:
-    root = machine["root"]
-    plan = run_job("plan", machine, root / "home-plan", None)
+    runner, root = hosted_runner, machine["root"]
+    plan = run_job("plan", runner, machine, root / "home-plan", None)
     jobs = json.loads(plan["plan"]["matrix"])["include"]
     # one job per column, codex split in two by the small budget; the declared rows start none
     assert [j["job"] for j in jobs] == ["reference", "codex-1of2", "codex-2of2"]
@@ -170,24 +170,29 @@ def test_the_column_jobs_as_written_give_the_same_report_as_one_local_run(
     cold = root / "artifacts-cold"
     for entry in jobs:
         home = root / f"home-{entry['job']}"
-        run_job("column", machine, home, entry, cache_hit=False)
+        runner.fresh()  # every job is a new virtual machine: the extras a Prepare step installed are gone
+        run_job("column", runner, machine, home, entry, cache_hit=False)
+        # Prepare ran and installed mmdebstrap; nothing the job ran asked for socat
+        assert runner.which("mmdebstrap") and runner.which("socat") is None
         # what the cache step will store: the saved image and its staged inputs, never the base tarballs
         saved = home / ".cache" / "runner" / "saved"
         assert any(saved.iterdir()), f"{entry['job']}: a cache miss saves the image for the next run"
         shutil.copytree(machine["checkout"] / "runs" / entry["job"], cold / f"column-{entry['job']}")
 
     warm = root / "artifacts-warm"
-    for entry in jobs:  # a later workflow run: the cache restored into a clean HOME
+    for entry in jobs:  # a later workflow run: the cache restored into a clean HOME, Prepare skipped
         home = root / f"home-warm-{entry['job']}"
-        restore_cache(root / f"home-{entry['job']}", home)
+        runner.fresh()
+        restore_cache(runner, root / f"home-{entry['job']}", home)
         assert not (home / ".cache" / "runner" / "base").exists()
         shutil.rmtree(machine["checkout"] / "runs" / entry["job"])
-        run_job("column", machine, home, entry, cache_hit=True)
+        run_job("column", runner, machine, home, entry, cache_hit=True)
+        assert runner.which("mmdebstrap") is None and runner.which("socat") is None
         shutil.copytree(machine["checkout"] / "runs" / entry["job"], warm / f"column-{entry['job']}")
 
     local = results(local_run)
     for artifacts in (cold, warm):
-        reported = assemble_and_report(machine, artifacts)
+        reported = assemble_and_report(runner, machine, artifacts)
         assert sorted(results(reported)) == sorted(local), "the same cells, each once"
         assert results(reported) == local, "grades, turns and pins alike"
         assert manifest(machine["checkout"] / "manifest.json") == manifest(local_run / "manifest.json")
@@ -195,14 +200,50 @@ def test_the_column_jobs_as_written_give_the_same_report_as_one_local_run(
         assert "**passed**" in markdown
         assert summary_file(machine, "report").read_text(encoding="utf-8") == markdown  # the run's summary page
 
+    # one column dispatched alone: one artifact, which download-artifact extracts into cells/ itself
+    alone = {**INPUTS, "harness": "reference"}
+    reported = assemble_and_report(runner, machine, warm, only="column-reference", inputs=alone)
+    assert not (reported / "column-reference").exists(), "one artifact lands in cells/ itself"
+    assert results(reported) == results(local_run, column="reference")
+    assert "**passed**" in (machine["checkout"] / "report.md").read_text(encoding="utf-8")
 
-def assemble_and_report(machine: dict[str, Path], artifacts: Path) -> Path:
-    """The report job: the artifacts downloaded into cells/, then its steps as written."""
+
+def assemble_and_report(runner: HostedRunner, machine: dict[str, Path], artifacts: Path, only: str | None = None,
+                        inputs: dict[str, str] = INPUTS) -> Path:
+    """The report job: the artifacts downloaded into cells/ as actions/download-artifact lays them out (each in
+    cells/<artifact>/ when the pattern matches several, the one's contents in cells/ itself when it matches one),
+    then its steps as written."""
     cells = machine["checkout"] / "cells"
     shutil.rmtree(cells, ignore_errors=True)
-    shutil.copytree(artifacts, cells)
+    if only is None:
+        shutil.copytree(artifacts, cells)
+    else:
+        shutil.copytree(artifacts / only, cells)
+    runner.own(cells)
     for name in ("report.md", "junit.xml", "manifest.json"):
         (machine["checkout"] / name).unlink(missing_ok=True)
     summary_file(machine, "report").unlink(missing_ok=True)
-    run_job("report", machine, machine["root"] / "home-report", None)
+    runner.fresh()
+    run_job("report", runner, machine, machine["root"] / "home-report", None, inputs=inputs)
     return cells
+
+
+BUMP = ROOT / ".github" / "workflows" / "bump.yml"
+
+
+def test_the_bump_workflows_prepare_and_engine_steps_pass_as_the_hosted_runners_user(
+    hosted_runner: HostedRunner, machine: dict[str, Path]
+) -> None:
+    """bump.yml builds every image, so its Prepare installs mmdebstrap (never socat); then `make engine`, which
+    must ask for nothing more than an engine that answers."""
+    runner = hosted_runner
+    runner.fresh()
+    home = runner.mkdir(machine["root"] / "home-bump")
+    names = ("Prepare the hosted runner for offline image builds", "Set up (engine)")
+    steps = [step for step in job("bump", BUMP)["steps"] if step.get("name") in names]
+    assert [step["name"] for step in steps] == list(names)
+    for step in steps:
+        assert "if" not in step and "env" not in step, f"{step['name']}: this test runs it unconditionally, bare"
+        done = runner.run_step(step["run"], cwd=machine["checkout"], env=runner.env(home))
+        assert done.returncode == 0, f"bump / {step['name']} (as {runner.user}):\n{done.stdout}\n{done.stderr}"
+    assert runner.which("mmdebstrap") and runner.which("socat") is None

@@ -79,7 +79,6 @@ def test_vendor_profiles_share_the_turn_contract(name: str) -> None:
     assert loaded.model is not None and loaded.model.live is not None
     assert loaded.credentials and set(loaded.credentials) <= set(loaded.model.live.credentials)
     assert loaded.session_transcript and not loaded.session_transcript.startswith("/")
-    assert loaded.wind_down.signal_process_group
     env = loaded.render_env(VALUES)
     assert not {"HOME", "PWD", "RUNNER_CD", "RUNNER_MODEL_PORT"} & set(env)  # the runtime sets those
     # the prompt reaches the CLI exactly once, verbatim, and nothing is handed to a shell
@@ -197,7 +196,7 @@ def test_qwen_traps() -> None:
     argv = loaded.render_argv(VALUES)
     assert argv[argv.index("--approval-mode") + 1] == "yolo" and argv[argv.index("-o") + 1] == "stream-json"
     assert loaded.render_env(VALUES)["OPENAI_BASE_URL"] == "http://127.0.0.1:8787/v1"
-    assert loaded.mcp_startup_required and loaded.wind_down.signal_process_group
+    assert loaded.mcp_startup_required
 
 
 def test_opencode_traps() -> None:

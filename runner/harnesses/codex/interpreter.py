@@ -1,7 +1,7 @@
 """``codex exec --json`` stdout frames → steps (upstream ``codex/protocol.ts@57319d17``, §5.2).
 
-Evidence: ``reference/vendor-clis.md`` §1 (Codex 0.169.0, measured against a scripted model and a
-stdio MCP server) and ``reference/sharedos-reference.md`` §5.2 (the upstream rules).
+Evidence: ``docs/columns/codex.md`` (Codex 0.169.0 and 0.171.0, measured against a scripted model and a stdio MCP
+server) and ``reference/sharedos-reference.md`` §5.2 (the upstream rules).
 
 A ``codex exec --json`` turn prints ``thread.started``, ``turn.started``, ``item.started`` /
 ``item.completed`` events and ends with ``turn.completed`` or ``turn.failed``. Upstream reads two

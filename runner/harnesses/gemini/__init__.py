@@ -1,8 +1,11 @@
 """Google Gemini CLI (``gemini -p ... -o stream-json``): its stdout interpreter.
 
-Profile: ``harness_profiles/gemini.yaml``.
+Profile: ``harness_profiles/gemini.yaml``. What was measured on which version: ``docs/columns/gemini.md``.
 """
 
 from runner.harnesses.gemini.interpreter import interpret
+from runner.harnesses.vendor import Vendor
 
-__all__ = ["interpret"]
+VENDOR = Vendor(interpreters={"gemini": interpret})
+
+__all__ = ["VENDOR", "interpret"]

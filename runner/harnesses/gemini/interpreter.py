@@ -1,7 +1,7 @@
 """``gemini -p ... -o stream-json`` stdout frames → steps.
 
-Evidence: ``reference/vendor-clis.md`` "2. Google Gemini CLI 0.61.0" (measured against a scripted
-model and a stdio MCP server), and the 0.61.0 bundle (``JsonStreamEventType``: ``init``,
+Evidence: ``docs/columns/gemini.md`` (Gemini CLI 0.61.0, measured against a scripted model and a stdio MCP
+server), and the 0.61.0 bundle (``JsonStreamEventType``: ``init``,
 ``message``, ``tool_use``, ``tool_result``, ``error``, ``result``; ``emitFinalResult`` and the
 ``handle*Error`` functions).
 

@@ -6,4 +6,10 @@ file (stdlib, the ``mcp`` SDK and ``httpx2`` only) that must never import the ``
 lists SharedOS's tools over MCP (through the same socat relay as every CLI), offers them to the model
 in the dialect ``--model-dialect`` picked, executes each call over MCP through the latch, and prints
 runner's ``jsonl`` frames. Its stdout is read by the generic ``jsonl`` interpreter.
+
+The column: ``docs/columns/model.md``.
 """
+
+from runner.harnesses.vendor import Vendor
+
+VENDOR = Vendor()  # nothing of its own: its agent prints runner's ``jsonl`` frames

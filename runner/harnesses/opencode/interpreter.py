@@ -1,7 +1,7 @@
 """``opencode run --format json`` stdout frames → steps.
 
-Evidence: ``reference/vendor-clis.md`` "4. opencode (opencode-ai 1.18.33)" (measured against a
-scripted model and a stdio MCP server), and opencode's ``packages/opencode/src/cli/cmd/run.ts``
+Evidence: ``docs/columns/opencode.md`` (opencode 1.18.33, measured against a scripted model and a stdio MCP
+server), and opencode's ``packages/opencode/src/cli/cmd/run.ts``
 (the ``emit(type, data)`` calls of the non-interactive loop).
 
 Every line is ``{"type", "timestamp", "sessionID", ...}``. Rules:

@@ -1,11 +1,8 @@
 """``pi --mode json`` stdout frames → steps (every Pi profile: ``pi``, ``pi-direct``, ``pi-adapter``).
 
-Evidence: ``reference/vendor-clis.md`` "1. Pi (@mariozechner/pi-coding-agent 0.73.1) +
-pi-mcp-adapter 2.36.0" (measured), ``reference/sharedos-reference.md`` §5.2 (upstream
-``pi/protocol.ts@75eaa9bb``, written for ``--mode rpc``), and Pi 0.73.1's own code
-(``dist/modes/print-mode.js``, ``dist/core/agent-session.js``). Re-measured on
-``@earendil-works/pi-coding-agent`` 1.6.0 (built-in MCP, codemode and direct) and 0.86.1 (adapter):
-the same frames and rules; what 1.6.0 adds is listed in ``runner/harnesses/pi/__init__.py``.
+Evidence: ``docs/columns/pi.md`` (Pi 0.73.1, then 1.6.0 and 0.86.1: the same frames and rules; what 1.6.0 adds is
+listed there), ``reference/sharedos-reference.md`` §5.2 (upstream ``pi/protocol.ts@75eaa9bb``, written for
+``--mode rpc``), and Pi 0.73.1's own code (``dist/modes/print-mode.js``, ``dist/core/agent-session.js``).
 
 Why ``--mode json`` and not upstream's ``--mode rpc``: json mode is what vendor-clis.md verified
 end to end (3 MCP calls through the adapter, offline, non-root); rpc mode was not tested there. In

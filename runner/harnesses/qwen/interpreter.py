@@ -1,7 +1,7 @@
 """``qwen -p ... -o stream-json`` stdout frames → steps.
 
-Evidence: ``reference/vendor-clis.md`` "3. Qwen Code 0.24.4" (measured against a scripted model and
-a stdio MCP server), and the 0.24.4 bundle (``buildSystemMessage`` builds the init frame with
+Evidence: ``docs/columns/qwen.md`` (Qwen Code 0.24.4, measured against a scripted model and a stdio MCP server),
+and the 0.24.4 bundle (``buildSystemMessage`` builds the init frame with
 ``mcp_servers: [{name, status: getMCPServerStatus(name)}]``).
 
 Qwen's stream is Claude-Code-like, so the rules are Claude's

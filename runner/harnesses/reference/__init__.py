@@ -7,4 +7,10 @@ It is a standalone file (stdlib plus the `mcp` SDK only) and must never import t
 through a relay command (by default `socat STDIO UNIX-CONNECT:/run/runner/mcp.sock`),
 executes the already-expanded action list in order, and reports what happened as
 JSON Lines frames on stdout; diagnostics go to stderr.
+
+The column: `docs/columns/reference.md`.
 """
+
+from runner.harnesses.vendor import Vendor
+
+VENDOR = Vendor()  # nothing of its own: its client prints runner's ``jsonl`` frames

@@ -1,6 +1,6 @@
 """``vibe -p ... --output streaming`` stdout frames → steps.
 
-Evidence: :mod:`runner.harnesses.vibe` (2.26.1, measured on the host). Every line is a session entry ``{"id",
+Evidence: ``docs/columns/vibe.md`` (2.26.1, measured on the host). Every line is a session entry ``{"id",
 "sessionId", "turnId", "generationStatus", "type", ...}``:
 
 - ``{"type": "message", "role": "assistant", "content": [{"type": "text", "text": ...}]}`` → each non-blank text
