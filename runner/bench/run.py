@@ -113,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         for problem in problems:
             err.print(f"[red]✗[/] {problem}", highlight=False)
-        err.print("images/lock.json is not current; the bench never builds: run `make images` first")
+        err.print("images/lock.json is stale or its images are not all built here; the bench never builds: "
+                  "run `make images` first")
         return 5
     reference = read_build("reference", current_keys(client, "reference").build_key)
     if reference is None:
