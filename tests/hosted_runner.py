@@ -203,6 +203,7 @@ def empty_engine(log_dir: Path) -> Iterator[str]:
     of a turn or a build runs with network none), so the paths it mounts are the host's own, as on GitHub. Yields
     its DOCKER_HOST; stopped and removed afterwards, whatever happened."""
     root = Path(tempfile.mkdtemp(prefix="runner-hosted-engine-", dir="/var/lib"))
+    root.chmod(0o755)  # the socket's group (docker) decides who may talk to it, as for /var/run/docker.sock
     socket = root / "docker.sock"
     log = (log_dir / f"{root.name}.log").open("ab")
     daemon = subprocess.Popen(

@@ -3,9 +3,11 @@ them, against the real engine, by GitHub's hosted runner's user: a non-root user
 passwordless sudo, on a PATH without this machine's Debian extras (mmdebstrap, socat) until a step installs them
 (tests/hosted_runner.py says what is done to look like the hosted runner, and what cannot be). Each job in a
 checkout the user owns with a clean HOME (no venv, no image cache): the column jobs once with the cache missed
-(the Prepare step runs with sudo, the image is built or found as `make run` builds it, then saved) and once with the
-cache restored (Prepare skipped, the saved image loaded), and the report assembled from the column jobs' artifacts,
-from several and from one.
+(the Prepare step runs with sudo, mmdebstrap bootstraps the bases as the user, the image is built as `make run`
+builds it, then saved) and once with the cache restored (Prepare skipped, the saved image loaded), each column job
+with an engine of its own that starts empty, as a hosted runner's does (a second dockerd on this host, so the paths
+it mounts are the host's own), and the report assembled from the column jobs' artifacts, from several and from
+one.
 
 What GitHub itself does between the steps is done here by hand, as plainly as possible: `actions/checkout` is a
 copy of the tree handed to the user, `actions/setup-python` a Python 3.11 the user owns first on PATH,
@@ -31,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.github_workflow import ROOT, evaluate, job, outputs, workflow
-from tests.hosted_runner import HostedRunner
+from tests.hosted_runner import HostedRunner, empty_engine
 
 HARNESSES = "reference,codex"
 # rows that run a turn everywhere, one the MCP columns declare not applicable, one not implemented upstream; with
@@ -39,6 +41,9 @@ HARNESSES = "reference,codex"
 CASES = "escalation,escalation-refused,host-policy-denied,hidden-tool,forged-grant"
 INPUTS = {"harness": HARNESSES, "case": CASES, "model": "scripted", "shard_minutes": "0.2"}
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
+# an image id is the engine's own: each job's engine builds (or loads) its own image from the same committed recipe
+# (images/lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
+MACHINE_LOCAL_PINS = ("imageId",)
 STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
 
@@ -56,9 +61,11 @@ def machine(hosted_runner: HostedRunner) -> Iterator[dict[str, Path]]:
 
 
 def run_job(name: str, runner: HostedRunner, machine: dict[str, Path], home: Path, matrix: dict[str, str] | None,
-            cache_hit: bool | None = None, inputs: dict[str, str] = INPUTS) -> dict[str, dict[str, str]]:
+            cache_hit: bool | None = None, inputs: dict[str, str] = INPUTS, engine: str | None = None
+            ) -> dict[str, dict[str, str]]:
     """Run one job's steps in order, as written, as the hosted runner's user; returns each step's outputs by id.
-    ``cache_hit`` is what the cache step answered (None: the job has no cache step)."""
+    ``cache_hit`` is what the cache step answered (None: the job has no cache step); ``engine`` the job's own
+    engine (its DOCKER_HOST), where it has one."""
     runner.mkdir(home)
     steps_out: dict[str, dict[str, str]] = {}
     if cache_hit is not None:
@@ -81,7 +88,8 @@ def run_job(name: str, runner: HostedRunner, machine: dict[str, Path], home: Pat
                 runner.own(file)
         merged = {**workflow().get("env", {}), **job(name).get("env", {}), **step.get("env", {})}
         step_env = {key: _evaluate(value, steps_out, matrix, inputs) for key, value in merged.items()}
-        env = runner.env(home, {**step_env, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)})
+        env = runner.env(home, {**step_env, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary),
+                                **({"DOCKER_HOST": engine} if engine else {})})
         started = time.monotonic()
         done = runner.run_step(step["run"], cwd=machine["checkout"], env=env)
         label = step.get("name") or step["run"].splitlines()[0]
@@ -138,7 +146,8 @@ def results(directory: Path, column: str | None = None) -> dict[str, dict[str, A
     for file in sorted(directory.rglob("result.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
         if column is None or data["cell"]["column"] == column:
-            found[data["cell"]["id"]] = {k: v for k, v in data.items() if k not in TRANSIENT}
+            pins = {k: v for k, v in data.get("pins", {}).items() if k not in MACHINE_LOCAL_PINS}
+            found[data["cell"]["id"]] = {**{k: v for k, v in data.items() if k not in TRANSIENT}, "pins": pins}
     return found
 
 
@@ -171,9 +180,11 @@ def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_rep
     for entry in jobs:
         home = root / f"home-{entry['job']}"
         runner.fresh()  # every job is a new virtual machine: the extras a Prepare step installed are gone
-        run_job("column", runner, machine, home, entry, cache_hit=False)
-        # Prepare ran and installed mmdebstrap; nothing the job ran asked for socat
+        with empty_engine(root) as engine:  # ... with an engine that has no image yet
+            run_job("column", runner, machine, home, entry, cache_hit=False, engine=engine)
+        # Prepare ran and installed mmdebstrap, which bootstrapped the bases as the user; nothing asked for socat
         assert runner.which("mmdebstrap") and runner.which("socat") is None
+        assert list((home / ".cache" / "runner" / "base").glob("*.tar")), "a cold job bootstraps its bases"
         # what the cache step will store: the saved image and its staged inputs, never the base tarballs
         saved = home / ".cache" / "runner" / "saved"
         assert any(saved.iterdir()), f"{entry['job']}: a cache miss saves the image for the next run"
@@ -186,7 +197,10 @@ def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_rep
         restore_cache(runner, root / f"home-{entry['job']}", home)
         assert not (home / ".cache" / "runner" / "base").exists()
         shutil.rmtree(machine["checkout"] / "runs" / entry["job"])
-        run_job("column", runner, machine, home, entry, cache_hit=True)
+        with empty_engine(root) as engine:
+            run_job("column", runner, machine, home, entry, cache_hit=True, engine=engine)
+        # the image came from the cache into an empty engine: nothing was bootstrapped, nothing else installed
+        assert not (home / ".cache" / "runner" / "base").exists()
         assert runner.which("mmdebstrap") is None and runner.which("socat") is None
         shutil.copytree(machine["checkout"] / "runs" / entry["job"], warm / f"column-{entry['job']}")
 
