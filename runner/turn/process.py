@@ -22,6 +22,7 @@ from runner.sandbox.container import ContainerSpec, SandboxedProcess
 from runner.sandbox.engine import engine_address
 from runner.sandbox.probe import MountsNotVisible, check_wiring
 from runner.sandbox.stream import StreamSandboxedProcess
+from runner.sandbox.transport import Transport
 from runner.turn.collect import copy_session_transcript
 
 if TYPE_CHECKING:
@@ -83,7 +84,6 @@ class StreamProcess(StreamSandboxedProcess):
             return copy_session_transcript(fetched, dest, scrubber) if fetched is not None else []
 
 
-TRANSPORTS = ("auto", "mount", "stream")
 # (engine, image) where this process's probe found the mount not reaching the container: a failure is not cached
 # by the probe (it may be fixed), but within one run auto need not probe the mount again before every turn
 _MOUNT_NOT_VISIBLE: set[tuple[str, str]] = set()
@@ -100,23 +100,21 @@ class DockerProcesses:
     straight to ``stream`` for that engine and image. The process's ``transport`` says which ran.
     """
 
-    def __init__(self, client: docker.DockerClient, transport: str = "auto") -> None:
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+    def __init__(self, client: docker.DockerClient, transport: Transport = Transport.AUTO) -> None:
         self.client = client
         self.transport = transport
 
     def __call__(self, spec: ContainerSpec) -> CliProcess:
         transport = self.transport
         where = (engine_address(), spec.image_id)
-        if transport == "auto" and where in _MOUNT_NOT_VISIBLE:
-            transport = "stream"
+        if transport is Transport.AUTO and where in _MOUNT_NOT_VISIBLE:
+            transport = Transport.STREAM
         try:
-            check_wiring(self.client, spec, mount=transport != "stream")
+            check_wiring(self.client, spec, mount=transport is not Transport.STREAM)
         except MountsNotVisible:
-            if transport == "mount":
+            if transport is Transport.MOUNT:
                 raise
             _MOUNT_NOT_VISIBLE.add(where)
             check_wiring(self.client, spec, mount=False)
-            transport = "stream"
-        return StreamProcess(self.client, spec) if transport == "stream" else DockerProcess(self.client, spec)
+            transport = Transport.STREAM
+        return StreamProcess(self.client, spec) if transport is Transport.STREAM else DockerProcess(self.client, spec)

@@ -9,6 +9,7 @@ import pytest
 
 from runner.sandbox import probe
 from runner.sandbox.container import ContainerSpec
+from runner.sandbox.transport import Transport
 from runner.turn import process
 
 
@@ -71,8 +72,8 @@ def test_auto_probes_the_mount_once_per_process_where_it_does_not_reach(
 
     monkeypatch.setattr(process, "check_wiring", check_wiring)
     monkeypatch.setattr(process.StreamProcess, "__init__", lambda self, client, spec: None)
-    factory = process.DockerProcesses(None, transport="auto")  # type: ignore[arg-type]
+    factory = process.DockerProcesses(None, transport=Transport.AUTO)  # type: ignore[arg-type]
     assert [factory(spec(tmp_path)).transport for _ in range(3)] == ["stream"] * 3
     assert probed == [True, False, False, False]  # the mount once; the stream's own check (cached) each turn
     with pytest.raises(probe.MountsNotVisible):  # asked for by name, the mount is probed, and refused, again
-        process.DockerProcesses(None, transport="mount")(spec(tmp_path))  # type: ignore[arg-type]
+        process.DockerProcesses(None, transport=Transport.MOUNT)(spec(tmp_path))  # type: ignore[arg-type]
