@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     try:
-        client = connect()
+        client = connect(os.environ)  # the bench is a command of its own: its edge reads the environment
         problems = verify_lock(client)
     except EngineError as error:
         err.print(f"[red]no engine[/]: {error}")

@@ -56,10 +56,11 @@ def check_out(path: Path, as_json: bool) -> None:
 
 
 def connect_engine(as_json: bool = False) -> Any:
+    from runner.cli.settings import docker_environment
     from runner.sandbox.engine import connect
 
     with reported(as_json):
-        return connect()
+        return connect(docker_environment())
 
 
 def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, keep: bool, as_json: bool) -> T:
