@@ -6,8 +6,6 @@ layer that silently skipped would prove nothing.
 
 from __future__ import annotations
 
-import os
-
 import docker
 import pytest
 
@@ -19,7 +17,7 @@ from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted run
 @pytest.fixture(scope="session")
 def engine() -> docker.DockerClient:
     try:
-        return connect(os.environ)
+        return connect()
     except EngineUnavailable as exc:
         pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
 

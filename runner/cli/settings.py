@@ -6,7 +6,6 @@ The variables runner reads:
 
 - ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
 - ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
-- ``DOCKER_HOST`` (and docker's TLS variables): which engine, for :func:`runner.sandbox.engine.connect`;
 - every variable, as the host's (:meth:`runner.turn.settings.Host.from_environ`): the credentials live mode forwards,
   the values the scrubber keeps out of every file, ``RUNNER_LIVE_BASE_URL`` (live mode forwards there instead of the
   profile's ``model.live.base_url``) and ``RUNNER_FAULT=latch-disabled`` (a deliberately broken build, for proving
@@ -18,7 +17,6 @@ Importing this module costs nothing: what it builds is imported when a command r
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,11 +40,6 @@ def host() -> Host:
     from runner.turn.settings import Host
 
     return Host.from_environ(os.environ)
-
-
-def docker_environment() -> Mapping[str, str]:
-    """What the engine's client is configured from (docker-py reads DOCKER_HOST and its TLS variables there)."""
-    return dict(os.environ)
 
 
 def reaper_enabled() -> bool:

@@ -56,11 +56,10 @@ def check_out(path: Path, as_json: bool) -> None:
 
 
 def connect_engine(as_json: bool = False) -> Any:
-    from runner.cli.settings import docker_environment
     from runner.sandbox.engine import connect
 
     with reported(as_json):
-        return connect(docker_environment())
+        return connect()
 
 
 def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, keep: bool, as_json: bool) -> T:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 import docker
@@ -68,31 +69,23 @@ class ImageUnavailable(EngineError):
         self.reason = reason
 
 
-_connected: list[str] = []  # the address of the engine this process connected to (connect); what engine_address says
-
-
 def engine_address() -> str:
-    """The engine this process talks to (what messages and the probe's cache name): DOCKER_HOST as the command's
-    edge handed it to :func:`connect`, or the default socket."""
-    return _connected[-1] if _connected else DEFAULT_SOCKET
+    return os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
 
 
-def connect(environ: Mapping[str, str], timeout: int = 120) -> docker.DockerClient:
-    """Return a client for the engine at DOCKER_HOST (or the default socket), API version negotiated. ``environ``
-    is the process environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), handed in by the edge that
-    reads it.
+def connect(timeout: int = 120) -> docker.DockerClient:
+    """Return a client for the engine at DOCKER_HOST (or the default socket), API version negotiated.
 
     A daemon that hiccups at the first requests is retried like any engine call; one that never
     answers raises EngineUnavailable with a hint.
     """
-    where = environ.get("DOCKER_HOST") or DEFAULT_SOCKET
-    _connected.append(where)
+    where = engine_address()
     hint = f"no Docker Engine answers at {where}; run scripts/ensure-docker.sh or set DOCKER_HOST"
 
     def ping() -> docker.DockerClient:
         # version="auto" asks the engine for its API version (1.41 on dockerd 20.10);
         # docker-py's fixed default (1.45) would be rejected by that engine.
-        client = docker.from_env(version="auto", timeout=timeout, environment=dict(environ))
+        client = docker.from_env(version="auto", timeout=timeout)
         client.ping()
         return client
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from runner.conformance.behaviours import Behaviour
 from runner.errors import UsageError
 from runner.model.settings import Dialect, FaultSpecError, ModelFault, ModelMode
-from runner.sandbox.transport import Transport
+from runner.sandbox.interface import TransportChoice
 
 REPLAY_PREFIX = "replay:"
 FAULT_ENV = "RUNNER_FAULT"
@@ -57,7 +57,8 @@ class TurnSettings:
     recording: Path | None = None  # --model replay:PATH: the exchange log served back
     fault: ModelFault | None = None  # --model-fault KIND[@STEP] (the scripted model only)
     dialect: Dialect | None = None  # --model-dialect NAME: the dialect a column that can choose speaks
-    transport: Transport = Transport.AUTO  # --transport: how the container reaches the turn's files and sockets
+    # --transport: how the container reaches the turn's files and sockets (auto: the wiring probe decides)
+    transport: TransportChoice = TransportChoice.AUTO
     deadline: float | None = None  # --deadline SECONDS; the profile's when None
     keep: bool = False  # --keep: the container is left for inspection
     run_id: str = "run"  # the run's containers are labelled with it
@@ -94,9 +95,9 @@ def parse_dialect(text: str | None) -> Dialect | None:
         raise SettingError(str(error)) from None
 
 
-def parse_transport(text: str) -> Transport:
+def parse_transport(text: str) -> TransportChoice:
     """``--transport mount|stream|auto``."""
     try:
-        return Transport(text)
+        return TransportChoice(text)
     except ValueError:
         raise SettingError(f"--transport must be mount, stream or auto, not {text!r}") from None

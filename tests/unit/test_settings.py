@@ -20,7 +20,7 @@ from runner.matrix.plan import CellOptions, plan_cells
 from runner.model.settings import Dialect, FaultKind, ModelFault, ModelMode
 from runner.model.types import DIALECT_NAMES
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.transport import Transport
+from runner.sandbox.interface import TransportChoice
 from runner.turn.model_choice import ModelChoice
 from runner.turn.prepare import TurnRequest, prepare_turn
 from runner.turn.settings import (
@@ -49,7 +49,7 @@ def test_each_option_parses_into_its_type() -> None:
     assert parse_fault("stall@after-ask") == ModelFault(FaultKind.STALL, None, after_ask=True)
     assert parse_fault("error") == ModelFault(FaultKind.ERROR, 1) and parse_fault(None) is None
     assert parse_dialect("anthropic") is Dialect.ANTHROPIC_MESSAGES and parse_dialect(None) is None
-    assert parse_transport("stream") is Transport.STREAM
+    assert parse_transport("stream") is TransportChoice.STREAM
 
 
 @pytest.mark.parametrize(("parse", "text", "words"), [
@@ -103,7 +103,7 @@ def test_the_edge_builds_the_plans_options_with_the_host(monkeypatch: pytest.Mon
                                 model_dialect="gemini", transport="mount", deadline=5.0, run_unsupported=True)
     assert options == CellOptions(behaviour=Behaviour.PERSISTENT, model=ModelMode.SCRIPTED,
                                   fault=ModelFault(FaultKind.STALL, 2), dialect=Dialect.GEMINI,
-                                  transport=Transport.MOUNT, deadline=5.0, run_id="r",
+                                  transport=TransportChoice.MOUNT, deadline=5.0, run_id="r",
                                   host=Host(latch_disabled=True), run_unsupported=True)
     assert options.host.variables["RUNNER_FAULT"] == "latch-disabled"
 
