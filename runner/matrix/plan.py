@@ -140,7 +140,7 @@ def plan_cells(cells: list[Cell], options: CellOptions, *, fault_every_column: b
         profile, choice, digest = columns[cell.profile.id]
         plans.append(CellPlan(Cell(cell.case, cell.condition, profile), options, choice, digest))
     if options.fault and cells and all(c.profile.model is None for c in cells):
-        raise ModelChoiceError(f"--model-fault {options.fault.spec}: none of the chosen harnesses talks to a model")
+        raise ModelChoiceError(f"--model-fault {options.fault.shown}: none of the chosen harnesses talks to a model")
     if dialect and cells and not any(p.dialect == dialect for p in plans):
         raise ModelChoiceError(f"--model-dialect {dialect.value}: none of the chosen harnesses speaks it")
     return plans

@@ -8,7 +8,7 @@ this module, so it stays as cheap to import as an enum.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -67,6 +67,12 @@ class ModelFault:
     kind: FaultKind
     step: int | None = 1  # None exactly when after_ask
     after_ask: bool = False
+    asked: str | None = field(default=None, compare=False)  # as the command line spelt it (what messages quote)
+
+    @property
+    def shown(self) -> str:
+        """The fault as the user asked for it, for messages (the canonical :attr:`spec` when built in code)."""
+        return self.asked or self.spec
 
     @property
     def spec(self) -> str:
@@ -85,11 +91,11 @@ class ModelFault:
             raise FaultSpecError(f"{FAULT_OPTION} {text!r}: expected KIND[@STEP] with KIND one of {kinds}")
         kind, step = FaultKind(match["kind"]), match["step"]
         if step is None:
-            return cls(kind)
+            return cls(kind, asked=text)
         if step == AFTER_ASK:
-            return cls(kind, None, after_ask=True)
+            return cls(kind, None, after_ask=True, asked=text)
         if not step.isascii() or not step.isdigit() or int(step) < 1:
             raise FaultSpecError(
                 f"{FAULT_OPTION} {text!r}: STEP must be a request number from 1 or {AFTER_ASK}, not {step!r}"
             )
-        return cls(kind, int(step))
+        return cls(kind, int(step), asked=text)

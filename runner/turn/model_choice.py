@@ -61,10 +61,10 @@ def choose_model(
     if fault is None:
         return _choose(requested, recording, profile, environ)
     if profile.model is None:
-        raise ModelChoiceError(f"--model-fault {fault.spec}: the {profile.id} harness talks to no model")
+        raise ModelChoiceError(f"--model-fault {fault.shown}: the {profile.id} harness talks to no model")
     if requested not in (None, ModelMode.SCRIPTED):
         raise ModelChoiceError(
-            f"--model-fault {fault.spec} applies only to the scripted model, not to --model "
+            f"--model-fault {fault.shown} applies only to the scripted model, not to --model "
             f"{model_option(requested, recording)}"
         )
     choice = _choose(ModelMode.SCRIPTED, None, profile, environ)
