@@ -1,10 +1,11 @@
 """How a command's turns run: one frozen, typed record, built once at the command's edge (:mod:`runner.cli.settings`)
 from its options and the host's environment, and carried down unchanged; nothing below parses a setting again or
-reads the environment.
+reads the environment (the last exceptions, the engine's address and the image code's locations, are counted in
+tests/unit/test_environment_edge.py).
 
 :class:`TurnSettings` is what every turn of a command shares (the plan's options,
 :class:`runner.matrix.plan.CellOptions`, add what only the matrix needs); :class:`Host` is what the host's
-environment says. Light to import (enums and dataclasses): the command line's ``--help`` never needs more.
+environment says. Light to import: enums and dataclasses, no engine, SDK or case data.
 """
 
 from __future__ import annotations
