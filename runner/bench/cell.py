@@ -86,10 +86,12 @@ async def running_cell(client: Any, run_id: str, out: Path) -> float:
     from runner.matrix.cell import run_cell
     from runner.matrix.cells import Cell
     from runner.matrix.plan import CellOptions, plan_cells
+    from runner.turn.settings import Host
 
     case = get_case("escalation")
     cell = Cell(case, case.condition, find_profile("reference"))
-    [plan] = plan_cells([cell], CellOptions(run_id=run_id), {})  # runner run plans every cell up front
+    # runner run plans every cell up front, with the host's environment (read at its edge, as here)
+    [plan] = plan_cells([cell], CellOptions(run_id=run_id, host=Host.from_environ(os.environ)))
     started = time.perf_counter()
     result, _ = await run_cell(client, plan, out)
     wall = time.perf_counter() - started

@@ -1,6 +1,7 @@
 """The ``runner`` command line. It parses, resolves once at the edge and prints; the work lives below it.
 
 - :mod:`app`      the command tree and ``runner --version``
+- :mod:`settings` the edge: the one module that reads the environment, and where options become typed settings
 - :mod:`render`   every console the commands write through (never hard-wrapped in a pipe), error reporting
 - :mod:`turn`     ``exec`` (one turn), ``gc``, and the signal handling that removes a run's containers
 - :mod:`matrix`   ``run``, ``report``, ``repro``, ``matrix``

@@ -38,13 +38,15 @@ def harnesses(
 ) -> None:
     """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here.
     Ends with exit code 4 when one does not load (each such profile's file and field on stderr)."""
+    from runner.cli.settings import profiles_dirs
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
 
     rows: list[dict[str, Any]] = []
     invalid: list[ProfileError] = []
-    for harness_id in known_harnesses(profiles_dir):
+    search = profiles_dirs(profiles_dir)
+    for harness_id in known_harnesses(search):
         try:
-            p = find_profile(harness_id, profiles_dir)
+            p = find_profile(harness_id, search)
         except ProfileError as error:
             invalid.append(error)
             rows.append({"harness": harness_id, "label": "", "image": "", "interpreter": "", "state": "invalid",

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +18,6 @@ from runner.cli.turn import (
     TRANSPORT_HELP,
     TRIALS_HELP,
     check_out,
-    check_transport,
     connect_engine,
     interruptible,
     new_run_id,
@@ -59,11 +57,12 @@ def run(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from runner.cli.settings import cell_options, profiles_dirs
     from runner.conformance.behaviours import parse_behaviour
     from runner.matrix import report as rep
     from runner.matrix.cell import run_cell
-    from runner.matrix.cells import cells, runs_a_turn
-    from runner.matrix.plan import CellOptions, plan_cells, with_trials
+    from runner.matrix.cells import cells
+    from runner.matrix.plan import plan_cells, with_trials
     from runner.matrix.run import ImagePins, run_matrix
     from runner.matrix.shards import parse_shard
 
@@ -72,18 +71,18 @@ def run(
         slice_ = parse_shard(shard) if shard is not None else None
         if slice_ is not None and declared_only:
             fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
-        chosen = cells(harness, case, profiles_dir)
+        chosen = cells(harness, case, profiles_dirs(profiles_dir))
     if slice_ is not None:
-        chosen = [c for c in chosen if runs_a_turn(c) and slice_.holds(c.id)]
+        chosen = [c for c in chosen if c.runs_a_turn() and slice_.holds(c.id)]
     elif declared_only:
-        chosen = [c for c in chosen if not runs_a_turn(c)]
+        chosen = [c for c in chosen if not c.runs_a_turn()]
     run_id = new_run_id()
-    check_transport(transport)
-    options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport,
-                          model_dialect=model_dialect)
+    with reported():
+        options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
+                               model_dialect=model_dialect, transport=transport)
     check_out(out_dir, False)
     with reported():
-        plans = with_trials(plan_cells(chosen, options, os.environ), trials)
+        plans = with_trials(plan_cells(chosen, options), trials)
     client = connect_engine() if any(p.runs_a_turn for p in plans) else None  # no turn to run: no engine needed
     planned = ImagePins(client)
 
@@ -186,6 +185,7 @@ def repro(
     model exchanges, offline. Exit 0 when the grade is
     reproduced, 1 when it differs.
     """
+    from runner.cli.settings import host, profiles_dirs
     from runner.matrix.artifact import read_cell
     from runner.matrix.cell import run_cell
     from runner.matrix.repro import repro_plan, unmatched_pins
@@ -196,7 +196,7 @@ def repro(
         fail(Exit.USAGE, f"{directory}: no readable result.json", as_json)
     run_id = new_run_id()
     with reported(as_json):
-        plan = repro_plan(recorded, directory, run_id, os.environ)
+        plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
     check_out(target, as_json)
     client = connect_engine(as_json)
@@ -235,10 +235,11 @@ def matrix(
     turn start no job (`runner run --declared-only` writes them where the report is made).
     Example: runner matrix --format github --harness all --case all --shard-minutes 10
     """
+    from runner.cli.settings import profiles_dirs
     from runner.matrix.cells import cells
     from runner.matrix.github import dumps, github_matrix
 
     if output_format != "github":
         fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
     with reported():
-        print(dumps(github_matrix(cells(harness, case, profiles_dir), shard_minutes, trials)))
+        print(dumps(github_matrix(cells(harness, case, profiles_dirs(profiles_dir)), shard_minutes, trials)))

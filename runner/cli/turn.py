@@ -5,7 +5,6 @@ containers are removed however it ends."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import signal
 import time
@@ -56,14 +55,6 @@ def check_out(path: Path, as_json: bool) -> None:
         check_output_dir(path)
 
 
-def check_transport(transport: str, as_json: bool = False) -> None:
-    """A usage error unless ``transport`` is one the sandbox knows (runner.sandbox.interface.TRANSPORTS)."""
-    from runner.sandbox.interface import TRANSPORTS
-
-    if transport not in TRANSPORTS:
-        fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
-
-
 def connect_engine(as_json: bool = False) -> Any:
     from runner.sandbox.engine import connect
 
@@ -76,11 +67,12 @@ def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, kee
     removes every container of the run (``client`` None: the job started none)."""
     import anyio
 
+    from runner.cli.settings import reaper_enabled
     from runner.sandbox.container import RUN_LABEL, remove_labelled
     from runner.sandbox.reaper import Reaper
 
     # the lease: if this process dies where no finally runs (SIGKILL), the reaper removes the run's containers
-    reaper = Reaper(run_id).start() if client is not None and not keep else None
+    reaper = Reaper(run_id, enabled=reaper_enabled()).start() if client is not None and not keep else None
     result: list[T] = []
     interrupted: list[int] = []
 
@@ -144,38 +136,40 @@ def exec_(
 
     Example: runner exec --harness reference --case escalation --behaviour persistent --json
     """
+    from runner.cli.settings import cell_options, profiles_dirs
     from runner.conformance.behaviours import parse_behaviour
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
     from runner.matrix.cell import run_cell
     from runner.matrix.cells import Cell
-    from runner.matrix.plan import CellOptions, plan_cells, with_trials
+    from runner.matrix.plan import plan_cells, with_trials
 
+    search = profiles_dirs(profiles_dir)
     with reported(as_json):
         case_obj = get_case(case)
         behaviour_obj = parse_behaviour(behaviour)
         if profile_path is not None:
             profile = load_profile(profile_path)
         elif harness:
-            profile = find_profile(harness, profiles_dir)
+            profile = find_profile(harness, search)
         else:
-            fail(Exit.USAGE, f"give --harness (one of: {', '.join(known_harnesses(profiles_dir))}) or --profile",
+            fail(Exit.USAGE, f"give --harness (one of: {', '.join(known_harnesses(search))}) or --profile",
                  as_json)
     if deadline is not None and deadline <= 0:
         fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
     if profile.unavailable:
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     run_id = new_run_id()
-    check_transport(transport, as_json)
-    options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault,
-                          transport=transport, model_dialect=model_dialect)
     with reported(as_json):
+        options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
+                               model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
+                               run_unsupported=True)
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
-        [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
+        [plan] = plan_cells([cell], options, fault_every_column=True)
     target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else say
     if plan.model.mode != "none":
-        shown = f"; fault {plan.model.fault}" if plan.model.fault else ""
+        shown = f"; fault {plan.model.fault.spec}" if plan.model.fault else ""
         shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json)

@@ -11,9 +11,9 @@ A bad profile fails with :class:`ProfileError` naming the file, the field and wh
 
 from __future__ import annotations
 
-import os
 import re
 import string
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -29,7 +29,6 @@ PLACEHOLDERS = frozenset(
     {"prompt", "prompt_json", "turn_dir", "mcp_socket", "script", "home", "model_url", "model_port", "api_key", "model",
      "model_dialect"}
 )
-PROFILES_ENV = "RUNNER_PROFILES_DIR"
 
 
 class ProfileError(ProfileProblem, ValueError):
@@ -206,24 +205,21 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def profile_dirs(extra: Path | None = None) -> list[Path]:
-    """Where profiles are looked up: an explicit directory, ``$RUNNER_PROFILES_DIR``, then the shipped ones."""
-    dirs = [extra] if extra else []
-    if os.environ.get(PROFILES_ENV):
-        dirs.append(Path(os.environ[PROFILES_ENV]))
-    dirs.append(shipped_profiles_dir())
-    return dirs
+def profile_dirs(extra: Sequence[Path] = ()) -> list[Path]:
+    """Where profiles are looked up: the ``extra`` directories in order (the command's edge gives ``--profiles-dir``
+    and ``$RUNNER_PROFILES_DIR``: runner.cli.settings), then the shipped ones."""
+    return [*extra, shipped_profiles_dir()]
 
 
 def shipped_profiles_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "harness_profiles"
 
 
-def known_harnesses(extra: Path | None = None) -> list[str]:
+def known_harnesses(extra: Sequence[Path] = ()) -> list[str]:
     return sorted({p.stem for d in profile_dirs(extra) if d.is_dir() for p in d.glob("*.yaml")})
 
 
-def find_profile(harness: str, extra: Path | None = None) -> Profile:
+def find_profile(harness: str, extra: Sequence[Path] = ()) -> Profile:
     """The profile for a harness id, searching :func:`profile_dirs` in order."""
     for directory in profile_dirs(extra):
         candidate = directory / f"{harness}.yaml"

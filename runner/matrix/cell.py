@@ -18,9 +18,9 @@ import anyio
 import anyio.to_thread
 import docker
 
-from runner.conformance.columns import limits_for
 from runner.conformance.judge import grade_cell, not_run_cell
 from runner.matrix.artifact import write_cell
+from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
 from runner.matrix.result import UNAVAILABLE, CellRef, CellResult, InfrastructureProblem, TurnSummary
 from runner.sandbox.engine import EngineError
@@ -57,11 +57,12 @@ async def run_cell(
     be None for a plan that runs no turn."""
     started = time.monotonic()
     cell = plan.cell
-    limits = limits_for(cell.case, cell.condition, cell.profile.issues_uncatalogued)
-    if cell.case.not_implemented is not None or (limits.unsupported is not None and not plan.runs_a_turn):
+    limits = cell.limits
+    disposition = plan.disposition
+    if disposition in (Disposition.NOT_IMPLEMENTED, Disposition.UNSUPPORTED):
         grade = not_run_cell(cell.case, cell.condition, limits, column_id=cell.profile.id).to_json()
         return _finish(directory, _base(plan, plan.planned_pins()).replace(grade=grade), started), None
-    if cell.profile.unavailable:
+    if disposition is Disposition.UNAVAILABLE:
         grade = {"status": UNAVAILABLE, "evidence": f"unavailable; {cell.profile.unavailable}"}
         return _finish(directory, _base(plan, plan.planned_pins()).replace(grade=grade), started), None
     assert client is not None, "a cell that runs a turn needs an engine"
@@ -74,11 +75,8 @@ async def run_cell(
         failed = _base(plan, plan.planned_pins()).replace(infrastructure_error=_problem(err))
         return _finish(directory, failed, started), None
     pins = plan.planned_pins(image)
-    request = TurnRequest(
-        case=cell.case, profile=cell.profile, behaviour=plan.options.behaviour, image=image, out_dir=directory,
-        run_id=plan.options.run_id, model=plan.model, deadline=plan.options.deadline, keep=plan.options.keep,
-        condition_id=cell.condition.id, model_fault=plan.model.fault, transport=plan.options.transport,
-    )
+    request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=directory, model=plan.model,
+                          settings=plan.options, condition_id=cell.condition.id)
     try:
         report = await run_turn(client, request, progress)
     except EngineError as err:

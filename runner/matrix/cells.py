@@ -1,19 +1,31 @@
 """The cells of a matrix: rows (case × condition) by columns (harnesses), with the filters every
 command shares (``--harness ID,...|all``, ``--case ID,...|all``). Pure apart from reading profiles.
 
-Whether a cell runs a turn is decided here, once (:func:`runs_a_turn`): a row the case set declares
+Whether a cell runs a turn is decided here, once (:meth:`Cell.disposition`): a row the case set declares
 ``not_implemented``, a row this column structurally cannot run (``unsupported``) and every cell of an
 unavailable column are graded from what is declared, with no engine, no image and no job of their own.
+Every command and the CI plan ask the cell (or its plan, which asks the cell).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from runner.conformance.cases import CASES, Case, Condition, get_case
-from runner.conformance.columns import limits_for
+from runner.conformance.columns import Limits, limits_for
 from runner.harnesses.profile import Profile, find_profile, known_harnesses
+
+
+class Disposition(StrEnum):
+    """What becomes of a cell: a turn, or a grade from what is declared."""
+
+    TURN = "turn"
+    NOT_IMPLEMENTED = "not-implemented"  # the case set declares the row not implemented
+    UNSUPPORTED = "unsupported"  # the column structurally cannot run the row
+    UNAVAILABLE = "unavailable"  # the column cannot run here at all
 
 
 @dataclass(frozen=True)
@@ -26,25 +38,39 @@ class Cell:
     def id(self) -> str:
         return f"{self.case.id}.{self.condition.id}.{self.profile.id}"
 
+    @property
+    def limits(self) -> Limits:
+        """What this column can do on this row (:func:`runner.conformance.columns.limits_for`)."""
+        return limits_for(self.case, self.condition, self.profile.issues_uncatalogued)
+
+    def disposition(self, run_unsupported: bool = False) -> Disposition:
+        """The one rule for whether this cell runs a turn. ``run_unsupported`` (``runner exec``, one cell asked for
+        by name) runs an unsupported row anyway, on a column that is available (its grade still says
+        not_applicable); a declared row, or an unavailable column, never runs."""
+        if self.case.not_implemented is not None:
+            return Disposition.NOT_IMPLEMENTED
+        if self.limits.unsupported is not None and (self.profile.unavailable or not run_unsupported):
+            return Disposition.UNSUPPORTED
+        if self.profile.unavailable:
+            return Disposition.UNAVAILABLE
+        return Disposition.TURN
+
+    def runs_a_turn(self, run_unsupported: bool = False) -> bool:
+        """True when this cell runs a turn; False when its grade is declared (no engine needed)."""
+        return self.disposition(run_unsupported) is Disposition.TURN
+
     def to_json(self) -> dict[str, str]:
         return {"id": self.id, "case": self.case.id, "condition": self.condition.id, "column": self.profile.id}
-
-
-def runs_a_turn(cell: Cell) -> bool:
-    """True when the matrix runs a turn for this cell; False when its grade is declared (no engine needed)."""
-    if cell.profile.unavailable or cell.case.not_implemented is not None:
-        return False
-    return limits_for(cell.case, cell.condition, cell.profile.issues_uncatalogued).unsupported is None
 
 
 def split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def select_harnesses(spec: str, profiles_dir: Path | None = None) -> list[Profile]:
+def select_harnesses(spec: str, profiles_dirs: Sequence[Path] = ()) -> list[Profile]:
     """``all`` (every profile found, unavailable ones included: they are reported, not run) or a list."""
-    names = known_harnesses(profiles_dir) if spec == "all" else split(spec)
-    return [find_profile(name, profiles_dir) for name in names]
+    names = known_harnesses(profiles_dirs) if spec == "all" else split(spec)
+    return [find_profile(name, profiles_dirs) for name in names]
 
 
 def select_cases(spec: str) -> list[Case]:
@@ -59,9 +85,10 @@ def unique(found: list[Cell]) -> list[Cell]:
     return list(first.values())
 
 
-def cells(harnesses: str = "all", cases: str = "all", profiles_dir: Path | None = None) -> list[Cell]:
-    """Every cell, row-major in case-set order, columns in profile order (reference first), each once."""
-    profiles = sorted(select_harnesses(harnesses, profiles_dir), key=lambda p: (p.id != "reference", p.id))
+def cells(harnesses: str = "all", cases: str = "all", profiles_dirs: Sequence[Path] = ()) -> list[Cell]:
+    """Every cell, row-major in case-set order, columns in profile order (reference first), each once
+    (``profiles_dirs``: where to look for profiles before the shipped ones)."""
+    profiles = sorted(select_harnesses(harnesses, profiles_dirs), key=lambda p: (p.id != "reference", p.id))
     return unique([
         Cell(case, condition, profile)
         for case in select_cases(cases)

@@ -11,7 +11,7 @@ to ``$GITHUB_OUTPUT`` (:func:`render_github_output` gives that line) and the col
 The job builds (or loads) its column's image once and runs ``runner run --harness <harness> --case <the same
 selection> --shard <shard>``: the same command a user runs locally, with its progress, resume and retries.
 
-- **Jobs scale with columns, not rows.** Only cells that run a turn are planned (:func:`runs_a_turn`); a column
+- **Jobs scale with columns, not rows.** Only cells that run a turn are planned (:meth:`Cell.runs_a_turn`); a column
   gets as many shards as keep each job's turn time inside ``shard_minutes`` (:mod:`runner.matrix.shards`),
   and never more than GitHub's 256 jobs allow across the columns: the plan makes its jobs longer rather than
   refuse a selection that fits. Only more than 256 columns is refused.
@@ -35,7 +35,7 @@ from typing import Any
 
 from runner.errors import UsageError
 from runner.harnesses.profile import Profile
-from runner.matrix.cells import Cell, runs_a_turn, unique
+from runner.matrix.cells import Cell, unique
 from runner.matrix.shards import Shard, job_seconds, shards_needed
 
 MAX_JOBS = 256  # GitHub Actions: "a matrix can generate a maximum of 256 jobs per workflow run"
@@ -72,7 +72,7 @@ def _columns(found: list[Cell]) -> dict[str, tuple[Profile, list[str]]]:
     """Per column (in the cells' order), its profile and the ids of its cells that run a turn."""
     out: dict[str, tuple[Profile, list[str]]] = {}
     for cell in unique(found):
-        if runs_a_turn(cell):
+        if cell.runs_a_turn():
             out.setdefault(cell.profile.id, (cell.profile, []))[1].append(cell.id)
     return out
 

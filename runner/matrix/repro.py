@@ -10,7 +10,7 @@ cell's ``modelMode`` is expected to differ (it is replayed).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +21,27 @@ from runner.harnesses.profile import find_profile
 from runner.matrix.cells import Cell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.result import CellResult
+from runner.turn.settings import REPLAY_PREFIX, Host, parse_dialect, parse_fault, parse_model
 
 
-def repro_plan(recorded: CellResult, directory: Path, run_id: str, environ: Mapping[str, str]) -> CellPlan:
-    """The plan of the rerun. Raises the lookup errors (unknown case, harness, condition or behaviour) of a cell
-    this runner no longer knows."""
+def repro_plan(
+    recorded: CellResult, directory: Path, run_id: str, host: Host, profiles_dirs: Sequence[Path] = ()
+) -> CellPlan:
+    """The plan of the rerun, its settings read from the recorded pins (as the command line would have given
+    them); ``host`` and ``profiles_dirs`` are the edge's. Raises the lookup errors (unknown case, harness,
+    condition or behaviour) of a cell this runner no longer knows."""
     pins = recorded.pins
     case = get_case(recorded.cell.case)
-    cell = Cell(case, case.condition_for(recorded.cell.condition), find_profile(recorded.cell.column))
+    cell = Cell(case, case.condition_for(recorded.cell.condition), find_profile(recorded.cell.column, profiles_dirs))
     mode = pins.get("modelMode")
-    model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
+    asked = f"{REPLAY_PREFIX}{directory / 'model-exchanges.jsonl'}" if mode == "live" else mode
+    model, recording = parse_model(asked if asked != "none" else None)
     options = CellOptions(
-        parse_behaviour(pins.get("behaviour", "cooperative")), model, recorded.deadline_seconds, False, run_id,
-        run_unsupported=True, model_fault=pins.get("modelFault"), model_dialect=pins.get("modelDialect"),
+        behaviour=parse_behaviour(pins.get("behaviour", "cooperative")), model=model, recording=recording,
+        fault=parse_fault(pins.get("modelFault")), dialect=parse_dialect(pins.get("modelDialect")),
+        deadline=recorded.deadline_seconds, run_id=run_id, host=host, run_unsupported=True,
     )
-    [plan] = plan_cells([cell], options, environ, fault_every_column=True)
+    [plan] = plan_cells([cell], options, fault_every_column=True)
     return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin
 
 

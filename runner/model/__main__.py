@@ -65,13 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             if args.uds:
                 async with serve_model(args.uds, config, args.log, server_name=args.server_name):
-                    print(f"serving {config.kind.value} on unix:{args.uds}; log {args.log}", file=sys.stderr)
+                    print(f"serving {config.mode.value} on unix:{args.uds}; log {args.log}", file=sys.stderr)
                     async for _ in signals:
                         return
             async with serve_model_tcp(
                 config, args.log, host=args.host, port=args.port, server_name=args.server_name
             ) as handle:
-                print(f"serving {config.kind.value} on {handle.url}; log {args.log}", file=sys.stderr)
+                print(f"serving {config.mode.value} on {handle.url}; log {args.log}", file=sys.stderr)
                 async for _ in signals:
                     return
 

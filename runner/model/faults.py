@@ -29,70 +29,17 @@ happened to land. Every faulted exchange is logged with a ``fault`` entry naming
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from runner.model.script import Plan
+from runner.model.settings import AFTER_ASK, FaultKind, FaultSpecError, ModelFault
+
+__all__ = ["AFTER_ASK", "ASK_TOOL", "ERROR_STATUS", "FaultKind", "FaultSpecError", "FaultTrigger", "ModelFault"]
 
 ASK_TOOL = "sharedos.escalate"
-AFTER_ASK = "after-ask"
 ERROR_STATUS = 500
-OPTION = "--model-fault"
-_SPEC = re.compile(r"^(?P<kind>[a-z-]+)(?:@(?P<step>[^@]*))?$")
-
-
-class FaultKind(StrEnum):
-    ERROR = "error"
-    STALL = "stall"
-    EARLY_CLOSE = "early-close"
-
-
-class FaultSpecError(ValueError):
-    """A fault that cannot be parsed; the message names the option and says what is expected."""
-
-
-@dataclass(frozen=True)
-class ModelFault:
-    """``kind`` at conversation request ``step`` (1-based), or at the first request after the ask."""
-
-    kind: FaultKind
-    step: int | None = 1  # None exactly when after_ask
-    after_ask: bool = False
-
-    @property
-    def spec(self) -> str:
-        """The canonical ``KIND@STEP`` text (what a repro command carries)."""
-        return f"{self.kind.value}@{AFTER_ASK if self.after_ask else self.step}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "spec": self.spec,
-                "at": AFTER_ASK if self.after_ask else f"request {self.step}"}
-
-    @classmethod
-    def parse(cls, text: str) -> ModelFault:
-        kinds = ", ".join(k.value for k in FaultKind)
-        match = _SPEC.match(text.strip())
-        if match is None or match["kind"] not in {k.value for k in FaultKind}:
-            raise FaultSpecError(f"{OPTION} {text!r}: expected KIND[@STEP] with KIND one of {kinds}")
-        kind, step = FaultKind(match["kind"]), match["step"]
-        if step is None:
-            return cls(kind)
-        if step == AFTER_ASK:
-            return cls(kind, None, after_ask=True)
-        if not step.isascii() or not step.isdigit() or int(step) < 1:
-            raise FaultSpecError(
-                f"{OPTION} {text!r}: STEP must be a request number from 1 or {AFTER_ASK}, not {step!r}"
-            )
-        return cls(kind, int(step))
-
-
-def as_fault(value: ModelFault | str | None) -> ModelFault | None:
-    """``value`` as a :class:`ModelFault` (a spec string is parsed)."""
-    if value is None or isinstance(value, ModelFault):
-        return value
-    return ModelFault.parse(value)
+# the fault itself (its kinds, its ``KIND[@STEP]`` text) is a setting, parsed at the command's edge
+# (runner.model.settings); what it does to a turn is here
 
 
 def ask_index(plan: Plan) -> int | None:

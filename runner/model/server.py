@@ -65,7 +65,7 @@ def handler_for(
     forwarder: LiveForwarder | None,
 ) -> ModelHandler:
     """The endpoint's one answering mode: replay, live (``forwarder``), or scripted."""
-    if config.kind is ModelMode.REPLAY:
+    if config.mode is ModelMode.REPLAY:
         return ReplayHandler(Replayer(config.exchanges), handle, log)
     if forwarder is not None:
         return LiveHandler(forwarder, handle)
@@ -100,7 +100,7 @@ class _Service:
         self.handle.requests += 1
         self.handle.by_dialect[dialect.name if dialect else "other"] += 1
         record: dict[str, Any] = {
-            "mode": self.config.kind.value,
+            "mode": self.config.mode.value,
             "request_seq": self.handle.requests,
             "dialect": dialect.name if dialect else None,
             "request": {
@@ -172,10 +172,10 @@ async def _serve(
     handle: ModelEndpointHandle,
 ) -> AsyncIterator[ModelEndpointHandle]:
     forwarder: LiveForwarder | None = None
-    if endpoint.kind is ModelMode.LIVE:
+    if endpoint.mode is ModelMode.LIVE:
         if endpoint.live is None:  # pragma: no cover - ModelEndpointConfig refuses this
             raise ValueError("live mode without live settings")
-        forwarder = LiveForwarder(endpoint.live, endpoint.host_environ)  # reads the credential now
+        forwarder = LiveForwarder(endpoint.live, endpoint.environ)  # reads the credential now
     log = ExchangeLog(log_path, endpoint.scrubber, forwarder.secrets if forwarder else None)
     service = _Service(endpoint, handle, log, handler_for(endpoint, handle, log, server_name, forwarder))
     config = uvicorn.Config(
@@ -223,7 +223,7 @@ async def serve_model(
     Yields a :class:`ModelEndpointHandle` (counters). On exit, held-back (``hang``) answers are
     released, in-flight streams get :data:`SHUTDOWN_GRACE` seconds, and the socket is removed."""
     sock = _unix_socket(socket_path)
-    handle = ModelEndpointHandle(endpoint.kind, "http://model.sock", socket_path=socket_path, log_path=log_path)
+    handle = ModelEndpointHandle(endpoint.mode, "http://model.sock", socket_path=socket_path, log_path=log_path)
     try:
         async with _serve(sock, endpoint, log_path, server_name, handle):
             yield handle
@@ -240,6 +240,6 @@ async def serve_model_tcp(
     sock = _tcp_socket(host, port)
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    handle = ModelEndpointHandle(endpoint.kind, f"http://{shown}:{bound[1]}", log_path=log_path)
+    handle = ModelEndpointHandle(endpoint.mode, f"http://{shown}:{bound[1]}", log_path=log_path)
     async with _serve(sock, endpoint, log_path, server_name, handle):
         yield handle

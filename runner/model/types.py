@@ -14,12 +14,13 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner.model.settings import Dialect
+
 DEFAULT_PLACEHOLDER_KEY = "sk-runner-placeholder-not-a-key"
 DEFAULT_MODEL = "runner-scripted"
 
 DialectName = Literal["openai-responses", "openai-chat", "anthropic-messages", "gemini"]
-DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)
-DIALECT_ALIASES = {"anthropic": "anthropic-messages"}  # what --model-dialect also accepts
+DIALECT_NAMES: tuple[str, ...] = get_args(DialectName)  # runner.model.settings.Dialect's values
 AuthScheme = Literal["bearer", "x-api-key", "x-goog-api-key"]
 
 
@@ -65,15 +66,14 @@ class ModelEndpoint(_Strict):
         """Every dialect this column can be asked for, its own first."""
         return [self.dialect, *(d for d in self.dialects if d != self.dialect)]
 
-    def in_dialect(self, name: str) -> ModelEndpoint:
-        """This endpoint speaking ``name`` (a name in :attr:`speaks`, or an alias), with that dialect's live
-        endpoint; :class:`ModelEndpointError` for a dialect it cannot speak."""
-        name = DIALECT_ALIASES.get(name, name)
+    def in_dialect(self, name: Dialect) -> ModelEndpoint:
+        """This endpoint speaking ``name`` (a name in :attr:`speaks`), with that dialect's live endpoint;
+        :class:`ModelEndpointError` for a dialect it cannot speak."""
         if name == self.dialect:
             return self
         if name not in self.dialects:
             raise ModelEndpointError(f"speaks {', '.join(self.speaks)}, not {name}")
-        return self.model_copy(update={"dialect": name, "live": self.dialects[name]})  # type: ignore[index]
+        return self.model_copy(update={"dialect": name.value, "live": self.dialects[name]})  # type: ignore[index]
 
 
 def resolve_credential(live: LiveModel, environ: Mapping[str, str]) -> tuple[str, str]:

@@ -12,8 +12,8 @@ label. Here the watcher is a **host-side process** instead, started per run:
   (DOCKER_HOST and the rest of the environment are inherited), sweeps again after a pause (a
   ``create`` in flight when runner died can land after the first sweep), and exits.
 - An orderly runner does its own teardown and then writes ``done``: the reaper exits without
-  touching the engine. ``--keep`` starts no reaper. ``RUNNER_REAPER=0`` disables it (a test of
-  ``runner gc`` needs the leftover).
+  touching the engine. ``--keep`` starts no reaper, nor does a lease made with ``enabled=False``
+  (``RUNNER_REAPER=0``, read by the command line: a test of ``runner gc`` needs the leftover).
 
 Why not a reaper container: a container reaches the engine only through the engine's socket
 mounted from the *engine's* host, whose path runner cannot know for a remote (tcp/ssh) engine or
@@ -27,14 +27,12 @@ too): ``runner gc`` stays the fallback for that.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 from typing import IO
 
-DISABLE_ENV = "RUNNER_REAPER"
 DONE = b"done\n"
 SWEEPS = (0.0, 2.0, 6.0)  # seconds after the runner's death: one sweep now, two for creates in flight
 
@@ -42,12 +40,13 @@ SWEEPS = (0.0, 2.0, 6.0)  # seconds after the runner's death: one sweep now, two
 class Reaper:
     """The runner's side: holds the lease (the pipe's write end) for the life of the run."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, enabled: bool = True) -> None:
         self.run_id = run_id
+        self.enabled = enabled
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Reaper:
-        if os.environ.get(DISABLE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        if not self.enabled:
             return self
         try:
             self.proc = subprocess.Popen(

@@ -8,7 +8,6 @@ starts no server and no process: :mod:`runner.turn.runtime` does that with what 
 
 from __future__ import annotations
 
-import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,33 +25,46 @@ from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
 from runner.mcp.server import Invoker
+from runner.model.settings import ModelMode
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec
 from runner.sandbox.images import ImageRecord
 from runner.turn.model_choice import ModelChoice
+from runner.turn.settings import TurnSettings
 from runner.turn.transcript import StreamSink
 from runner.turn.turndir import TurnDir, create_turn_dir, placeholder_values
-
-FAULT_ENV = "RUNNER_FAULT"
 
 
 @dataclass(frozen=True)
 class TurnRequest:
     case: Case
     profile: Profile
-    behaviour: Behaviour
     image: ImageRecord
     out_dir: Path
-    run_id: str
-    model: ModelChoice
-    deadline: float | None = None  # seconds; the profile's default when None
-    keep: bool = False
+    model: ModelChoice  # the column's model, fault included (chosen once, by the plan)
+    # what the command asked for, and the host's environment
+    settings: TurnSettings = field(default_factory=TurnSettings)
     condition_id: str | None = None  # the row's condition; the case's first when None
-    model_fault: str | None = None  # --model-fault KIND[@STEP]: the scripted model fails on purpose
-    transport: str = "auto"  # mount | stream | auto (runner.sandbox.factory.DockerSandboxes)
 
     @property
     def condition(self) -> Condition:
         return self.case.condition_for(self.condition_id)
+
+    @property
+    def behaviour(self) -> Behaviour:
+        return self.settings.behaviour
+
+    @property
+    def deadline(self) -> float | None:
+        """Seconds; the profile's default when None."""
+        return self.settings.deadline
+
+    @property
+    def keep(self) -> bool:
+        return self.settings.keep
+
+    @property
+    def run_id(self) -> str:
+        return self.settings.run_id
 
 
 @dataclass
@@ -101,7 +113,7 @@ def prepare_turn(req: TurnRequest) -> PreparedTurn:
     """Everything the turn needs before its servers and its process start; creates the turn dir."""
     profile, case, condition = req.profile, req.case, req.condition
     execution_id = f"{case.id}.{condition.id}.{profile.id}"
-    scrubber = Scrubber(os.environ, profile.credentials)
+    scrubber = Scrubber(req.settings.host.variables, profile.credentials)
     req.out_dir.mkdir(parents=True, exist_ok=True)
 
     world = build_world(condition.world)
@@ -111,7 +123,7 @@ def prepare_turn(req: TurnRequest) -> PreparedTurn:
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
     # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").
-    invoker: Invoker = envelope if os.environ.get(FAULT_ENV) == "latch-disabled" else latch
+    invoker: Invoker = envelope if req.settings.host.latch_disabled else latch
     instructions = instructions_for(world.grants)
     prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
     envelope.annotate("promptHash", prompt_hash(instructions, prompt))
@@ -168,7 +180,7 @@ def _transcript(req: TurnRequest, profile: Profile, scrubber: Scrubber) -> Trans
 def _model_id(profile: Profile, choice: ModelChoice) -> str | None:
     if profile.model is None:
         return None
-    if choice.mode == "live" and profile.model.live and profile.model.live.model:
+    if choice.mode is ModelMode.LIVE and profile.model.live and profile.model.live.model:
         return profile.model.live.model
     return profile.model.scripted_model
 

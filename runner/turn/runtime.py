@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -41,16 +40,15 @@ from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
 from runner.turn.collect import copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive
-from runner.turn.prepare import FAULT_ENV, PreparedTurn, TurnRequest, prepare_turn
+from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["FAULT_ENV", "LIVE_BASE_URL_ENV", "TurnReport", "TurnRequest", "run_turn"]
+__all__ = ["TurnReport", "TurnRequest", "run_turn"]
 
 Progress = Callable[[str], None]
-LIVE_BASE_URL_ENV = "RUNNER_LIVE_BASE_URL"
 
 
 @dataclass
@@ -122,7 +120,7 @@ async def run_turn(
     if sandboxes is None:
         if client is None:
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
-        sandboxes = DockerSandboxes(client, req.transport)
+        sandboxes = DockerSandboxes(client, req.settings.transport)
     turn = prepare_turn(req)
     proc: Sandbox | None = None
     try:
@@ -174,14 +172,13 @@ async def _serve_model(
         return None
     from runner.model import ModelEndpointConfig, serve_model
 
-    live = profile.model.live
-    if live is not None and os.environ.get(LIVE_BASE_URL_ENV):
-        # a gateway, a recording proxy, or (in the tests) a local upstream standing in for the vendor
-        live = live.model_copy(update={"base_url": os.environ[LIVE_BASE_URL_ENV]})
+    live, host = profile.model.live, req.settings.host
+    if live is not None and host.live_base_url:
+        live = live.model_copy(update={"base_url": host.live_base_url})
     config = ModelEndpointConfig(
-        mode=req.model.mode, actions=actions, live=live, scrubber=scrubber,
-        recording=Path(req.model.recording) if req.model.recording else None,
-        placeholder_key=profile.model.placeholder_key, fault=req.model_fault, invents=profile.issues_uncatalogued,
+        mode=req.model.mode, actions=actions, live=live, scrubber=scrubber, environ=host.variables,
+        recording=req.model.recording, placeholder_key=profile.model.placeholder_key, fault=req.model.fault,
+        invents=profile.issues_uncatalogued,
     )
     return await stack.enter_async_context(
         serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)

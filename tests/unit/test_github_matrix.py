@@ -15,7 +15,7 @@ import pytest
 
 from runner.conformance.cases import CASES, Case
 from runner.harnesses.profile import Profile, find_profile, shipped_profiles_dir
-from runner.matrix.cells import Cell, cells, runs_a_turn
+from runner.matrix.cells import Cell, cells
 from runner.matrix.github import (
     DEFAULT_SHARD_MINUTES,
     KEYS,
@@ -31,7 +31,7 @@ from runner.matrix.shards import Shard, ShardError, parse_shard, shard_of, shard
 
 
 def turn_cells(found: list[Cell]) -> list[str]:
-    return [c.id for c in found if runs_a_turn(c)]
+    return [c.id for c in found if c.runs_a_turn()]
 
 
 def jobs_holding(matrix: dict[str, list[dict[str, str]]], found: list[Cell]) -> dict[str, list[str]]:
@@ -40,7 +40,7 @@ def jobs_holding(matrix: dict[str, list[dict[str, str]]], found: list[Cell]) -> 
     for job in matrix["include"]:
         shard = parse_shard(job["shard"])
         for cell in found:
-            if cell.profile.id == job["harness"] and runs_a_turn(cell) and shard.holds(cell.id):
+            if cell.profile.id == job["harness"] and cell.runs_a_turn() and shard.holds(cell.id):
                 held.setdefault(cell.id, []).append(job["job"])
     return held
 
@@ -116,7 +116,7 @@ def test_a_repeated_filter_plans_each_cell_once() -> None:
 
 
 def test_rows_that_run_no_turn_start_no_job() -> None:
-    declared = [c for c in cells("reference", "all") if not runs_a_turn(c)]
+    declared = [c for c in cells("reference", "all") if not c.runs_a_turn()]
     assert declared, "the case set declares rows that run no turn (not implemented, not applicable)"
     assert github_matrix(declared) == {"include": []}
 
@@ -133,7 +133,7 @@ def _profile_dir(tmp_path: Path) -> Path:
 
 
 def test_unavailable_columns_start_no_job_and_are_offered_with_their_reason(tmp_path: Path) -> None:
-    all_cells = cells("spare,broken", "escalation", profiles_dir=_profile_dir(tmp_path))
+    all_cells = cells("spare,broken", "escalation", profiles_dirs=[_profile_dir(tmp_path)])
     assert [job["harness"] for job in github_matrix(all_cells)["include"]] == ["spare"]
     [left_out] = unavailable_cells(all_cells)
     assert left_out["cell"] == "escalation.baseline.broken"
@@ -141,7 +141,7 @@ def test_unavailable_columns_start_no_job_and_are_offered_with_their_reason(tmp_
 
 
 def test_no_turn_to_run_gives_the_empty_include_the_workflow_checks_for(tmp_path: Path) -> None:
-    only_broken = cells("broken", "all", profiles_dir=_profile_dir(tmp_path))
+    only_broken = cells("broken", "all", profiles_dirs=[_profile_dir(tmp_path)])
     assert dumps(github_matrix(only_broken)) == '{"include":[]}'
     assert dumps(github_matrix([])) == '{"include":[]}'
 

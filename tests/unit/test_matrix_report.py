@@ -78,7 +78,7 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
 
 
 def test_run_resumes_finished_cells_and_retries_infrastructure_errors(tmp_path: Path) -> None:
-    chosen = plan_cells(cells("reference", "escalation"), CellOptions(), {})
+    chosen = plan_cells(cells("reference", "escalation"), CellOptions())
     assert [c.id for c in chosen] == ["escalation.baseline.reference"]
     calls: list[str] = []
 
@@ -184,7 +184,7 @@ def test_a_byte_identical_copy_of_a_run_is_one_run_a_rerun_is_another(tmp_path: 
 
 
 def test_trials_of_a_cell_run_one_after_another_and_resume_counts_them(tmp_path: Path) -> None:
-    plans = with_trials(plan_cells(cells("reference", "escalation,escalation-refused"), CellOptions(), {}), 3)
+    plans = with_trials(plan_cells(cells("reference", "escalation,escalation-refused"), CellOptions()), 3)
     # the declared row (escalation-refused is not applicable on an MCP column) is written once
     assert [(p.id, p.trial) for p in plans] == [("escalation.baseline.reference", k) for k in (1, 2, 3)] + [
         ("escalation-refused.escalation-withheld.reference", 1)]

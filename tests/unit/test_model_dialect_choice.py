@@ -18,6 +18,7 @@ from runner.matrix.artifact import reusable
 from runner.matrix.cells import Cell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.turn.model_choice import ModelChoiceError
+from runner.turn.settings import Host, SettingError, parse_dialect
 from runner.turn.turndir import placeholder_values
 
 CASE = get_case("escalation")
@@ -25,7 +26,8 @@ CASE = get_case("escalation")
 
 def plans(*harnesses: str, dialect: str | None = None, strict: bool = False, **environ: str) -> list[CellPlan]:
     cells = [Cell(CASE, CASE.condition, find_profile(h)) for h in harnesses]
-    return plan_cells(cells, CellOptions(model_dialect=dialect), environ, fault_every_column=strict)
+    options = CellOptions(dialect=parse_dialect(dialect), host=Host(environ))
+    return plan_cells(cells, options, fault_every_column=strict)
 
 
 def test_the_default_is_the_profiles_and_it_is_pinned_on_a_column_that_can_choose() -> None:
@@ -75,7 +77,7 @@ def test_a_column_that_cannot_speak_it_is_refused_by_name_and_keeps_its_own_in_a
     assert (reference.dialect, claude.dialect, model.dialect) == (None, "anthropic-messages", "gemini")
     with pytest.raises(ModelChoiceError, match="none of the chosen harnesses speaks it"):
         plans("reference", "claude-code", dialect="gemini")
-    with pytest.raises(ModelChoiceError, match="unknown --model-dialect"):
+    with pytest.raises(SettingError, match="unknown --model-dialect"):
         plans("model", dialect="klingon")
 
 

@@ -22,6 +22,7 @@ from runner.conformance.cases import get_case
 from runner.core.scrub import Scrubber
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointHandle, serve_model, serve_model_tcp
 from runner.model.script import SIDE_TEXT
+from runner.model.settings import ModelMode
 from runner.model.types import LiveModel
 from tests.simulated_clis import CLIS, ParsedAnswer, SimulatedCli, parse_answer
 
@@ -38,7 +39,7 @@ def escalation_actions(behaviour: Behaviour = Behaviour.COOPERATIVE) -> list[dic
 
 
 def scripted(actions: list[dict[str, Any]], **extra: Any) -> ModelEndpointConfig:
-    return ModelEndpointConfig(mode="scripted", actions=actions, scrubber=Scrubber({}), **extra)
+    return ModelEndpointConfig(mode=ModelMode.SCRIPTED, actions=actions, scrubber=Scrubber({}), **extra)
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -240,7 +241,7 @@ async def live_pair(
     async with serve_model_tcp(upstream_config, up_log) as upstream:
         live = LiveModel(base_url=upstream.url + base_suffix, credentials=["RUNNER_UNSET_KEY", HOST_VAR],
                          auth=auth)  # type: ignore[arg-type]
-        config = ModelEndpointConfig(mode="live", live=live, scrubber=Scrubber(environ, [HOST_VAR]),
+        config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, scrubber=Scrubber(environ, [HOST_VAR]),
                                      environ=environ)
         async with serve_model(sock, config, live_log) as handle:
             yield upstream, handle, sock, up_log, live_log
@@ -286,7 +287,7 @@ async def test_live_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
         port = probe.getsockname()[1]
     environ = {HOST_VAR: HOST_SECRET}
     live = LiveModel(base_url=f"http://127.0.0.1:{port}/v1", credentials=[HOST_VAR])
-    config = ModelEndpointConfig(mode="live", live=live, scrubber=Scrubber({}), environ=environ)
+    config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, scrubber=Scrubber({}), environ=environ)
     sock, log = tmp_path / "model.sock", tmp_path / "live.jsonl"
     async with serve_model(sock, config, log) as handle, uds_client(sock) as client:
         sim = SimulatedCli("codex", TOOLS)

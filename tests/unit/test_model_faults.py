@@ -19,6 +19,7 @@ from runner.core.scrub import Scrubber
 from runner.harnesses.profile import find_profile
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointError, serve_model
 from runner.model.faults import FaultKind, FaultSpecError, ModelFault
+from runner.model.settings import ModelMode
 from runner.model.types import LiveModel
 from runner.turn.model_choice import ModelChoiceError, choose_model
 from tests.simulated_clis import SimulatedCli, parse_answer
@@ -35,7 +36,8 @@ TERMINAL = {"openai-responses": "response.completed", "anthropic-messages": "mes
 
 
 def faulted(fault: str) -> ModelEndpointConfig:
-    return ModelEndpointConfig(mode="scripted", actions=escalation_actions(), scrubber=Scrubber({}), fault=fault)
+    return ModelEndpointConfig(mode=ModelMode.SCRIPTED, actions=escalation_actions(), scrubber=Scrubber({}),
+                               fault=ModelFault.parse(fault))
 
 
 GEMINI_PLAIN = "/v1beta/models/fake-model:generateContent"  # Gemini's non-streaming method
@@ -91,23 +93,21 @@ def test_a_bad_fault_is_refused_naming_the_option(text: str) -> None:
 
 def test_a_fault_is_played_by_the_scripted_model_only(tmp_path: Path) -> None:
     with pytest.raises(ModelEndpointError, match="only to the scripted model"):
-        ModelEndpointConfig(mode="live", live=LiveModel(base_url="http://127.0.0.1:1", credentials=["K"]),
-                            scrubber=Scrubber({}), environ={"K": "v"}, fault="error")
-    with pytest.raises(ModelEndpointError, match="--model-fault"):
-        faulted("nope")
-    assert faulted("stall").injected_fault == ModelFault(FaultKind.STALL)
+        ModelEndpointConfig(mode=ModelMode.LIVE, live=LiveModel(base_url="http://127.0.0.1:1", credentials=["K"]),
+                            scrubber=Scrubber({}), environ={"K": "v"}, fault=ModelFault.parse("error"))
+    assert faulted("stall").fault == ModelFault(FaultKind.STALL)
 
 
 def test_model_choice_carries_the_fault_and_refuses_it_elsewhere() -> None:
     codex, reference = find_profile("codex"), find_profile("reference")
     environ = {"OPENAI_API_KEY": "sk-live"}  # live would be the default with credentials...
-    choice = choose_model(None, codex, environ, "error")
-    assert (choice.mode, choice.fault) == ("scripted", "error@1")  # ...but a fault implies scripted
-    assert choice.to_json()["fault"] == "error@1"
+    choice = choose_model(None, codex, environ, ModelFault.parse("error"))
+    assert (choice.mode, choice.fault) == (ModelMode.SCRIPTED, ModelFault(FaultKind.ERROR, 1))  # ...but a fault
+    assert choice.to_json()["fault"] == "error@1"  # implies scripted
     with pytest.raises(ModelChoiceError, match="only to the scripted model"):
-        choose_model("live", codex, environ, "error")
+        choose_model(ModelMode.LIVE, codex, environ, ModelFault.parse("error"))
     with pytest.raises(ModelChoiceError, match="talks to no model"):
-        choose_model(None, reference, {}, "stall")
+        choose_model(None, reference, {}, ModelFault.parse("stall"))
     assert choose_model(None, codex, {}).fault is None
 
 
@@ -132,10 +132,10 @@ def test_a_matrix_faults_the_columns_with_a_model_and_runs_the_others_as_they_ar
     from runner.matrix.plan import CellOptions, plan_cells
 
     case = get_case("escalation")
-    options = CellOptions(model_fault="error")
+    options = CellOptions(fault=ModelFault.parse("error"))
     codex, reference = plan_cells(
         [Cell(case, case.condition, find_profile("codex")), Cell(case, case.condition, find_profile("reference"))],
-        options, {},
+        options,
     )
     assert codex.planned_pins()["modelFault"] == "error@1"
     assert "--model-fault" in codex.repro_argv() and codex.model.mode == "scripted"
@@ -208,7 +208,8 @@ async def test_after_ask_never_fires_without_an_ask(tmp_path: Path) -> None:
     sock, log = tmp_path / "model.sock", tmp_path / "exchanges.jsonl"
     actions = [{"do": "call", "tool": "files.read", "arguments": {"path": ["Workspace", "policy.md"]}},
                {"do": "finish", "text": "done"}]
-    config = ModelEndpointConfig(mode="scripted", actions=actions, scrubber=Scrubber({}), fault="stall@after-ask")
+    config = ModelEndpointConfig(mode=ModelMode.SCRIPTED, actions=actions, scrubber=Scrubber({}),
+                                 fault=ModelFault.parse("stall@after-ask"))
     async with serve_model(sock, config, log) as handle, uds_client(sock) as client:
         sim = SimulatedCli("claude", TOOLS)
         await step_through(client, sim, 1)

@@ -62,23 +62,24 @@ def test_first_set_credential_wins() -> None:
 
 def test_missing_credential_names_the_variables() -> None:
     with pytest.raises(LiveCredentialMissing, match="RUNNER_A_KEY, RUNNER_B_KEY"):
-        ModelEndpointConfig(mode="live", live=LIVE, scrubber=Scrubber({}), environ={})
+        ModelEndpointConfig(mode=ModelMode.LIVE, live=LIVE, scrubber=Scrubber({}), environ={})
 
 
 def test_config_validation() -> None:
-    config = ModelEndpointConfig(mode="scripted", scrubber=Scrubber({}), actions=[{"do": "finish", "text": "x"}])
-    assert config.kind is ModelMode.SCRIPTED and config.mode is ModelMode.SCRIPTED
-    with pytest.raises(ModelEndpointError, match="unknown model mode"):
-        ModelEndpointConfig(mode="dreaming", scrubber=Scrubber({}))
+    config = ModelEndpointConfig(mode=ModelMode.SCRIPTED, scrubber=Scrubber({}),
+                                 actions=[{"do": "finish", "text": "x"}])
+    assert config.mode is ModelMode.SCRIPTED
+    with pytest.raises(ModelEndpointError, match="talks to no model"):
+        ModelEndpointConfig(mode=ModelMode.NONE, scrubber=Scrubber({}))
     with pytest.raises(ModelEndpointError, match="needs a recording"):
-        ModelEndpointConfig(mode="replay", scrubber=Scrubber({}))
+        ModelEndpointConfig(mode=ModelMode.REPLAY, scrubber=Scrubber({}))
     with pytest.raises(ModelEndpointError, match=r"model\.live"):
-        ModelEndpointConfig(mode="live", scrubber=Scrubber({}))
-    live = ModelEndpointConfig(mode="live", live=LIVE, scrubber=Scrubber({}), environ={"RUNNER_A_KEY": "a"})
-    assert live.kind is ModelMode.LIVE
+        ModelEndpointConfig(mode=ModelMode.LIVE, scrubber=Scrubber({}))
+    live = ModelEndpointConfig(mode=ModelMode.LIVE, live=LIVE, scrubber=Scrubber({}), environ={"RUNNER_A_KEY": "a"})
+    assert live.mode is ModelMode.LIVE
 
 
 def test_from_profile() -> None:
     endpoint = ModelEndpoint(dialect="gemini", scripted_model="m1", placeholder_key="pk", live=LIVE)
-    config = ModelEndpointConfig.from_profile(endpoint, mode="scripted", scrubber=Scrubber({}))
+    config = ModelEndpointConfig.from_profile(endpoint, mode=ModelMode.SCRIPTED, scrubber=Scrubber({}))
     assert (config.model, config.placeholder_key, config.live) == ("m1", "pk", LIVE)

@@ -342,7 +342,7 @@ def test_what_cannot_be_replayed_is_refused(tmp_path: Path, response: Any, reque
     with pytest.raises(RecordingError, match="cannot be replayed: " + message if "\\(" in message else message):
         load_recording(log)
     with pytest.raises(ModelEndpointError, match="cannot be replayed"):
-        ModelEndpointConfig(mode="replay", recording=log, scrubber=Scrubber({}))
+        ModelEndpointConfig(mode=ModelMode.REPLAY, recording=log, scrubber=Scrubber({}))
 
 
 def test_unreadable_recordings(tmp_path: Path) -> None:
@@ -358,12 +358,12 @@ def test_unreadable_recordings(tmp_path: Path) -> None:
 
 def test_replay_config(tmp_path: Path) -> None:
     log = write(tmp_path / "x.jsonl", [record(1, 1)])
-    config = ModelEndpointConfig(mode="replay", recording=log, scrubber=Scrubber({}))
-    assert config.kind is ModelMode.REPLAY and len(config.exchanges) == 1
+    config = ModelEndpointConfig(mode=ModelMode.REPLAY, recording=log, scrubber=Scrubber({}))
+    assert config.mode is ModelMode.REPLAY and len(config.exchanges) == 1
     with pytest.raises(ModelEndpointError, match="needs a recording"):
-        ModelEndpointConfig(mode="replay", scrubber=Scrubber({}))
+        ModelEndpointConfig(mode=ModelMode.REPLAY, scrubber=Scrubber({}))
     with pytest.raises(ModelEndpointError, match="only in replay mode"):
-        ModelEndpointConfig(mode="scripted", recording=log, scrubber=Scrubber({}))
+        ModelEndpointConfig(mode=ModelMode.SCRIPTED, recording=log, scrubber=Scrubber({}))
 
 
 def test_replayer_stops_at_the_first_divergence(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from runner.conformance.behaviours import FINAL_TEXT, Behaviour, actions_for
 from runner.conformance.cases import get_case
 from runner.core.scrub import Scrubber
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointHandle, serve_model, serve_model_tcp
+from runner.model.settings import ModelMode
 from runner.model.sse import SseEvent, SseParser
 from runner.model.types import LiveModel
 from tests.simulated_clis import SimulatedCli, parse_answer
@@ -44,11 +45,11 @@ def escalation_actions(behaviour: Behaviour = Behaviour.COOPERATIVE) -> list[dic
 
 
 def scripted(actions: list[dict[str, Any]]) -> ModelEndpointConfig:
-    return ModelEndpointConfig(mode="scripted", actions=actions, scrubber=Scrubber({}))
+    return ModelEndpointConfig(mode=ModelMode.SCRIPTED, actions=actions, scrubber=Scrubber({}))
 
 
 def replay(recording: Path) -> ModelEndpointConfig:
-    return ModelEndpointConfig(mode="replay", recording=recording, scrubber=Scrubber({}))
+    return ModelEndpointConfig(mode=ModelMode.REPLAY, recording=recording, scrubber=Scrubber({}))
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -281,8 +282,8 @@ async def test_a_live_recording_replays_with_its_headers(tmp_path: Path) -> None
     live_log = tmp_path / "live.jsonl"
     async with serve_model_tcp(scripted(escalation_actions()), tmp_path / "upstream.jsonl") as upstream:
         live = LiveModel(base_url=upstream.url, credentials=["RUNNER_TEST_VENDOR_KEY"], auth="x-api-key")
-        config = ModelEndpointConfig(mode="live", live=live, scrubber=Scrubber(environ, ["RUNNER_TEST_VENDOR_KEY"]),
-                                     environ=environ)
+        config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, environ=environ,
+                                     scrubber=Scrubber(environ, ["RUNNER_TEST_VENDOR_KEY"]))
         async with serve_model(tmp_path / "live.sock", config, live_log), uds_client(tmp_path / "live.sock") as client:
             recorded = await conversation(client, "claude", run=1)
     logged = records(live_log)

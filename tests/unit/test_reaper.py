@@ -42,8 +42,7 @@ def test_released_reaper_exits_without_touching_the_engine() -> None:
             engine.accept()  # nobody connected
 
 
-def test_disabled_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(reaper.DISABLE_ENV, "0")
-    lease = reaper.Reaper("run-x").start()
+def test_a_disabled_lease_starts_no_reaper() -> None:
+    lease = reaper.Reaper("run-x", enabled=False).start()
     assert lease.proc is None
     lease.release()

@@ -22,15 +22,16 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import Profile, WindDown, find_profile
 from runner.mcp.unix_client import unix_client
+from runner.model.settings import ModelMode
 from runner.sandbox.container import ContainerSpec, ContainerStartError
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import STDERR, STDOUT, OutputSink, Sandbox, Signal, Transport
 from runner.turn.model_choice import ModelChoice
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+from runner.turn.settings import TurnSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -165,8 +166,8 @@ async def turn(tmp_path: Path, cli: FakeCli, deadline: float = 20.0, profile: Pr
                ) -> tuple[TurnReport, FakeProcess]:
     factory = Factory(cli)
     request = TurnRequest(
-        case=get_case("escalation"), profile=profile or reference(), behaviour=Behaviour.COOPERATIVE, image=IMAGE,
-        out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"), deadline=deadline,
+        case=get_case("escalation"), profile=profile or reference(), image=IMAGE, out_dir=tmp_path / "out",
+        model=ModelChoice(ModelMode.NONE, "unit test"), settings=TurnSettings(run_id="unit", deadline=deadline),
     )
     report = await run_turn(None, request, sandboxes=factory)
     assert_torn_down(factory.proc)
@@ -302,8 +303,8 @@ async def test_the_session_transcript_is_read_through_the_sandbox_after_the_cli_
 async def test_a_start_that_raises_unexpectedly_still_removes_the_process_and_the_turn_dir(tmp_path: Path) -> None:
     factory = Factory(FakeCli(start_error=RuntimeError("the fake broke")))
     request = TurnRequest(
-        case=get_case("escalation"), profile=reference(), behaviour=Behaviour.COOPERATIVE, image=IMAGE,
-        out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"),
+        case=get_case("escalation"), profile=reference(), image=IMAGE, out_dir=tmp_path / "out",
+        model=ModelChoice(ModelMode.NONE, "unit test"), settings=TurnSettings(run_id="unit"),
     )
     with pytest.raises(ExceptionGroup) as raised:  # it surfaces through the MCP server's task group
         await run_turn(None, request, sandboxes=factory)
@@ -315,8 +316,8 @@ async def test_a_start_that_raises_unexpectedly_still_removes_the_process_and_th
 async def test_a_kept_turn_leaves_its_process_but_not_its_turn_dir(tmp_path: Path) -> None:
     factory = Factory(FakeCli(stdout=[frame("turn.completed")]))
     request = TurnRequest(
-        case=get_case("escalation"), profile=reference(), behaviour=Behaviour.COOPERATIVE, image=IMAGE,
-        out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"), keep=True,
+        case=get_case("escalation"), profile=reference(), image=IMAGE, out_dir=tmp_path / "out",
+        model=ModelChoice(ModelMode.NONE, "unit test"), settings=TurnSettings(run_id="unit", keep=True),
     )
     report = await run_turn(None, request, sandboxes=factory)
     assert report.result.status.value == "escalated" and report.to_json()["kept"] is True
@@ -332,8 +333,8 @@ async def test_a_factory_that_raises_still_removes_the_turn_dir(tmp_path: Path) 
         raise ConnectionError("no engine")
 
     request = TurnRequest(
-        case=get_case("escalation"), profile=reference(), behaviour=Behaviour.COOPERATIVE, image=IMAGE,
-        out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"),
+        case=get_case("escalation"), profile=reference(), image=IMAGE, out_dir=tmp_path / "out",
+        model=ModelChoice(ModelMode.NONE, "unit test"), settings=TurnSettings(run_id="unit"),
     )
     with pytest.raises(ConnectionError):
         await run_turn(None, request, sandboxes=broken)

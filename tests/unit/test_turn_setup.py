@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from runner.harnesses.profile import Profile
+from runner.model.settings import ModelMode
 from runner.turn.model_choice import ModelChoiceError, choose_model
+from runner.turn.settings import SettingError, parse_model
 from runner.turn.turndir import create_turn_dir, placeholder_values
 
 VENDOR = {
@@ -33,21 +35,21 @@ def test_default_is_scripted_without_credentials_and_live_with_them() -> None:
     choice = choose_model(None, vendor(), {"OTHER_KEY": "sk-live-123456789"})
     assert (choice.mode, choice.credential) == ("live", "OTHER_KEY")
     assert "sk-live" not in json.dumps(choice.to_json())
-    assert choose_model("scripted", vendor(), {"OTHER_KEY": "sk-live-123456789"}).mode == "scripted"
+    assert choose_model(ModelMode.SCRIPTED, vendor(), {"OTHER_KEY": "sk-live-123456789"}).mode == "scripted"
 
 
 def test_live_without_credentials_is_an_error_naming_the_variables() -> None:
     with pytest.raises(ModelChoiceError, match="VENDOR_API_KEY, OTHER_KEY"):
-        choose_model("live", vendor(), {})
-    with pytest.raises(ModelChoiceError, match="unknown --model"):
-        choose_model("psychic", vendor(), {})
+        choose_model(ModelMode.LIVE, vendor(), {})
+    with pytest.raises(SettingError, match="unknown --model 'psychic'"):
+        parse_model("psychic")
 
 
 def test_a_harness_without_a_model_plays_its_script() -> None:
     reference = Profile.model_validate({"id": "ref", "label": "R", "image": "reference", "argv": ["x"]})
     assert choose_model(None, reference, {"OPENAI_API_KEY": "sk-xxxxxxxxxx"}).mode == "none"
-    with pytest.raises(ModelChoiceError):
-        choose_model("live", reference, {})
+    with pytest.raises(ModelChoiceError, match="talks to no model; --model live does not apply"):
+        choose_model(ModelMode.LIVE, reference, {})
 
 
 def test_turn_dir_holds_the_script_and_a_home_with_rendered_config(tmp_path: Path) -> None:

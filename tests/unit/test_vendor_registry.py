@@ -107,12 +107,13 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
     ]
 
 
-# Names that are also something other than a column: the model dialect "gemini" (runner.model.types), and the
-# scripted model's exposure schemes (runner.model.names), named after the CLI each scheme was first measured on:
+# Names that are also something other than a column: the model dialect "gemini" (runner.model.types and .settings),
+# and the scripted model's exposure schemes (runner.model.names), named after the CLI each scheme was first measured on:
 # the model resolves a tool by the names a request carries, never by which column sent it, and the scheme is
 # written to the model's log, so its names stay.
 NOT_A_COLUMN: dict[str, set[str]] = {
     "runner/model/types.py": {"gemini"},
+    "runner/model/settings.py": {"gemini"},
     "runner/model/compare.py": {"gemini"},
     "runner/model/dialects/gemini.py": {"gemini"},
     "runner/model/names.py": {"codex", "gemini", "copilot", "cline", "droid"},

@@ -63,7 +63,7 @@ class ScriptedHandler(ModelHandler):
         self.config = config
         self.handle = handle
         self.server_name = server_name
-        fault = config.injected_fault
+        fault = config.fault
         self.trigger = FaultTrigger(fault) if fault is not None else None
         if fault is not None:
             logging.getLogger("uvicorn.error").addFilter(_QUIET)  # idempotent: a filter is added once

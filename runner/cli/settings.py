@@ -1,0 +1,65 @@
+"""The edge: the one module of the command line that reads the environment, and where each command's options are
+parsed into the typed, frozen settings everything below takes (:class:`runner.turn.settings.TurnSettings`, with the
+plan's :class:`runner.matrix.plan.CellOptions`).
+
+The variables runner reads:
+
+- ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
+- ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
+- every variable, as the host's (:meth:`runner.turn.settings.Host.from_environ`): the credentials live mode forwards,
+  the values the scrubber keeps out of every file, ``RUNNER_LIVE_BASE_URL`` (live mode forwards there instead of the
+  profile's ``model.live.base_url``) and ``RUNNER_FAULT=latch-disabled`` (a deliberately broken build, for proving
+  that the judge and the gate catch it).
+
+Importing this module costs nothing: what it builds is imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.conformance.behaviours import Behaviour
+    from runner.matrix.plan import CellOptions
+    from runner.turn.settings import Host
+
+PROFILES_ENV = "RUNNER_PROFILES_DIR"
+REAPER_ENV = "RUNNER_REAPER"
+
+
+def profiles_dirs(explicit: Path | None = None) -> list[Path]:
+    """Where to look for profiles before the shipped ones: ``--profiles-dir``, then ``$RUNNER_PROFILES_DIR``."""
+    from_env = os.environ.get(PROFILES_ENV)
+    return [d for d in (explicit, Path(from_env) if from_env else None) if d is not None]
+
+
+def host() -> Host:
+    """The host's environment, read once, as the turns use it."""
+    from runner.turn.settings import Host
+
+    return Host.from_environ(os.environ)
+
+
+def reaper_enabled() -> bool:
+    """Whether a run holds a lease on a reaper process (``RUNNER_REAPER=0`` says no)."""
+    return os.environ.get(REAPER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cell_options(
+    *, behaviour: Behaviour, run_id: str, model: str | None = None, model_fault: str | None = None,
+    model_dialect: str | None = None, transport: str = "auto", deadline: float | None = None, keep: bool = False,
+    run_unsupported: bool = False,
+) -> CellOptions:
+    """The command's options as the plan takes them, with the host's environment: each parsed once, here. A value
+    an option does not take raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
+    from runner.matrix.plan import CellOptions
+    from runner.turn.settings import parse_dialect, parse_fault, parse_model, parse_transport
+
+    mode, recording = parse_model(model)
+    return CellOptions(
+        behaviour=behaviour, model=mode, recording=recording, fault=parse_fault(model_fault),
+        dialect=parse_dialect(model_dialect), transport=parse_transport(transport), deadline=deadline, keep=keep,
+        run_id=run_id, host=host(), run_unsupported=run_unsupported,
+    )
