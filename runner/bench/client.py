@@ -104,7 +104,9 @@ async def run_direct(warmup: int, calls: int, tool: str, arguments: dict[str, An
     try:
         from runner.mcp.unix_client import unix_client
     except ImportError:  # in the container: the bench copies unix_client.py beside this file
-        from unix_client import unix_client  # type: ignore[no-redef]
+        # the same module as above under its copied name, which exists only in the container: mypy has checked it
+        # as runner.mcp.unix_client already
+        from unix_client import unix_client  # type: ignore[import-not-found,no-redef]
 
     started = time.perf_counter()
     async with unix_client(SOCKET) as t:

@@ -73,7 +73,7 @@ class ModelEndpoint(_Strict):
             return self
         if name not in self.dialects:
             raise ModelEndpointError(f"speaks {', '.join(self.speaks)}, not {name}")
-        return self.model_copy(update={"dialect": name, "live": self.dialects[name]})  # type: ignore[index]
+        return self.model_copy(update={"dialect": name, "live": self.dialects[name]})
 
 
 def resolve_credential(live: LiveModel, environ: Mapping[str, str]) -> tuple[str, str]:
