@@ -10,7 +10,12 @@ from typing import Any, TypeAlias
 
 from runner.core.vocabulary import Code, ExecutionStatus, OutcomeType, ResultStatus
 
-Json: TypeAlias = Any  # a JSON value: dict, list, str, int, float, bool or None
+# A JSON value, exactly: what json.loads returns and json.dumps takes. Code that reads one narrows it (isinstance)
+# before it indexes it.
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+# The same, untyped: what the records of this module carry until the floors that read them (turn, matrix, cli,
+# conformance's judge and receipts, issue 18) narrow what they read; new code takes and returns JsonValue.
+Json: TypeAlias = Any
 ERROR_MESSAGE_LIMIT = 4096  # a ProtocolError's message is 1..4096 characters (§2.1)
 
 

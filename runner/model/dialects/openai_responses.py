@@ -28,7 +28,7 @@ from typing import Any
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
-    Json,
+    JsonValue,
     RenderContext,
     RequestInfo,
     as_dict,
@@ -46,35 +46,36 @@ class OpenAIResponses(Dialect):
     def match_path(self, method: str, path: str) -> bool:
         return method == "POST" and (path.rstrip("/").endswith("/responses") or path.rstrip("/") == "responses")
 
-    def looks_like(self, body: Json) -> bool:
+    def looks_like(self, body: JsonValue) -> bool:
         return isinstance(body, dict) and "input" in body and "messages" not in body and "contents" not in body
 
-    def count_tool_results(self, body: Json) -> int:
+    def count_tool_results(self, body: JsonValue) -> int:
         return sum(
             1
             for item in as_list(as_dict(body).get("input"))
             if isinstance(item, dict) and str(item.get("type", "")).endswith("_output")
         )
 
-    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+    def exposed_tools(self, body: JsonValue) -> list[ExposedTool]:
         out: list[ExposedTool] = []
         for tool in as_list(as_dict(body).get("tools")):
             if not isinstance(tool, dict):
                 continue
-            if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            name = tool.get("name")
+            if tool.get("type") == "namespace" and isinstance(name, str):
                 for inner in as_list(tool.get("tools")):
-                    if isinstance(inner, dict) and isinstance(inner.get("name"), str):
-                        out.append(ExposedTool(inner["name"], tool["name"]))
-            elif isinstance(tool.get("name"), str):
-                out.append(ExposedTool(tool["name"]))
+                    if isinstance(inner, dict) and isinstance(inner_name := inner.get("name"), str):
+                        out.append(ExposedTool(inner_name, name))
+            elif isinstance(name, str):
+                out.append(ExposedTool(name))
         return out
 
-    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+    def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _response(self, ctx: RenderContext, status: str, output: list[Json]) -> dict[str, Any]:
+    def _response(self, ctx: RenderContext, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "id": f"resp_runner_{ctx.step}",
             "object": "response",
@@ -160,16 +161,16 @@ class OpenAIResponses(Dialect):
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
         return self._events(reply, reply.preamble or None, ctx)
 
-    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue:
         return self._response(ctx, "completed", self._items(reply, reply.preamble or None, ctx))
 
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
         return self._events(None, text, ctx)
 
-    def text_body(self, text: str, ctx: RenderContext) -> Json:
+    def text_body(self, text: str, ctx: RenderContext) -> JsonValue:
         return self._response(ctx, "completed", self._items(None, text, ctx))
 
-    def error_body(self, status: int, message: str) -> Json:
+    def error_body(self, status: int, message: str) -> JsonValue:
         kind = "server_error" if status >= 500 else "invalid_request_error"  # the types the real API sends
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
