@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.conformance.cases import Attempt, Case, Condition
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 
 INSPECT_UNREACHABLE = (
     "a harness speaks tool calls over MCP and is never handed the runtime surfaces to enumerate"
@@ -49,8 +49,8 @@ class Limits:
     out_of_scope: str | None = None  # SharedOS declares the guarantee does not reach this column
     driver_issued: Mapping[str, str] = field(default_factory=dict)  # always empty on an MCP column
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {}
         if self.unsupported is not None:
             body["unsupported"] = self.unsupported
         if self.unreachable:

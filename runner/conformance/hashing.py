@@ -29,7 +29,7 @@ from typing import Any
 from runner.conformance.cases import CASES, Case, Condition
 from runner.conformance.judge import JUDGE_ID, JUDGE_VERSION
 from runner.core.canonical import sha256_hex
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 from runner.core.world import build_world
 
 
@@ -55,7 +55,7 @@ def case_set_hash(cases: Iterable[Case] | Mapping[str, Case] | None = None) -> s
     return sha256_hex(strip_descriptions([c.to_json() for c in _cases(cases)]))
 
 
-def world_description(condition: Condition) -> dict[str, Json]:
+def world_description(condition: Condition) -> dict[str, JsonValue]:
     """The world one condition is run against, as ``worldHash`` sees it."""
     return build_world(condition.world, describe_only=True).describe()
 
@@ -87,7 +87,7 @@ class PromptEntry:
     turn: int
     prompt_hash: str
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"case": self.case, "condition": self.condition, "turn": self.turn, "promptHash": self.prompt_hash}
 
 
@@ -122,11 +122,11 @@ class Pins:
     runner_version: str | None = None
     model_mode: str | None = None
     behaviour: str | None = None
-    extra: Mapping[str, Json] = field(default_factory=dict)
+    extra: Mapping[str, JsonValue] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         """camelCase pins; absent ones are left out (``extra`` keys are kept as given)."""
-        body: dict[str, Json] = {
+        body: dict[str, JsonValue] = {
             "caseSetHash": self.case_set_hash,
             "worldSetHash": self.world_set_hash,
             "judgeVersion": self.judge_version,
