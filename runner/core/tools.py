@@ -11,10 +11,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
     import jsonschema.protocols
+
+    from runner.core.world.workspace import WorldState
 
 from runner.core.grants import Address, Requirement
 from runner.core.outcomes import JsonValue
@@ -37,7 +39,7 @@ class ToolContext:
 
     call_id: str
     owner: Address
-    state: Any  # the world's WorldState; typed loosely to keep tools independent of world
+    state: WorldState  # imported for the type only: at run time tools stays independent of world
 
 
 Resolver: TypeAlias = Callable[[dict[str, JsonValue], Address], Requirement]
