@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, Unpack
 
 from runner.conformance.cases import CASES, Case, Condition
 from runner.conformance.judge import JUDGE_ID, JUDGE_VERSION
@@ -33,7 +33,7 @@ from runner.core.outcomes import JsonValue
 from runner.core.world import build_world
 
 
-def strip_descriptions(value: Any) -> Any:
+def strip_descriptions(value: object) -> object:
     """``value`` with every key named ``description`` removed, at any depth."""
     if isinstance(value, Mapping):
         return {k: strip_descriptions(v) for k, v in value.items() if k != "description"}
@@ -91,7 +91,7 @@ class PromptEntry:
         return {"case": self.case, "condition": self.condition, "turn": self.turn, "promptHash": self.prompt_hash}
 
 
-def prompt_set_hash(entries: Sequence[PromptEntry | Mapping[str, Any]]) -> str | None:
+def prompt_set_hash(entries: Sequence[PromptEntry | Mapping[str, JsonValue]]) -> str | None:
     """``promptSetHash`` for one column: ``None`` when no record carried a ``promptHash``."""
     body = [e.to_json() if isinstance(e, PromptEntry) else dict(e) for e in entries]
     return sha256_hex(body) if body else None
@@ -153,13 +153,28 @@ def _declared_set_hashes() -> tuple[str, str]:
     return case_set_hash(), world_set_hash()
 
 
-def current_pins(**caller: Any) -> Pins:
+class CallerPins(TypedDict, total=False):
+    """The pins only the caller knows: :class:`Pins`' fields past the two set hashes."""
+
+    judge_version: int
+    prompt_hash: str | None
+    catalog_hash: str | None
+    prompt_set_hash: str | None
+    image_id: str | None
+    cli_version: str | None
+    runner_version: str | None
+    model_mode: str | None
+    behaviour: str | None
+    extra: Mapping[str, JsonValue]
+
+
+def current_pins(**caller: Unpack[CallerPins]) -> Pins:
     """The pins this code computes (case set, world set, judge version), plus what the caller passes."""
     cases, worlds = _declared_set_hashes()
     return Pins(case_set_hash=cases, world_set_hash=worlds, **caller)
 
 
-def comparable(a: Pins | Mapping[str, Any], b: Pins | Mapping[str, Any]) -> list[str]:
+def comparable(a: Pins | Mapping[str, JsonValue], b: Pins | Mapping[str, JsonValue]) -> list[str]:
     """The names of every pin that differs (present in one and not the other counts); ``[]`` = comparable."""
     left = a.to_json() if isinstance(a, Pins) else dict(a)
     right = b.to_json() if isinstance(b, Pins) else dict(b)
