@@ -278,8 +278,16 @@ class Envelope:
     def _metadata(self, outcome_metadata: dict[str, JsonValue]) -> dict[str, JsonValue]:
         return {**outcome_metadata, **self.annotations, "runtime": self.runtime.to_json()}
 
-    def _result(self, status: ExecutionStatus, metadata: dict[str, JsonValue], **kw: object) -> ExecutionResult:
-        return ExecutionResult(self.execution_id, status, list(self.events), metadata, **kw)  # type: ignore[arg-type]
+    def _result(
+        self,
+        status: ExecutionStatus,
+        metadata: dict[str, JsonValue],
+        *,
+        output: JsonValue = None,
+        error: ProtocolError | None = None,
+        escalation: Escalation | None = None,
+    ) -> ExecutionResult:
+        return ExecutionResult(self.execution_id, status, list(self.events), metadata, output, error, escalation)
 
     def _emit(self, type_: str, data: dict[str, JsonValue]) -> None:
         n = len(self.events) + 1

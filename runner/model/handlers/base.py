@@ -129,6 +129,7 @@ class ObservedStream(StreamingResponse):
             with anyio.CancelScope(shield=True):
                 for iterator in (self.body_iterator, self._source):
                     with contextlib.suppress(Exception):
+                        # both are async generators, which starlette and __init__ type as plain async iterators
                         await iterator.aclose()  # type: ignore[attr-defined]
                 if self._close is not None:
                     with contextlib.suppress(Exception):
