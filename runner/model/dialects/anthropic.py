@@ -21,8 +21,6 @@ Evidence (``reference/vendor-clis.md``, Claude Code 2.1.328 against a scripted s
 
 from __future__ import annotations
 
-from typing import Any
-
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
@@ -82,7 +80,7 @@ class AnthropicMessages(Dialect):
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _message(self, ctx: RenderContext, content: list[JsonValue], stop_reason: str | None) -> dict[str, Any]:
+    def _message(self, ctx: RenderContext, content: list[JsonValue], stop_reason: str | None) -> dict[str, JsonValue]:
         return {
             "id": f"msg_runner_{ctx.step}", "type": "message", "role": "assistant", "model": ctx.model,
             "content": content, "stop_reason": stop_reason, "stop_sequence": None,
@@ -95,14 +93,14 @@ class AnthropicMessages(Dialect):
         }
 
     @staticmethod
-    def _tool_use(reply: ToolCallReply, *, streaming: bool) -> dict[str, Any]:
+    def _tool_use(reply: ToolCallReply, *, streaming: bool) -> dict[str, JsonValue]:
         return {"type": "tool_use", "id": f"toolu_runner_{reply.step}", "name": reply.target.name,
                 "input": {} if streaming else reply.target.arguments}
 
     def _events(self, ctx: RenderContext, text: str | None, reply: ToolCallReply | None) -> list[SseEvent]:
         events: list[SseEvent] = []
 
-        def emit(kind: str, **fields: Any) -> None:
+        def emit(kind: str, **fields: JsonValue) -> None:
             events.append(SseEvent.json({"type": kind, **fields}, kind))
 
         emit("message_start", message=self._message(ctx, [], None))

@@ -24,7 +24,6 @@ Without ``alt=sse`` the streaming method answers a JSON array of chunks, as the 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
@@ -123,7 +122,7 @@ class Gemini(Dialect):
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _chunk(self, parts: list[JsonValue], ctx: RenderContext) -> dict[str, Any]:
+    def _chunk(self, parts: list[JsonValue], ctx: RenderContext) -> dict[str, JsonValue]:
         return {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
             "usageMetadata": {

@@ -37,8 +37,6 @@ usage chunk with empty ``choices`` when ``stream_options.include_usage`` is set,
 
 from __future__ import annotations
 
-from typing import Any
-
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
@@ -112,7 +110,7 @@ class OpenAIChat(Dialect):
     # --- rendering ----------------------------------------------------------------------------
 
     @staticmethod
-    def _usage(ctx: RenderContext) -> dict[str, int]:
+    def _usage(ctx: RenderContext) -> dict[str, JsonValue]:
         return {
             "prompt_tokens": ctx.input_tokens,
             "completion_tokens": OUTPUT_TOKENS,
@@ -128,7 +126,7 @@ class OpenAIChat(Dialect):
         """DeepSeek's thinking mode: ``thinking: {"type": "enabled"}`` in the request."""
         return as_dict(as_dict(body).get("thinking")).get("type") == "enabled"
 
-    def _chunks(self, deltas: list[dict[str, Any]], finish: str, ctx: RenderContext) -> list[SseEvent]:
+    def _chunks(self, deltas: list[dict[str, JsonValue]], finish: str, ctx: RenderContext) -> list[SseEvent]:
         base = {"id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion.chunk", "created": ctx.created,
                 "model": ctx.model}
         if self.thinking(ctx.body):
@@ -144,9 +142,9 @@ class OpenAIChat(Dialect):
         return events
 
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
-        opening = {"index": 0, "id": reply.call_id, "type": "function",
+        opening: dict[str, JsonValue] = {"index": 0, "id": reply.call_id, "type": "function",
                    "function": {"name": reply.target.name, "arguments": ""}}
-        deltas: list[dict[str, Any]] = []
+        deltas: list[dict[str, JsonValue]] = []
         if reply.preamble:
             deltas += [{"role": "assistant", "content": reply.preamble}, {"tool_calls": [opening]}]
         else:
@@ -155,9 +153,9 @@ class OpenAIChat(Dialect):
         return self._chunks(deltas, "tool_calls", ctx)
 
     def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue:
-        call = {"id": reply.call_id, "type": "function",
+        call: dict[str, JsonValue] = {"id": reply.call_id, "type": "function",
                 "function": {"name": reply.target.name, "arguments": dumps(reply.target.arguments)}}
-        message = {"role": "assistant", "content": reply.preamble or None, "tool_calls": [call]}
+        message: dict[str, JsonValue] = {"role": "assistant", "content": reply.preamble or None, "tool_calls": [call]}
         return self._completion(message, "tool_calls", ctx)
 
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
@@ -166,7 +164,7 @@ class OpenAIChat(Dialect):
     def text_body(self, text: str, ctx: RenderContext) -> JsonValue:
         return self._completion({"role": "assistant", "content": text}, "stop", ctx)
 
-    def _completion(self, message: dict[str, Any], finish: str, ctx: RenderContext) -> dict[str, Any]:
+    def _completion(self, message: dict[str, JsonValue], finish: str, ctx: RenderContext) -> dict[str, JsonValue]:
         if self.thinking(ctx.body):
             message = {**message, "reasoning_content": REASONING_TEXT}
         return {

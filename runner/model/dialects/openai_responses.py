@@ -23,8 +23,6 @@ Evidence (``reference/vendor-clis.md``, Codex 0.169.0 against a scripted server)
 
 from __future__ import annotations
 
-from typing import Any
-
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
@@ -75,8 +73,8 @@ class OpenAIResponses(Dialect):
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _response(self, ctx: RenderContext, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _response(self, ctx: RenderContext, status: str, output: list[JsonValue]) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {
             "id": f"resp_runner_{ctx.step}",
             "object": "response",
             "created_at": ctx.created,
@@ -98,13 +96,15 @@ class OpenAIResponses(Dialect):
         return body
 
     @staticmethod
-    def _message(text: str, item_id: str, status: str = "completed") -> dict[str, Any]:
-        content = [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+    def _message(text: str, item_id: str, status: str = "completed") -> dict[str, JsonValue]:
+        content: list[JsonValue] = (
+            [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+        )
         return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
     @staticmethod
-    def _function_call(reply: ToolCallReply, status: str = "completed") -> dict[str, Any]:
-        item: dict[str, Any] = {
+    def _function_call(reply: ToolCallReply, status: str = "completed") -> dict[str, JsonValue]:
+        item: dict[str, JsonValue] = {
             "type": "function_call",
             "id": f"fc_runner_{reply.step}",
             "call_id": reply.call_id,
@@ -116,8 +116,8 @@ class OpenAIResponses(Dialect):
             item["namespace"] = reply.target.namespace
         return item
 
-    def _items(self, reply: ToolCallReply | None, text: str | None, ctx: RenderContext) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
+    def _items(self, reply: ToolCallReply | None, text: str | None, ctx: RenderContext) -> list[JsonValue]:
+        items: list[JsonValue] = []
         if text is not None:
             items.append(self._message(text, f"msg_runner_{ctx.step}"))
         if reply is not None:
@@ -127,15 +127,15 @@ class OpenAIResponses(Dialect):
     def _events(self, reply: ToolCallReply | None, text: str | None, ctx: RenderContext) -> list[SseEvent]:
         events: list[SseEvent] = []
 
-        def emit(kind: str, **fields: Any) -> None:
+        def emit(kind: str, **fields: JsonValue) -> None:
             events.append(SseEvent.json({"type": kind, "sequence_number": len(events), **fields}, kind))
 
         emit("response.created", response=self._response(ctx, "in_progress", []))
         emit("response.in_progress", response=self._response(ctx, "in_progress", []))
-        done: list[dict[str, Any]] = []
+        done: list[JsonValue] = []
         if text is not None:
             index, item_id = len(done), f"msg_runner_{ctx.step}"
-            part = {"type": "output_text", "text": text, "annotations": []}
+            part: dict[str, JsonValue] = {"type": "output_text", "text": text, "annotations": []}
             emit("response.output_item.added", output_index=index, item=self._message(text, item_id, "in_progress"))
             emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0,
                  part={**part, "text": ""})
