@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from runner.sandbox.container import RUN_LABEL, remove_labelled
     from runner.sandbox.engine import EngineError, connect
-    from runner.sandbox.images import read_lock, verify_lock
+    from runner.sandbox.images import current_keys, read_build, verify_lock
 
     # on a terminal the table fits it; written to a pipe or a file it is never folded (logs and grep see whole rows)
     err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, soft_wrap=True, width=1 << 16)
@@ -118,11 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problems:
         for problem in problems:
             err.print(f"[red]✗[/] {problem}", highlight=False)
-        err.print("images/lock.json is not current; the bench never builds: run `make images` first")
+        err.print("images/lock.json is stale or its images are not all built here; the bench never builds: "
+                  "run `make images` first")
         return 5
-    reference = read_lock().get("reference")
+    reference = read_build("reference", current_keys(client, "reference").build_key)
     if reference is None:
-        err.print("images/lock.json has no reference image; run `make images` first")
+        err.print("no reference image is built here; run `make images` first")
         return 5
     machine, versions = machine_info(client), versions_info(reference)
     say(f"{machine['cores']} cores, {machine['memoryMiB']:.0f} MiB, kernel {machine['kernel']}, "

@@ -1,5 +1,6 @@
-"""``runner images build|list|verify|cache-key|save|load|outdated|bump``: the pinned images, built offline (no
-registry), their lock, the archive CI caches them in, and their pins against the package registries."""
+"""``runner images build|list|verify|lock|cache-key|save|load|outdated|bump``: the pinned images, built offline (no
+registry), their lock (committed: pins and recipe hashes; local: what this machine built), the archive CI caches
+them in, and their pins against the package registries."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def images_build(
     harness: Annotated[list[str] | None, typer.Option(help="Build this harness's image (repeatable).")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build every image under images/.")] = False,
 ) -> None:
-    """Build (or reuse from cache) the pinned images, offline, and record them in images/lock.json."""
+    """Build (or reuse from cache) the pinned images, offline; what is built here is recorded under the runner cache
+    ($RUNNER_CACHE_DIR/builds), never in images/lock.json."""
     from runner.sandbox.images import buildable_harnesses, ensure_image, unavailable_images
 
     wanted = buildable_harnesses() if all_ or not harness else harness
@@ -42,34 +44,77 @@ def images_build(
 
 @app.command("list")
 def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Show the lock: per image, its CLI version, base, recipe hash and image id."""
-    from runner.sandbox.images import read_lock
+    """Show the lock: per image, its pins, base and recipe hash, and the newest image built here for it (if any)."""
+    from dataclasses import asdict
 
-    lock = read_lock()
+    from runner.sandbox.images import read_build, read_lock
+
+    with reported(as_json):
+        lock = read_lock()
+    built = {name: read_build(name) for name, entry in lock.items() if entry.kind == "harness"}
     if as_json:
-        print(json.dumps({k: v.__dict__ for k, v in lock.items()}, indent=2))
+        print(json.dumps({name: {**entry.to_json(), "built": asdict(rec) if (rec := built.get(name)) else None}
+                          for name, entry in sorted(lock.items())}, indent=2))
         return
     from rich.table import Table
 
-    table = Table("harness", "image id", "version", "recipe", "base")
-    for name, rec in sorted(lock.items()):
-        table.add_row(name, rec.image_id[:19], escape(rec.version_output or "-"), rec.recipe_hash[:12], rec.base[:19])
+    table = Table("image", "kind", "pinned", "recipe", "base", "built here (newest)")
+    for name, entry in sorted(lock.items()):
+        pinned = ", ".join(f"{p.package}@{p.version}" for p in entry.pins) or entry.suite or "-"
+        rec = built.get(name)
+        here = f"{rec.image_id[:19]} {rec.version_output or ''}".strip() if rec else "-"
+        table.add_row(name, entry.kind, escape(pinned), entry.recipe_hash[:12], entry.base or "-", escape(here))
     out().print(table)
 
 
 @app.command("verify")
-def images_verify() -> None:
-    """Check that images/lock.json matches what the engine holds and the recipes on disk."""
-    from runner.sandbox.images import verify_lock
+def images_verify(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object: stale and local findings.")] = False,
+) -> None:
+    """Check images/lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what this
+    machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
+    from runner.sandbox.engine import EngineError, connect
+    from runner.sandbox.images import lock_path, verify_lock
 
-    client = connect_engine()
-    with reported():
-        problems = verify_lock(client)
-    for problem in problems:
-        err().print(f"[red]✗[/] {escape(problem)}", highlight=False)
-    if problems:
+    note = None
+    try:
+        client = connect()
+    except EngineError as exc:
+        client, note = None, f"no engine, so what is built here was not checked: {exc}"
+    with reported(as_json):
+        found = verify_lock(client)
+    stale = [f for f in found if f.kind == "stale"]
+    local = [f for f in found if f.kind == "local"]
+    if as_json:
+        print(json.dumps({"lock": str(lock_path()), "current": not stale,
+                          "stale": [{"image": f.image, "message": f.message} for f in stale],
+                          "local": [{"image": f.image, "message": f.message} for f in local],
+                          "engine": note is None, "note": note}, indent=1))
+    else:
+        for f in stale:
+            err().print(f"[red]✗ stale[/] {escape(str(f))}", highlight=False)
+        for f in local:
+            err().print(f"[dim]local[/] {escape(str(f))}", highlight=False)
+        if note:
+            warn(note)
+        if not stale:
+            out().print("images/lock.json describes the tree" + (
+                f" ({len(local)} local difference(s): this machine only, not a stale lock)" if local else ""),
+                highlight=False)
+    if stale:
         raise typer.Exit(int(Exit.VERDICT))
-    out().print("images/lock.json matches the engine")
+
+
+@app.command("lock")
+def images_lock() -> None:
+    """Write images/lock.json from the tree: each image's pins with their registry's integrity hash (asked only for
+    a pin the lock does not already hold at that version) and the recipe hashes. The same on any machine."""
+    from runner.sandbox.images import lock_path, update_lock
+    from runner.sandbox.images.lock import registry_integrity
+
+    with reported():
+        changed = update_lock(registry_integrity())
+    out().print(f"{lock_path()} {'written' if changed else 'unchanged'}", highlight=False)
 
 
 @app.command("cache-key")
@@ -171,9 +216,11 @@ def images_bump(
                                                 "only) instead of its newest release.")] = None,
 ) -> None:
     """Rewrite each pin that is behind in its recipe (the one place a version is written, plus the README's
-    copy), rebuild the image, and print what changed. Held pins are skipped with their reason."""
-    from runner.sandbox.images import ensure_image, repo_root
+    copy and images/lock.json), rebuild the image, and print what changed. Held pins are skipped with their
+    reason."""
+    from runner.sandbox.images import ensure_image, repo_root, update_lock
     from runner.sandbox.images.bump import apply, plan
+    from runner.sandbox.images.lock import registry_integrity
     from runner.sandbox.images.pins import pinned_images
     from runner.sandbox.images.registry import ClientRegistry
 
@@ -195,7 +242,9 @@ def images_bump(
         return
     client = connect_engine()
     with reported():
-        done, failed = apply(todo, lambda image: ensure_image(client, image, progress=say), root)
+        resolve = registry_integrity()
+        done, failed = apply(todo, lambda image: ensure_image(client, image, progress=say), root,
+                             relock=lambda: update_lock(resolve, root))
     for bumped in done:
         what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)
         rec = bumped.record

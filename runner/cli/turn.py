@@ -57,8 +57,8 @@ def check_out(path: Path, as_json: bool) -> None:
 
 
 def check_transport(transport: str, as_json: bool = False) -> None:
-    """A usage error unless ``transport`` is one the turn knows (runner.turn.process.TRANSPORTS)."""
-    from runner.turn.process import TRANSPORTS
+    """A usage error unless ``transport`` is one the sandbox knows (runner.sandbox.interface.TRANSPORTS)."""
+    from runner.sandbox.interface import TRANSPORTS
 
     if transport not in TRANSPORTS:
         fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)

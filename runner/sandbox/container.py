@@ -2,8 +2,10 @@
 
 Every container is: a non-root user, all capabilities dropped, ``no-new-privileges``, a read-only
 root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an init process, and
-labels naming the run and the cell. The only host path it sees is the per-turn directory, mounted
-at ``/run/runner``: it holds the MCP socket, which is the container's one channel to the host.
+labels naming the run and the cell. Under the ``mount`` transport (:class:`SandboxedProcess`) the only
+host path it sees is the per-turn directory, mounted at ``/run/runner``: it holds the MCP socket, which
+is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream`)
+is the same container with that directory carried over the engine API instead.
 
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
@@ -15,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,9 @@ import requests
 from docker.types import LogConfig, Mount
 from docker.utils.socket import frames_iter
 
+from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
+from runner.sandbox.interface import OutputSink, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
 HOME = "/home/runner"
@@ -34,7 +38,7 @@ USER = "1000:1000"
 OWNER_LABEL = "runner.owner"
 RUN_LABEL = "runner.run"
 CELL_LABEL = "runner.cell"
-STDOUT, STDERR = 1, 2
+STDOUT, STDERR = interface.STDOUT, interface.STDERR  # here too, for callers that drive a container directly
 logger = logging.getLogger("runner.engine")
 
 
@@ -93,8 +97,9 @@ class ContainerStartError(EngineError):
     """The engine could not create or start the container: the CLI never started."""
 
 
-class SandboxedProcess:
-    """One CLI in one container. Every method blocks; call them from a worker thread."""
+class SandboxedProcess(Sandbox):
+    """One CLI in one container, the turn dir bind-mounted (the ``mount`` transport). Every method blocks; call
+    them from a worker thread. :class:`~runner.sandbox.stream.StreamSandboxedProcess` (``stream``) extends it."""
 
     def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
         self.client = client
@@ -106,6 +111,10 @@ class SandboxedProcess:
     @property
     def id(self) -> str | None:
         return self.container.id if self.container is not None else None
+
+    @property
+    def transport(self) -> Transport:
+        return Transport.MOUNT
 
     def start(self) -> None:
         """Create, attach before start (so no output is missed), start, and hand over stdin."""
@@ -138,7 +147,7 @@ class SandboxedProcess:
         except OSError:
             pass
 
-    def pump(self, on_output: Callable[[int, bytes], None]) -> None:
+    def pump(self, on_output: OutputSink) -> None:
         """Read the multiplexed stdout/stderr stream until the container's output ends."""
         try:
             for stream, data in frames_iter(self._sock, tty=False):
@@ -152,12 +161,18 @@ class SandboxedProcess:
         code = result.get("StatusCode")
         return int(code) if code is not None else None
 
-    def signal(self, name: str) -> None:
+    def signal(self, name: Signal) -> None:
         try:
             call_with_retry(self.container.kill, signal=name)
         except docker.errors.APIError as err:
             if "is not running" not in str(err):
                 raise
+
+    @contextlib.contextmanager
+    def read_tree(self, relative: str) -> Iterator[Path | None]:
+        """The CLI's files are in the mounted turn dir already: read them in place."""
+        path = self.spec.turn_dir / relative
+        yield path if path.exists() else None
 
     def remove(self) -> None:
         # shut down before closing: a close does not wake the pump's thread blocked in a read on this socket (the

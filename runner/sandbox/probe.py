@@ -17,9 +17,14 @@ and each one, missing, used to surface as the CLI's conduct (``mcp_not_connected
 One probe container answers all three: the turn's own image, the turn's hardening and limits, a
 fresh directory (under the same temporary root as the turn directories) holding a nonce file,
 mounted where the turn directory goes. It exits 0, or 3 (no nonce), 4 (no relay), 5 (no pids
-limit), 6 (the stream transport's relay has neither node nor python3). A pass is cached per (engine
-address, host, temporary root, image id, transport) in memory and in ``$RUNNER_CACHE_DIR/probes/``;
-a failure is probed again next time (it is cheap, and it may be fixed).
+limit), 6 (the stream transport's relay has neither node nor python3).
+
+What the probe learns is kept by a :class:`WiringProbe`, by :class:`ProbeKey` (engine address, host,
+temporary root, image id, transport). A pass is kept in memory and in ``$RUNNER_CACHE_DIR/probes/``
+(shared by every process on the host); a failure is probed again next time (it is cheap, and it may be
+fixed), except that a mount found not reaching the container is remembered for the process, so that
+``auto`` (:mod:`runner.sandbox.factory`) need not probe it again before every turn. The process has one
+probe, :data:`WIRING`, which every factory shares unless it is handed another (a test hands a fresh one).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import secrets
 import shutil
 import socket
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,7 @@ import requests
 
 from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerSpec, ContainerStartError
 from runner.sandbox.engine import EngineError, call_with_retry, engine_address
+from runner.sandbox.interface import Transport
 
 RELAY = "socat"
 NONCE_FILE = "probe-nonce"
@@ -54,7 +61,6 @@ PROBE_SCRIPT = (
     '[ "$p" = "$2" ] || exit 5'
 )
 PROBE_DEADLINE = 120
-_passed: set[str] = set()
 
 
 class WiringError(EngineError):
@@ -77,18 +83,68 @@ class LimitsNotEnforced(WiringError):
     """The engine cannot enforce the container's resource limits (rootless Podman without cgroup delegation)."""
 
 
-def check_wiring(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True) -> None:
-    """Probe once per engine and image (cached); raise a :class:`WiringError` subclass naming the fix.
+@dataclass(frozen=True)
+class ProbeKey:
+    """What one verdict of the probe holds for: the engine, the host and temporary root runner mounts from, the
+    image and the transport. A container runtime (runc, runsc), once runner chooses one, is one more field here:
+    a pass under one says nothing about another."""
 
-    ``mount`` False: for the stream transport, which mounts nothing (no nonce; node or python3 for its relay)."""
-    key = _key(spec.image_id + ("" if mount else ":stream"))
-    if key in _passed or _cache_file(key).exists():
-        _passed.add(key)
-        return
-    code = _probe(client, spec, mount)
+    engine: str
+    host: str
+    tmp_root: str
+    image: str
+    transport: Transport
+
+    @classmethod
+    def of(cls, image_id: str, transport: Transport) -> ProbeKey:
+        """The key for ``image_id`` over ``transport`` on this process's engine, host and temporary root."""
+        return cls(engine_address(), socket.gethostname(), tempfile.gettempdir(), image_id, transport)
+
+    def digest(self) -> str:
+        """The name of its file in the probe cache (the mount transport's is the image alone, as it always was)."""
+        image = self.image if self.transport is Transport.MOUNT else f"{self.image}:{self.transport}"
+        return hashlib.sha256("\0".join([self.engine, self.host, self.tmp_root, image]).encode()).hexdigest()[:32]
+
+
+class WiringProbe:
+    """The wiring probe with what it has learnt, by :class:`ProbeKey`: passes (in memory and in the probe cache),
+    and where the mount did not reach the container (in memory: this process need not probe it again)."""
+
+    def __init__(self) -> None:
+        self._passed: set[ProbeKey] = set()
+        self._mount_not_visible: set[ProbeKey] = set()
+
+    def check(self, client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
+        """Probe ``spec``'s image over ``transport``, unless it passed before; raise a :class:`WiringError`
+        subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3 for its relay)."""
+        key = ProbeKey.of(spec.image_id, transport)
+        if key in self._passed or _cache_file(key).exists():
+            self._passed.add(key)
+            return
+        try:
+            _verdict(_probe(client, spec, transport is Transport.MOUNT), spec)
+        except MountsNotVisible:
+            self._mount_not_visible.add(key)
+            raise
+        self._passed.add(key)
+        _remember(key)
+
+    def mount_not_visible(self, image_id: str) -> bool:
+        """Whether this probe found the mount not reaching ``image_id``'s container on this engine."""
+        return ProbeKey.of(image_id, Transport.MOUNT) in self._mount_not_visible
+
+
+WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
+
+
+def check_wiring(client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
+    """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
+    WIRING.check(client, spec, transport)
+
+
+def _verdict(code: int, spec: ContainerSpec) -> None:
+    """Nothing for the probe's exit code 0; else the named error its code stands for."""
     if code == 0:
-        _passed.add(key)
-        _remember(key, spec.image_id)
         return
     where = engine_address()
     if code == 3:
@@ -178,23 +234,18 @@ def _classify_start_error(err: Exception) -> EngineError:
     return ContainerStartError(f"the wiring probe container could not be started: {text}")
 
 
-def _key(image_id: str) -> str:
-    parts = [engine_address(), socket.gethostname(), tempfile.gettempdir(), image_id]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
-
-
-def _cache_file(key: str) -> Path:
+def _cache_file(key: ProbeKey) -> Path:
     from runner.sandbox.images.common import cache_dir
 
-    return cache_dir() / "probes" / f"{key}.json"
+    return cache_dir() / "probes" / f"{key.digest()}.json"
 
 
-def _remember(key: str, image_id: str) -> None:
+def _remember(key: ProbeKey) -> None:
     path = _cache_file(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps({"engine": engine_address(), "image": image_id, "tmp": tempfile.gettempdir(),
+        partial.write_text(json.dumps({"engine": key.engine, "image": key.image, "tmp": key.tmp_root,
                                        "passed": True}) + "\n", encoding="utf-8")
         partial.replace(path)
     except OSError:

@@ -15,7 +15,8 @@ no host path at all; the container keeps network ``none``:
   becomes a connection to the host-side socket in the turn directory, where the MCP server and the
   model endpoint listen exactly as under the mount transport: their counts, the latch and the
   scrubbing do not know which transport ran. The CLI's command waits (at most 20 s) for the relay.
-- **Files out**: ``get_archive`` copies the CLI's session transcript out of the volume after exit.
+- **Files out**: ``get_archive`` copies what the CLI left (its session transcript) out of the volume
+  after exit, into a scratch directory on the host for as long as the caller reads it (:meth:`read_tree`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import logging
 import socket
 import struct
 import tarfile
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ from docker.utils.socket import frames_iter
 
 from runner.sandbox.container import TURN_MOUNT, USER, ContainerSpec, ContainerStartError, SandboxedProcess
 from runner.sandbox.engine import call_with_retry
+from runner.sandbox.interface import Transport
 
 HEADER = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
@@ -57,13 +61,15 @@ logger = logging.getLogger("runner.engine")
 
 
 class StreamSandboxedProcess(SandboxedProcess):
-    """The hardened container with the turn's files and sockets carried over the engine API."""
-
-    transport = "stream"
+    """The hardened container, its turn's files and sockets carried over the engine API (the ``stream`` transport)."""
 
     def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
         super().__init__(client, spec)
         self.bridge: Bridge | None = None
+
+    @property
+    def transport(self) -> Transport:
+        return Transport.STREAM
 
     def _create(self) -> Any:
         kwargs = self.spec.create_kwargs()
@@ -81,8 +87,15 @@ class StreamSandboxedProcess(SandboxedProcess):
         except Exception as err:
             raise ContainerStartError(f"the stream relay could not be started: {err}") from err
 
+    @contextlib.contextmanager
+    def read_tree(self, relative: str) -> Iterator[Path | None]:
+        """Copy ``relative`` out of the container's volume into a scratch directory, removed after the ``with``."""
+        with tempfile.TemporaryDirectory(prefix="runner-collect-") as scratch:
+            yield self.fetch(relative, Path(scratch))
+
     def fetch(self, relative: str, dest_root: Path) -> Path | None:
-        """Copy ``relative`` (a path in the turn dir) out of the container's volume into ``dest_root``."""
+        """Copy ``relative`` (a path in the turn dir) out of the container's volume into ``dest_root``; where it
+        landed, or None when the container is not there or holds nothing at ``relative``."""
         if self.container is None:
             return None
         try:

@@ -1,4 +1,4 @@
-"""Driving the CLI's process for the length of a turn: start, read, wait, and the deadline.
+"""Driving the CLI's sandbox for the length of a turn: start, read, wait, and the deadline.
 
 Nothing here reacts to what the CLI asked: the only stop is the deadline, which sends SIGTERM to the
 CLI's process group, waits the profile's grace period, then sends SIGKILL. Blocking docker-py calls
@@ -18,9 +18,9 @@ import anyio
 import anyio.to_thread
 
 from runner.harnesses.profile import Profile
-from runner.sandbox.container import STDOUT, ContainerStartError
+from runner.sandbox.container import ContainerStartError
 from runner.sandbox.engine import EngineError
-from runner.turn.process import CliProcess
+from runner.sandbox.interface import STDOUT, Sandbox, Signal
 from runner.turn.transcript import StreamSink
 
 THREADS = anyio.CapacityLimiter(16)  # our own: waits and pumps must not starve anyio's default pool
@@ -38,7 +38,7 @@ class Drive:
 
 
 async def drive(
-    proc: CliProcess, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
+    proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
     progress: object,
 ) -> Drive:
     """Start the CLI and drive it to its end: by itself, or stopped by the deadline and the wind-down."""
@@ -82,7 +82,7 @@ async def _wind_down(watch: _Watch, profile: Profile, say: Callable[[str], None]
 class _Watch:
     """The running CLI: its output pumped into the sinks, its exit awaited, signals sent, failures kept."""
 
-    def __init__(self, proc: CliProcess, stdout: StreamSink, stderr: StreamSink, profile: Profile) -> None:
+    def __init__(self, proc: Sandbox, stdout: StreamSink, stderr: StreamSink, profile: Profile) -> None:
         self.proc, self.stdout, self.stderr, self.profile = proc, stdout, stderr, profile
         self.exited, self.pumped = anyio.Event(), anyio.Event()
         self.codes: list[int | None] = []
@@ -110,7 +110,7 @@ class _Watch:
             await self.exited.wait()
         return self.exited.is_set()
 
-    async def send(self, signal: str) -> None:
+    async def send(self, signal: Signal) -> None:
         try:
             await anyio.to_thread.run_sync(self.proc.signal, signal, limiter=THREADS)
         except EngineError as err:

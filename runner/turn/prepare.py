@@ -48,7 +48,7 @@ class TurnRequest:
     keep: bool = False
     condition_id: str | None = None  # the row's condition; the case's first when None
     model_fault: str | None = None  # --model-fault KIND[@STEP]: the scripted model fails on purpose
-    transport: str = "auto"  # mount | stream | auto (runner.turn.process.DockerProcesses)
+    transport: str = "auto"  # mount | stream | auto (runner.sandbox.factory.DockerSandboxes)
 
     @property
     def condition(self) -> Condition:

@@ -6,9 +6,10 @@
    the latch wraps the envelope; the prompt and instructions are composed and ``promptHash`` is
    annotated; the turn dir is written and the profile rendered into the process's spec.
 2. **Serve and start**: the MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a
-   model, the model endpoint on ``<turn dir>/model.sock``; the CLI's process comes from the
-   injected :data:`~runner.turn.process.ProcessFactory` (the hardened container by default) with the
-   turn dir mounted.
+   model, the model endpoint on ``<turn dir>/model.sock``; the CLI's sandbox comes from the
+   injected :data:`~runner.sandbox.interface.SandboxFactory` (the hardened container over the
+   requested transport by default, :class:`~runner.sandbox.factory.DockerSandboxes`), and the turn
+   drives it through :class:`~runner.sandbox.interface.Sandbox` alone.
 3. **Drive to the end** (:mod:`runner.turn.drive`): its stdout is read through the profile's
    interpreter. Nothing is stopped when the latch fires; only the deadline stops the CLI (SIGTERM to
    its group, the grace period, SIGKILL).
@@ -16,7 +17,7 @@
    the envelope.
 5. **Collect**: the record, the transcripts and the CLI's own session transcript are written, scrubbed.
 6. **Teardown, always**, in order: close the bridge (MCP server), stop the model endpoint (both when
-   step 2's stack exits), remove the process (unless kept), remove the turn dir.
+   step 2's stack exits), remove the sandbox (unless kept), remove the turn dir.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from runner.core.outcomes import ExecutionResult, Json
 from runner.core.scrub import Scrubber
 from runner.harnesses.interpreters import get_session_reader
 from runner.mcp.server import McpServerHandle, serve_mcp
+from runner.sandbox.factory import DockerSandboxes
+from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
+from runner.turn.collect import copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive
 from runner.turn.prepare import FAULT_ENV, PreparedTurn, TurnRequest, prepare_turn
-from runner.turn.process import CliProcess, DockerProcesses, ProcessFactory
 from runner.turn.settle import Settlement, settle_turn
 
 if TYPE_CHECKING:
@@ -60,9 +63,9 @@ class TurnReport:
     files: dict[str, str]
     drive: Drive
     elapsed: float
+    transport: Transport  # which transport ran (mount or stream)
     mcp: dict[str, Json] = field(default_factory=dict)
     infrastructure_error: dict[str, Json] | None = None
-    transport: str | None = None  # which transport ran (mount or stream); None for a process factory without one
 
     def to_json(self) -> dict[str, Json]:
         result = self.result
@@ -112,18 +115,18 @@ def _quiet(_message: str) -> None:
 
 async def run_turn(
     client: docker.DockerClient | None, req: TurnRequest, progress: Progress = _quiet,
-    *, processes: ProcessFactory | None = None,
+    *, sandboxes: SandboxFactory | None = None,
 ) -> TurnReport:
-    """Run one turn; its CLI's process comes from ``processes`` (a container on ``client`` by default)."""
+    """Run one turn; its CLI's sandbox comes from ``sandboxes`` (a container on ``client`` by default)."""
     started = time.monotonic()
-    if processes is None:
+    if sandboxes is None:
         if client is None:
-            raise ValueError("run_turn needs a Docker client or a process factory")
-        processes = DockerProcesses(client, transport=req.transport)
+            raise ValueError("run_turn needs a Docker client or a sandbox factory")
+        sandboxes = DockerSandboxes(client, req.transport)
     turn = prepare_turn(req)
-    proc: CliProcess | None = None
+    proc: Sandbox | None = None
     try:
-        proc = await anyio.to_thread.run_sync(processes, turn.spec, limiter=THREADS)
+        proc = await anyio.to_thread.run_sync(sandboxes, turn.spec, limiter=THREADS)
         played = await _serve_and_drive(turn, proc, progress)
         turn.transcript.close()
         session = await anyio.to_thread.run_sync(_copy_session, turn, proc, limiter=THREADS)
@@ -133,14 +136,14 @@ async def run_turn(
         files = _collect(turn, settled, session)
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
-            elapsed=time.monotonic() - started, mcp=played.mcp, infrastructure_error=settled.infrastructure_error,
-            transport=getattr(proc, "transport", None),  # a test's own process may not say
+            elapsed=time.monotonic() - started, transport=proc.transport, mcp=played.mcp,
+            infrastructure_error=settled.infrastructure_error,
         )
     finally:
         await _teardown(turn, proc)
 
 
-async def _serve_and_drive(turn: PreparedTurn, proc: CliProcess, progress: Progress) -> Played:
+async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:
     """Serve MCP (and the model), start the CLI and drive it to its end; the servers stop on the way out."""
     req, profile = turn.req, turn.profile
     async with AsyncExitStack() as stack:
@@ -185,14 +188,16 @@ async def _serve_model(
     )
 
 
-def _copy_session(turn: PreparedTurn, proc: CliProcess) -> Path | None:
-    """Copy the CLI's own session transcript out of its HOME (scrubbed), through the process, so it works
+def _copy_session(turn: PreparedTurn, proc: Sandbox) -> Path | None:
+    """Copy the CLI's own session transcript out of its HOME (scrubbed), read through the sandbox, so it works
     however the turn's files reach the engine; where it landed, or None."""
     req, profile, home = turn.req, turn.profile, turn.turn_dir.home_host
     if not profile.session_transcript or home is None:
         return None
     relative = str((home / profile.session_transcript).relative_to(turn.turn_dir.host))
-    return req.out_dir / "session" if proc.collect(relative, req.out_dir / "session", turn.scrubber) else None
+    with proc.read_tree(relative) as tree:
+        copied = copy_session_transcript(tree, req.out_dir / "session", turn.scrubber) if tree is not None else []
+    return req.out_dir / "session" if copied else None
 
 
 def _read_session_log(turn: PreparedTurn, run: Drive, session: Path) -> None:
@@ -215,8 +220,8 @@ def _collect(turn: PreparedTurn, settled: Settlement, session: Path | None) -> d
     return files
 
 
-async def _teardown(turn: PreparedTurn, proc: CliProcess | None) -> None:
-    """Remove the process (unless kept) and the turn dir, whatever happened before, even under cancellation."""
+async def _teardown(turn: PreparedTurn, proc: Sandbox | None) -> None:
+    """Remove the sandbox (unless kept) and the turn dir, whatever happened before, even under cancellation."""
     with anyio.CancelScope(shield=True):
         if proc is not None and not turn.req.keep:
             await anyio.to_thread.run_sync(proc.remove, limiter=THREADS)

@@ -88,12 +88,15 @@ def _remove(client: docker.DockerClient, refs: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def built(client: docker.DockerClient, root: Path) -> Iterator[tuple[ImageRecord, float]]:
+def built(
+    client: docker.DockerClient, root: Path, codex_image: ImageRecord
+) -> Iterator[tuple[ImageRecord, float]]:
     started = time.monotonic()
     record = ensure_image(client, HARNESS, progress=lambda _line: None)
     elapsed = time.monotonic() - started
-    real = json.loads((REPO / "images" / "lock.json").read_text())["images"].get(HARNESS, {})
-    assert record.image_id != real.get("image_id") and record.recipe_hash != real.get("recipe_hash")
+    real = json.loads((REPO / "images" / "lock.json").read_text())["images"][HARNESS]
+    assert record.image_id != codex_image.image_id and record.build_key != codex_image.build_key
+    assert record.recipe_hash != real["recipe_hash"]  # the nonce in the test's base-cli
     yield record, elapsed
     ids = [record.image_id]
     with contextlib.suppress(OSError, ValueError, KeyError):

@@ -1,8 +1,10 @@
 """Image layer against the real Docker Engine: offline base, offline harness build, warm path, lock checks.
 
-The harness build runs in a temporary copy of the repository's image recipes (RUNNER_REPO_ROOT), with a
-per-run line inserted after FROM so the whole build really runs (offline) and its image can be removed
-afterwards. The base image and the download caches are shared with normal use ($RUNNER_CACHE_DIR).
+The harness build runs in a temporary copy of the repository's image recipes (RUNNER_REPO_ROOT) and its lock
+(written from the tree with the committed integrity hashes), with a per-run line inserted after FROM so the whole
+build really runs (offline) and its image can be removed afterwards. The base image and the download caches are
+shared with normal use ($RUNNER_CACHE_DIR). A build never writes the lock: it records the image built here under
+$RUNNER_CACHE_DIR/builds.
 """
 
 from __future__ import annotations
@@ -35,15 +37,20 @@ from runner.sandbox.images import (
     base_recipe_hash,
     buildable_harnesses,
     cache_dir,
-    current_recipe_hash,
+    current_keys,
     ensure_base,
     ensure_image,
     load_harness_recipe,
+    read_build,
     read_lock,
+    stale_findings,
     unavailable_images,
+    update_lock,
     verify_lock,
-    write_lock,
 )
+from runner.sandbox.images.lock import locked_integrity, write_build
+from runner.sandbox.images.pins import Pin
+from runner.sandbox.images.recipes import HarnessRecipe
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -78,21 +85,29 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # Fails the build if the build container can resolve names; the nonce defeats the layer cache.
     lines.insert(at, f"RUN ! getent hosts deb.debian.org && echo offline-build-{uuid.uuid4().hex}")
     dockerfile.write_text("\n".join(lines) + "\n")
+    assert update_lock(_committed_integrity, dest)  # this tree's lock, the registry's hashes as committed
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RUNNER_REPO_ROOT", str(dest))
         mp.delenv("RUNNER_BASE_IMAGE", raising=False)
         yield dest
 
 
+def _committed_integrity(recipe: HarnessRecipe, pin: Pin) -> str:
+    return locked_integrity(read_lock(REPO))[(pin.kind, pin.package, pin.version)]
+
+
 @pytest.fixture(scope="module")
 def built(client: docker.DockerClient, root: Path) -> Iterator[tuple[ImageRecord, float]]:
     ensure_base(client)
+    lock = (root / "images" / "lock.json").read_bytes()
     started = time.monotonic()
     record = ensure_image(client, "reference", progress=lambda _line: None)
     elapsed = time.monotonic() - started
+    assert (root / "images" / "lock.json").read_bytes() == lock  # a cold build leaves the lock as it was
     yield record, elapsed
     with contextlib.suppress(docker.errors.APIError):
         client.images.remove(record.image_id, force=True)
+    (cache_dir() / "builds" / "reference" / f"{record.build_key}.json").unlink(missing_ok=True)
 
 
 def test_base_is_imported_and_labelled(client: docker.DockerClient, root: Path) -> None:
@@ -112,7 +127,9 @@ def test_reference_image_builds_offline_as_non_root(
     record, _ = built
     image = client.images.get(record.image_id)
     assert image.labels["runner.image"] == "reference"
-    assert image.labels["runner.recipe"] == record.recipe_hash
+    assert image.labels["runner.recipe"] == record.recipe_hash == read_lock()["reference"].recipe_hash
+    assert image.labels["runner.build"] == record.build_key
+    assert record.tag == f"runner/reference:{record.build_key[:12]}"
     assert image.attrs["Config"]["User"] == "1000:1000"
     assert record.cli_package == "mcp" and record.cli_version == "2.3.0"
     assert record.version_output == "reference-harness 2.3.0"
@@ -143,24 +160,52 @@ def test_second_ensure_is_a_cache_hit(client: docker.DockerClient, built: tuple[
     print(f"warm ensure_image: {elapsed:.2f} s")  # how fast is make bench's to say, not a test's
 
 
-def test_verify_lock_clean_then_tampered(
+def test_verify_tells_a_stale_lock_from_a_local_difference(
     client: docker.DockerClient, root: Path, built: tuple[ImageRecord, float]
 ) -> None:
     record, _ = built
-    assert read_lock(root)["reference"] == record
+    lock = root / "images" / "lock.json"
+    committed = lock.read_text()
+    assert read_build("reference", record.build_key) == record
+    assert read_lock(root)["reference"].recipe_hash == record.recipe_hash
     assert verify_lock(client) == []
+    mine = cache_dir() / "builds" / "reference" / f"{record.build_key}.json"
+    other = mine.with_name("f" * 64 + ".json")
     try:
-        write_lock({"reference": dataclasses.replace(record, image_id="sha256:" + "0" * 64)})
-        assert any("not in the engine" in p for p in verify_lock(client))
-        write_lock({"reference": dataclasses.replace(record, recipe_hash="f" * 64)})
-        problems = verify_lock(client)
-        assert any("recipe changed" in p for p in problems)
-        assert any("labelled runner.recipe" in p for p in problems)
-        (root / "images" / "lock.json").write_text('{"images": {"reference": {"image_id": 1}}}')
-        assert any("malformed" in p for p in verify_lock(client))
+        write_build(dataclasses.replace(record, image_id="sha256:" + "0" * 64))
+        found = verify_lock(client)
+        assert [(f.kind, "not in the engine" in f.message) for f in found] == [("local", True)]
+        mine.unlink()  # built here only with other certificates
+        write_build(dataclasses.replace(record, build_key="f" * 64, local_inputs={**record.local_inputs, "certs": "x"}))
+        found = verify_lock(client)
+        assert [f.kind for f in found] == ["local"] and "the host's CA certificates" in found[0].message
+        other.unlink()
+        write_build(record)
+        body = json.loads(committed)
+        body["images"]["reference"]["pins"][0]["version"] = "2.2.0"
+        lock.write_text(json.dumps(body))
+        stale = [f for f in verify_lock(client) if f.kind == "stale"]
+        assert [f.image for f in stale] == ["reference"] and "pin changed since the lock" in stale[0].message
+        lock.write_text('{"images": {"reference": {"image_id": 1}}}')
+        assert [f.kind for f in verify_lock(client)] == ["stale"]
     finally:
-        write_lock({"reference": record})
+        lock.write_text(committed)
+        other.unlink(missing_ok=True)
+        write_build(record)
     assert verify_lock(client) == []
+
+
+def test_building_in_the_checkout_leaves_its_lock_as_it_was(client: docker.DockerClient) -> None:
+    """What make run, make test and the CI column job do: ensure_image in the real checkout (a lookup once built)."""
+    lock = (REPO / "images" / "lock.json").read_bytes()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNNER_REPO_ROOT", str(REPO))
+        mp.delenv("RUNNER_BASE_IMAGE", raising=False)
+        record = ensure_image(client, "reference", progress=lambda _line: None)
+        assert (REPO / "images" / "lock.json").read_bytes() == lock
+        assert stale_findings(REPO) == []
+        assert record.recipe_hash == read_lock(REPO)["reference"].recipe_hash
+        assert current_keys(client, "reference", REPO).build_key == record.build_key
 
 
 def test_base_image_without_digest_is_refused(
@@ -251,5 +296,5 @@ def test_unavailable_recipe_raises_before_any_work(
         ensure_image(client, "reference", progress=lambda line: pytest.fail(f"tried to build: {line}"))
     assert (caught.value.harness, caught.value.reason) == ("reference", "needs a licence this machine lacks")
     with pytest.raises(ImageUnavailable):
-        current_recipe_hash(client, "reference")
+        current_keys(client, "reference")
     assert not (root / "images" / "lock.json").exists()

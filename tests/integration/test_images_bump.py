@@ -1,8 +1,9 @@
 """`runner images outdated` and `runner images bump` for real: the npm registry through its client, the offline build
 on the shared vendor layer, the lock. A scratch image tree (RUNNER_REPO_ROOT) holds one small image that pins a
 small npm package (semver, no dependencies) one release behind its newest; outdated says 1 behind, bump rewrites the
-recipe and rebuilds, outdated then says nothing is behind, and the image, the lock and the CLI's version output
-follow. The bases are shared with normal use ($RUNNER_CACHE_DIR, found by recipe hash); the scratch image is
+recipe and the lock (the new pin and its registry integrity hash) and rebuilds, outdated then says nothing is behind,
+and the image and the CLI's version output follow. The build alone never writes the lock; the bump does, and the
+tree then verifies. The bases are shared with normal use ($RUNNER_CACHE_DIR, found by recipe hash); the scratch image is
 removed afterwards.
 """
 
@@ -20,6 +21,7 @@ import docker
 import docker.errors
 import pytest
 
+from runner.sandbox.images import cache_dir, read_build
 from runner.sandbox.images.registry import ClientRegistry, is_prerelease, newer_than, version_key
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
@@ -71,6 +73,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, versions: tuple[str, str]) ->
 @pytest.fixture(scope="module")
 def cleanup(engine: docker.DockerClient) -> Iterator[None]:
     yield
+    shutil.rmtree(cache_dir() / "builds" / IMAGE, ignore_errors=True)
     for found in engine.images.list(filters={"label": f"runner.image={IMAGE}"}):
         for tag in found.tags:
             if tag.startswith(f"runner/{IMAGE}:"):
@@ -88,10 +91,12 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
     root: Path, versions: tuple[str, str], engine: docker.DockerClient, cleanup: None
 ) -> None:
     old, new = versions
+    lock = root / "images" / "lock.json"
     built = _runner(root, "images", "build", "--harness", IMAGE)
     assert built.returncode == 0, built.stderr
-    before = json.loads((root / "images" / "lock.json").read_text())["images"][IMAGE]
-    assert before["version_output"] == f"{PACKAGE} {old}"
+    assert not lock.exists()  # a build records what it built in the cache, never in the tree
+    before = read_build(IMAGE)
+    assert before is not None and before.version_output == f"{PACKAGE} {old}"
 
     row = _rows(root)[f"{IMAGE}:{PACKAGE}"]
     assert (row["pinned"], row["newest"], row["behind"], row["outdated"]) == (old, new, 1, True)
@@ -99,11 +104,22 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
 
     bumped = _runner(root, "images", "bump", "--harness", IMAGE)
     assert bumped.returncode == 0, bumped.stderr
-    after = json.loads((root / "images" / "lock.json").read_text())["images"][IMAGE]
-    assert f"{IMAGE}: {PACKAGE} {old} → {new}; image {after['image_id'][:19]}; {PACKAGE} {new}" in bumped.stdout
-    assert after["version_output"] == f"{PACKAGE} {new}" and after["cli_version"] == new
-    assert after["image_id"] != before["image_id"] and after["recipe_hash"] != before["recipe_hash"]
-    assert engine.images.get(after["image_id"]).labels["runner.recipe"] == after["recipe_hash"]
+    locked = json.loads(lock.read_text())["images"]
+    assert set(locked) == {IMAGE, "base-cli", "base-node"}
+    entry = locked[IMAGE]
+    assert entry["cli_version"] == new and [(p["package"], p["version"]) for p in entry["pins"]] == [(PACKAGE, new)]
+    assert entry["pins"][0]["integrity"].startswith("sha512-")
+    after = read_build(IMAGE)
+    assert after is not None
+    assert f"{IMAGE}: {PACKAGE} {old} → {new}; image {after.image_id[:19]}; {PACKAGE} {new}" in bumped.stdout
+    assert after.version_output == f"{PACKAGE} {new}" and after.cli_version == new
+    assert after.image_id != before.image_id and after.recipe_hash == entry["recipe_hash"] != before.recipe_hash
+    assert engine.images.get(after.image_id).labels["runner.recipe"] == entry["recipe_hash"]
+    verified = _runner(root, "images", "verify", "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert json.loads(verified.stdout)["stale"] == []
+    text = lock.read_text()
+    assert _runner(root, "images", "build", "--harness", IMAGE).returncode == 0 and lock.read_text() == text
     recipe = json.loads((root / "images" / IMAGE / "recipe.json").read_text())
     assert recipe["npm"] == [f"{PACKAGE}@{new}"]
     assert (root / "README.md").read_text() == f"| `{IMAGE}` | `{PACKAGE}@{new}` |\n"

@@ -59,7 +59,7 @@ def podman(host: str) -> docker.DockerClient:
 def reference(podman: docker.DockerClient, reference_image: ImageRecord) -> str:
     """The reference image in Podman's store: loaded from the Docker Engine when it is not there yet."""
     tag = reference_image.tag
-    found = podman.images.list(filters={"label": f"runner.recipe={reference_image.recipe_hash}"})
+    found = podman.images.list(filters={"label": f"runner.build={reference_image.build_key}"})
     if not found and not os.environ.get("RUNNER_TEST_PODMAN_HOST"):
         save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
         user = pwd.getpwnam(PODMAN_USER)
@@ -68,7 +68,7 @@ def reference(podman: docker.DockerClient, reference_image: ImageRecord) -> str:
         load = subprocess.run([*as_user, "podman", "load"], stdin=save.stdout, capture_output=True, text=True,
                               timeout=600, cwd=user.pw_dir)  # podman re-enters its cwd: a mktemp -d checkout bars it
         assert save.wait(timeout=60) == 0 and load.returncode == 0, load.stderr
-        found = podman.images.list(filters={"label": f"runner.recipe={reference_image.recipe_hash}"})
+        found = podman.images.list(filters={"label": f"runner.build={reference_image.build_key}"})
     if not found:
         pytest.fail(f"the reference image ({tag}) is not in Podman's store: load it there (docker save | podman load)")
     return str(found[0].id)

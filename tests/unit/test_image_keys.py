@@ -1,8 +1,9 @@
-"""Image keys without an engine: the CI cache key and the recipe hash cover every declared input.
+"""Image keys without an engine: the CI cache key, the committed recipe hash and the local build key cover every
+declared input.
 
 The vendor images build on the shared layer images/base-cli (certificates, the user, runner-entry, the npm
-prefix), so a change to that layer must reach every vendor's recipe hash and cache key, and a change to one
-vendor's own files must reach only that vendor's.
+prefix), so a change to that layer must reach every vendor's recipe hash, build key and cache key, and a change to
+one vendor's own files must reach only that vendor's.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from runner.sandbox.images import (
     buildable_harnesses,
     cache_key,
     cache_key_inputs,
-    current_recipe_hash,
+    current_keys,
     load_harness_recipe,
+    read_lock,
+    recipe_hash,
 )
+from runner.sandbox.images.lock import locked_integrity
 from runner.sandbox.images.staging import _npm_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,7 +118,7 @@ def test_a_vendor_change_changes_only_that_vendor_key(repo: Path) -> None:
 
 
 class _NoImages:
-    """An engine that holds no image: current_recipe_hash then reads the cached base tarball."""
+    """An engine that holds no image: current_keys then reads the cached base tarball."""
 
     class images:  # the docker-py attribute name
         @staticmethod
@@ -134,25 +138,33 @@ def _stage(repo: Path, cache: Path) -> None:
         (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
 
 
-def _hashes() -> dict[str, str]:
-    return {h: current_recipe_hash(_NoImages(), h) for h in VENDORS}  # type: ignore[arg-type]
+def _hashes() -> dict[str, tuple[str, str]]:
+    """Per vendor: (the committed recipe hash, the local build key)."""
+    keys = {h: current_keys(_NoImages(), h) for h in VENDORS}  # type: ignore[arg-type]
+    integrity = locked_integrity(read_lock())
+    assert all(k.recipe_hash == recipe_hash(h, integrity=integrity) for h, k in keys.items())  # no engine needed
+    return {h: (k.recipe_hash, k.build_key) for h, k in keys.items()}
 
 
-def test_the_recipe_hash_of_every_vendor_covers_the_shared_layer(repo: Path, tmp_path: Path) -> None:
+def _all_moved(after: dict[str, tuple[str, str]], before: dict[str, tuple[str, str]]) -> bool:
+    return all(after[h][0] != before[h][0] and after[h][1] != before[h][1] for h in VENDORS)
+
+
+def test_the_recipe_hash_and_build_key_of_every_vendor_cover_the_shared_layer(repo: Path, tmp_path: Path) -> None:
     _stage(repo, tmp_path / "cache")
     before = _hashes()
     assert len(set(before.values())) == len(VENDORS)
     _append(repo / "images" / "common" / "runner-entry", "\n# changed\n")
     after_entry = _hashes()
-    assert all(after_entry[h] != before[h] for h in VENDORS)
+    assert _all_moved(after_entry, before)
     _append(repo / "images" / "base-cli" / "Dockerfile", "\n# changed\n")
     after_layer = _hashes()
-    assert all(after_layer[h] != after_entry[h] for h in VENDORS)
+    assert _all_moved(after_layer, after_entry)
     (repo / "images" / "base-cli" / "recipe.json").write_text(
         json.dumps({**json.loads((repo / "images" / "base-cli" / "recipe.json").read_text()), "build_args": {"X": "1"}})
     )
     after_args = _hashes()
-    assert all(after_args[h] != after_layer[h] for h in VENDORS)
+    assert _all_moved(after_args, after_layer)
     _append(repo / "images" / "base-node22" / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
     changed = {h for h, v in _hashes().items() if v != after_args[h]}
     assert changed == {"deepseek", "kimi", "pi", "pi-adapter"}

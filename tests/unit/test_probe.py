@@ -1,4 +1,5 @@
-"""How the wiring probe names what it found (the engine-backed cases are in tests/integration/test_wiring.py)."""
+"""How the wiring probe names what it found and what it remembers, and how the factory picks the transport by it
+(the engine-backed cases are in tests/integration/test_wiring.py and test_transport.py)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,34 @@ import docker.errors
 import pytest
 
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec
-from runner.turn import process
+from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.factory import DockerSandboxes
+from runner.sandbox.interface import Transport
+from runner.sandbox.stream import StreamSandboxedProcess
+
+Probed = list[tuple[str, bool]]  # (image, through the mount) of each probe container run
 
 
 @pytest.fixture(autouse=True)
-def _fresh_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts as a new process would: a pass another test left in memory would skip the probe."""
-    monkeypatch.setattr(probe, "_passed", set())
-    monkeypatch.setattr(process, "_MOUNT_NOT_VISIBLE", set())
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the probe cache of the machine (a pass there would skip the probe)."""
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def spec(tmp_path: Path) -> ContainerSpec:
-    return ContainerSpec("sha256:" + "0" * 64, ["true"], tmp_path, {"runner.run": "r", "runner.cell": "c"})
+def probing(monkeypatch: pytest.MonkeyPatch, answer: dict[bool, int]) -> Probed:
+    """Stand in for the probe container: it exits ``answer[mount]``; the probes run, in order."""
+    probed: Probed = []
+
+    def run(_client: object, spec: ContainerSpec, mount: bool) -> int:
+        probed.append((spec.image_id, mount))
+        return answer[mount]
+
+    monkeypatch.setattr(probe, "_probe", run)
+    return probed
+
+
+def spec(tmp_path: Path, image_id: str = "sha256:" + "0" * 64) -> ContainerSpec:
+    return ContainerSpec(image_id, ["true"], tmp_path, {"runner.run": "r", "runner.cell": "c"})
 
 
 @pytest.mark.parametrize(("code", "error", "fix"), [
@@ -32,20 +48,42 @@ def spec(tmp_path: Path) -> ContainerSpec:
 def test_each_probe_answer_is_a_named_error_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, error: type[Exception], fix: str
 ) -> None:
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(probe, "_probe", lambda _client, _spec, _mount: code)
-    with pytest.raises(error, match=fix):
-        probe.check_wiring(None, spec(tmp_path))  # type: ignore[arg-type]
+    probed = probing(monkeypatch, {True: code, False: code})
+    wiring = probe.WiringProbe()
+    for _ in range(2):
+        with pytest.raises(error, match=fix):
+            wiring.check(None, spec(tmp_path))  # type: ignore[arg-type]
+    assert len(probed) == 2, "a failure is probed again: it may have been fixed"
+    assert not (tmp_path / "cache" / "probes").exists(), "nor is it written down"
 
 
 def test_a_pass_is_remembered_and_not_probed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
-    calls: list[int] = []
-    monkeypatch.setattr(probe, "_probe", lambda _client, _spec, _mount: calls.append(1) or 0)
-    probe.check_wiring(None, spec(tmp_path))  # type: ignore[arg-type]
-    probe._passed.clear()  # a new process: only the file remains
-    probe.check_wiring(None, spec(tmp_path))  # type: ignore[arg-type]
-    assert calls == [1]
+    probed = probing(monkeypatch, {True: 0, False: 0})
+    probe.WiringProbe().check(None, spec(tmp_path))  # type: ignore[arg-type]
+    probe.WiringProbe().check(None, spec(tmp_path))  # type: ignore[arg-type]  # a new process: only the file remains
+    assert len(probed) == 1
+    [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
+    assert remembered.name == f"{probe.ProbeKey.of(spec(tmp_path).image_id, Transport.MOUNT).digest()}.json"
+
+
+def test_a_pass_holds_for_its_own_image_and_transport_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probed = probing(monkeypatch, {True: 0, False: 0})
+    wiring, other = probe.WiringProbe(), spec(tmp_path, "sha256:" + "1" * 64)
+    for _ in range(2):
+        wiring.check(None, spec(tmp_path), Transport.MOUNT)  # type: ignore[arg-type]
+        wiring.check(None, spec(tmp_path), Transport.STREAM)  # type: ignore[arg-type]
+        wiring.check(None, other, Transport.MOUNT)  # type: ignore[arg-type]
+    assert probed == [(spec(tmp_path).image_id, True), (spec(tmp_path).image_id, False), (other.image_id, True)]
+    keys = {probe.ProbeKey.of(image, transport).digest()
+            for image in (spec(tmp_path).image_id, other.image_id) for transport in Transport}
+    assert len(keys) == 4, "each (image, transport) has a file of its own"
+
+
+def test_a_probe_on_another_engine_is_another_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    here = probe.ProbeKey.of("sha256:" + "0" * 64, Transport.MOUNT)
+    monkeypatch.setenv("DOCKER_HOST", "tcp://elsewhere:2375")
+    there = probe.ProbeKey.of("sha256:" + "0" * 64, Transport.MOUNT)
+    assert there.engine == "tcp://elsewhere:2375" and there != here and there.digest() != here.digest()
 
 
 @pytest.mark.parametrize(("message", "error"), [
@@ -62,17 +100,31 @@ def test_start_errors_are_told_apart(message: str, error: str) -> None:
 def test_auto_probes_the_mount_once_per_process_where_it_does_not_reach(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    probed: list[bool] = []
-
-    def check_wiring(_client: object, _spec: ContainerSpec, mount: bool = True) -> None:
-        probed.append(mount)
-        if mount:
-            raise probe.MountsNotVisible("no nonce")
-
-    monkeypatch.setattr(process, "check_wiring", check_wiring)
-    monkeypatch.setattr(process.StreamProcess, "__init__", lambda self, client, spec: None)
-    factory = process.DockerProcesses(None, transport="auto")  # type: ignore[arg-type]
-    assert [factory(spec(tmp_path)).transport for _ in range(3)] == ["stream"] * 3
-    assert probed == [True, False, False, False]  # the mount once; the stream's own check (cached) each turn
+    probed = probing(monkeypatch, {True: 3, False: 0})  # no nonce through the mount; the stream passes
+    wiring = probe.WiringProbe()
+    made = [DockerSandboxes(None, "auto", wiring)(spec(tmp_path)) for _ in range(3)]  # type: ignore[arg-type]
+    assert [type(box) for box in made] == [StreamSandboxedProcess] * 3
+    assert [box.transport for box in made] == [Transport.STREAM] * 3
+    assert [mount for _, mount in probed] == [True, False], "the mount once, the stream once (then remembered)"
     with pytest.raises(probe.MountsNotVisible):  # asked for by name, the mount is probed, and refused, again
-        process.DockerProcesses(None, transport="mount")(spec(tmp_path))  # type: ignore[arg-type]
+        DockerSandboxes(None, "mount", wiring)(spec(tmp_path))  # type: ignore[arg-type]
+    assert [mount for _, mount in probed] == [True, False, True]
+    fresh = DockerSandboxes(None, "auto", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    assert fresh.transport is Transport.STREAM
+    assert [mount for _, mount in probed] == [True, False, True, True], "another probe knows nothing of it"
+
+
+def test_auto_is_the_mount_where_it_reaches_and_stream_never_probes_the_mount(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probed = probing(monkeypatch, {True: 0, False: 0})
+    auto = DockerSandboxes(None, "auto", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    assert type(auto) is SandboxedProcess and auto.transport is Transport.MOUNT
+    stream = DockerSandboxes(None, "stream", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    assert type(stream) is StreamSandboxedProcess and stream.transport is Transport.STREAM
+    assert [mount for _, mount in probed] == [True, False]
+
+
+def test_a_transport_the_sandbox_does_not_know_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="one of auto, mount, stream, not 'tunnel'"):
+        DockerSandboxes(None, "tunnel")  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
-"""How a turn settles, whatever its CLI does, without Docker: ``run_turn`` with a fake process.
+"""How a turn settles, whatever its CLI does, without Docker: ``run_turn`` with a fake sandbox.
 
-The fake stands in for the container only (a :class:`~runner.turn.process.CliProcess` made by the
+The fake stands in for the container only (a :class:`~runner.sandbox.interface.Sandbox` made by the
 injected factory). Everything else is the real turn: the reference profile, the ``escalation`` case,
 the envelope and the latch, and the real MCP server on the turn dir's unix socket, which the fake
 CLI reaches with the MCP SDK as a CLI in its container would. What the real engine adds (the
@@ -13,6 +13,8 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,14 +24,12 @@ from mcp import ClientSession
 
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
-from runner.core.scrub import Scrubber
 from runner.harnesses.profile import Profile, WindDown, find_profile
 from runner.mcp.unix_client import unix_client
-from runner.sandbox.container import STDERR, STDOUT, ContainerSpec, ContainerStartError
+from runner.sandbox.container import ContainerSpec, ContainerStartError
 from runner.sandbox.images import ImageRecord
-from runner.turn.collect import copy_session_transcript
+from runner.sandbox.interface import STDERR, STDOUT, OutputSink, Sandbox, Signal, Transport
 from runner.turn.model_choice import ModelChoice
-from runner.turn.process import OutputSink
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -54,10 +54,11 @@ class FakeCli:
     exit_code: int | None = 0
     obeys_sigterm: bool = False
     start_error: Exception | None = None
+    session: dict[str, str] = field(default_factory=dict)  # files it leaves in its HOME, by path relative to it
 
 
-class FakeProcess:
-    """A :class:`~runner.turn.process.CliProcess` played by a thread; it records what the turn did to it."""
+class FakeProcess(Sandbox):
+    """A :class:`~runner.sandbox.interface.Sandbox` played by a thread; it records what the turn did to it."""
 
     def __init__(self, cli: FakeCli, spec: ContainerSpec) -> None:
         self.cli, self.spec = cli, spec
@@ -73,6 +74,10 @@ class FakeProcess:
     @property
     def id(self) -> str | None:
         return "fake-cli" if self._started else None
+
+    @property
+    def transport(self) -> Transport:
+        return Transport.MOUNT  # the fake's files are the turn dir's own, as under the mount
 
     def start(self) -> None:
         self.calls.append("start")
@@ -92,15 +97,18 @@ class FakeProcess:
         self._exited.wait()
         return self._code
 
-    def signal(self, name: str) -> None:
+    def signal(self, name: Signal) -> None:
         self.signals.append((name, time.monotonic()))
         if name == "SIGKILL":
             self._exit(137)
         elif name == "SIGTERM" and self.cli.obeys_sigterm:
             self._exit(143)
 
-    def collect(self, relative: str, dest: Path, scrubber: Scrubber) -> list[str]:
-        return copy_session_transcript(self.spec.turn_dir / relative, dest, scrubber)
+    @contextmanager
+    def read_tree(self, relative: str) -> Iterator[Path | None]:
+        self.calls.append(f"read_tree {relative}")
+        path = self.spec.turn_dir / relative
+        yield path if path.exists() else None
 
     def remove(self) -> None:
         self.calls.append("remove")
@@ -110,6 +118,9 @@ class FakeProcess:
     def _play(self) -> None:
         if self.cli.connect:
             anyio.run(self._mcp)
+        for relative, text in self.cli.session.items():
+            (self.spec.turn_dir / "home" / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.spec.turn_dir / "home" / relative).write_text(text)
         for line in self.cli.stdout:
             self._out.put((STDOUT, line.encode() + b"\n"))
         for line in self.cli.stderr:
@@ -157,7 +168,7 @@ async def turn(tmp_path: Path, cli: FakeCli, deadline: float = 20.0, profile: Pr
         case=get_case("escalation"), profile=profile or reference(), behaviour=Behaviour.COOPERATIVE, image=IMAGE,
         out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"), deadline=deadline,
     )
-    report = await run_turn(None, request, processes=factory)
+    report = await run_turn(None, request, sandboxes=factory)
     assert_torn_down(factory.proc)
     return report, factory.proc
 
@@ -265,6 +276,26 @@ async def test_a_process_that_could_not_start_is_an_infrastructure_error_and_is_
     assert meta(report)["harnessStartError"] == "no such image"
 
 
+# --- what the CLI left behind is read through the sandbox --------------------------------------------
+
+
+@pytest.mark.parametrize("left", [{"sessions/one.jsonl": '{"step": 1}\n', "sessions/deep/two.jsonl": "{}\n"}, {}])
+async def test_the_session_transcript_is_read_through_the_sandbox_after_the_cli_exits(
+    tmp_path: Path, left: dict[str, str]
+) -> None:
+    profile = reference().model_copy(update={"home": "turn", "session_transcript": "sessions"})
+    report, proc = await turn(tmp_path, FakeCli(stdout=[frame("turn.completed")], session=left), profile=profile)
+    assert proc.calls[-2:] == ["read_tree home/sessions", "remove"], "read once the CLI is done, before removal"
+    session = tmp_path / "out" / "session"
+    if left:
+        assert report.files["session"] == str(session)
+        assert {str(p.relative_to(session)): p.read_text() for p in session.rglob("*") if p.is_file()} == {
+            relative.removeprefix("sessions/"): text for relative, text in left.items()}
+    else:
+        assert "session" not in report.files and not session.exists(), "nothing left, nothing copied"
+    assert report.transport == Transport.MOUNT and report.to_json()["transport"] == "mount"
+
+
 # --- teardown, always ---------------------------------------------------------------------------------
 
 
@@ -275,7 +306,7 @@ async def test_a_start_that_raises_unexpectedly_still_removes_the_process_and_th
         out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"),
     )
     with pytest.raises(ExceptionGroup) as raised:  # it surfaces through the MCP server's task group
-        await run_turn(None, request, processes=factory)
+        await run_turn(None, request, sandboxes=factory)
     assert raised.group_contains(RuntimeError, match="the fake broke")
     assert factory.proc.calls == ["start", "remove"]
     assert_torn_down(factory.proc)
@@ -287,7 +318,7 @@ async def test_a_kept_turn_leaves_its_process_but_not_its_turn_dir(tmp_path: Pat
         case=get_case("escalation"), profile=reference(), behaviour=Behaviour.COOPERATIVE, image=IMAGE,
         out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"), keep=True,
     )
-    report = await run_turn(None, request, processes=factory)
+    report = await run_turn(None, request, sandboxes=factory)
     assert report.result.status.value == "escalated" and report.to_json()["kept"] is True
     assert "remove" not in factory.proc.calls and not factory.proc.spec.turn_dir.exists()
     factory.proc.remove()  # the test's own cleanup: the fake's thread ends
@@ -305,5 +336,5 @@ async def test_a_factory_that_raises_still_removes_the_turn_dir(tmp_path: Path) 
         out_dir=tmp_path / "out", run_id="unit", model=ModelChoice("none", "unit test"),
     )
     with pytest.raises(ConnectionError):
-        await run_turn(None, request, processes=broken)
+        await run_turn(None, request, sandboxes=broken)
     assert len(specs) == 1 and not specs[0].turn_dir.exists()

@@ -1,11 +1,13 @@
-"""Pinned images: the offline bases and one image per harness, recorded in ``images/lock.json``.
+"""Pinned images: the offline bases and one image per harness, locked in ``images/lock.json`` (what any machine
+reproduces: pins, integrity hashes, recipe hashes) and recorded per machine under ``$RUNNER_CACHE_DIR/builds``.
 
 * :mod:`.bases`: the mmdebstrap bases (bootstrap, import, or a registry base pinned by digest).
 * :mod:`.recipes`: what ``images/<harness>/recipe.json`` declares, and which harnesses can be built here.
 * :mod:`.staging`: wheels and npm packages staged on the host once per package list.
 * :mod:`.context`: the build context plan and the recipe hash over it.
 * :mod:`.build`: :func:`ensure_image`, the offline build and the version command.
-* :mod:`.lock`: ``images/lock.json`` (read, write, verify against the engine and the recipes).
+* :mod:`.lock`: ``images/lock.json`` (computed from the tree, written only by ``runner images lock|bump``), the
+  local build records, and verify (a stale lock is a finding; what differs on this machine only is not).
 * :mod:`.archive`: the CI cache of built images (a key from the declared inputs, ``docker save`` and ``load``).
 * :mod:`.pins`, :mod:`.registry`, :mod:`.bump`: the pins each recipe writes (the one place a version is written),
   compared with their registries (``runner images outdated``), rewritten and rebuilt (``runner images bump``).
@@ -26,12 +28,29 @@ from runner.sandbox.images.archive import (
 )
 from runner.sandbox.images.bases import BASE_IMAGE_ENV, base_image_env, base_recipe_hash, ensure_base
 from runner.sandbox.images.build import ensure_image
-from runner.sandbox.images.common import CERTS_DIR, DEFAULT_BASE, Progress, cache_dir, lock_path, repo_root
+from runner.sandbox.images.common import (
+    CERTS_DIR,
+    CERTS_ENV,
+    DEFAULT_BASE,
+    Progress,
+    ca_certs_dir,
+    cache_dir,
+    lock_path,
+    repo_root,
+)
 from runner.sandbox.images.lock import (
     LOCK_VERSION,
+    Finding,
     ImageRecord,
-    current_recipe_hash,
+    LockEntry,
+    LockError,
+    current_keys,
+    expected_lock,
+    read_build,
     read_lock,
+    recipe_hash,
+    stale_findings,
+    update_lock,
     verify_lock,
     write_lock,
 )
@@ -45,31 +64,41 @@ from runner.sandbox.images.recipes import (
 __all__ = [
     "BASE_IMAGE_ENV",
     "CERTS_DIR",
+    "CERTS_ENV",
     "DEFAULT_BASE",
     "LOCK_VERSION",
     "ArchiveError",
+    "Finding",
     "HarnessRecipe",
     "ImageRecord",
     "LoadResult",
+    "LockEntry",
+    "LockError",
     "Progress",
     "SavedArchive",
     "archive_path",
     "base_image_env",
     "base_recipe_hash",
     "buildable_harnesses",
+    "ca_certs_dir",
     "cache_dir",
     "cache_key",
     "cache_key_inputs",
-    "current_recipe_hash",
+    "current_keys",
     "ensure_base",
     "ensure_image",
+    "expected_lock",
     "load_harness_recipe",
     "load_images",
     "lock_path",
+    "read_build",
     "read_lock",
+    "recipe_hash",
     "repo_root",
     "save_images",
+    "stale_findings",
     "unavailable_images",
+    "update_lock",
     "verify_lock",
     "write_lock",
 ]

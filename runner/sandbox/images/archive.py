@@ -3,7 +3,11 @@
 * :func:`cache_key`: a key for ``actions/cache`` computed from the declared inputs only (no engine, no staging):
   the harness's and its bases' image directories, the repo files their recipes list, the mmdebstrap recipes (or
   the pinned registry references), the host's extra CA certificates, the npm staging format and the source of the
-  image-building code. The same checkout on another machine with the same certificates gives the same key.
+  image-building code. The same checkout on another machine with the same extra certificates gives the same key.
+  The certificates are in it because the archive holds them (base-cli copies them in) and the build key refuses
+  an image built with others: a key without them would restore, on a runner with other extra certificates, an
+  archive that is never used and, the key being a hit, never replaced. The distribution's own CA bundle
+  (``/etc/ssl/certs``, updated with the runner's OS) is in neither the image nor the key.
 * :func:`save_images`: ``ensure_image`` (a warm lookup when built), then one ``docker save`` of the harness image
   and its bases with their tags, streamed to ``$RUNNER_CACHE_DIR/saved/<harness>.tar`` (plain tar: the
   actions/cache store compresses with zstd itself) through a temporary file and ``os.replace``; beside it
@@ -39,7 +43,7 @@ from runner.sandbox.images.staging import _NPM_STAGE_FORMAT
 
 ARCHIVE_FORMAT = 1  # bump when what an archive holds, or how the key is made, changes
 # The modules whose code decides what an image holds; their source is part of the cache key.
-_BUILD_MODULES = ("bases.py", "build.py", "common.py", "context.py", "recipes.py", "staging.py")
+_BUILD_MODULES = ("bases.py", "build.py", "common.py", "context.py", "lock.py", "recipes.py", "staging.py")
 _CHUNK = 1 << 20
 
 

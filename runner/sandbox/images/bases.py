@@ -177,7 +177,10 @@ def _bootstrap(recipe: dict[str, Any], tar: Path, say: Progress, name: str = DEF
                     say(f"[{name}] " + line.rstrip())
     except FileNotFoundError as exc:
         raise ImageBuildError(
-            "mmdebstrap is not installed; run scripts/ensure-docker.sh or apt-get install mmdebstrap"
+            f"mmdebstrap is needed to bootstrap the Debian base {name!r} (no saved base {tar.name} in "
+            f"{tar.parent}, none in the engine) and it is not installed. Install it with: "
+            "sudo apt-get install -y mmdebstrap debian-archive-keyring uidmap "
+            "(as root on Debian: scripts/ensure-tools.sh mmdebstrap)"
         ) from exc
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)

@@ -1,6 +1,8 @@
 """Building a harness image: :func:`ensure_image` stages the recipe's inputs, plans the context, and builds it
-offline (classic builder, network ``none``) only when no image carries its recipe hash and tag; then it runs the
-recipe's version command in a hardened container and records the image in ``images/lock.json``.
+offline (classic builder, network ``none``) only when no image carries its build key (label and tag); then it runs
+the recipe's version command in a hardened container and records the image built here under
+``$RUNNER_CACHE_DIR/builds``. It never writes ``images/lock.json``: the committed recipe hash is computed from the
+tree and the lock's integrity hashes, and the build key adds this machine's inputs (CA certificates and all).
 :class:`ImageUnavailable` (with the recipe's reason) is raised for a recipe marked ``unavailable``."""
 
 from __future__ import annotations
@@ -23,8 +25,15 @@ from runner.sandbox import timings
 from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
 from runner.sandbox.images.bases import _Base, _ensure_base
 from runner.sandbox.images.common import Progress, _exclusive, _id, _stderr, cache_dir, repo_root
-from runner.sandbox.images.context import PlanEntry, _context_plan, _layer_identity, _materialise, _recipe_hash
-from runner.sandbox.images.lock import ImageRecord, read_lock, write_lock
+from runner.sandbox.images.context import (
+    PlanEntry,
+    _build_key,
+    _context_plan,
+    _layer_identity,
+    _local_inputs,
+    _materialise,
+)
+from runner.sandbox.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
 from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
 from runner.sandbox.images.staging import _stage_npm, _stage_wheels
 
@@ -32,10 +41,10 @@ from runner.sandbox.images.staging import _stage_npm, _stage_wheels
 _VERSION = re.compile(r"\d+(?:\.\d+)+(?:[\w.+-]*[\w+-])?")
 
 
-def _find_built(client: docker.DockerClient, harness: str, recipe_hash: str, tag: str) -> Image | None:
-    """The image built for this recipe. It must carry its tag too: labels are inherited, so a failed build's
-    leftover layer (or an image built FROM this one) can carry the same labels."""
-    labels = [f"runner.image={harness}", f"runner.recipe={recipe_hash}"]
+def _find_built(client: docker.DockerClient, harness: str, build_key: str, tag: str) -> Image | None:
+    """The image built here for this build key. It must carry its tag too: labels are inherited, so a failed
+    build's leftover layer (or an image built FROM this one) can carry the same labels."""
+    labels = [f"runner.image={harness}", f"runner.build={build_key}"]
     found = [i for i in call_with_retry(client.images.list, filters={"label": labels}) if tag in i.tags]
     return max(found, key=lambda i: str(i.attrs.get("Created", "")), default=None)
 
@@ -44,7 +53,9 @@ def _find_built(client: docker.DockerClient, harness: str, recipe_hash: str, tag
 class _Found:
     image: Image
     base: _Base
-    rhash: str
+    rhash: str  # the committed recipe hash
+    key: str  # the local build key
+    local: dict[str, str]
     tag: str
     built: bool
 
@@ -55,35 +66,38 @@ def _ensure_from(client: docker.DockerClient, say: Progress, root: Path, name: s
     if not is_layer_dir(root / "images" / name):
         return _ensure_base(client, say, root, name)
     found = _ensure_built(client, load_harness_recipe(name, root), root, say)
-    return _Base(_id(found.image), _layer_identity(name, found.rhash), found.tag)
+    return _Base(_id(found.image), _layer_identity(name, found.key), found.tag)
 
 
 def _ensure_built(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, say: Progress) -> _Found:
-    """Stage, plan and hash ``recipe`` on its (ensured) base; build it offline unless an image already carries
-    that recipe hash and tag."""
+    """Stage, plan and key ``recipe`` on its (ensured) base; build it offline unless an image already carries that
+    build key and tag."""
     name = recipe.harness
     base = _ensure_from(client, say, root, recipe.base)
     started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
     wheels = _stage_wheels(recipe, say) if recipe.wheels else None
     npm = _stage_npm(recipe, say) if recipe.npm else None
     plan = _context_plan(recipe, root, wheels, npm)
-    rhash = _recipe_hash(plan, base.identity, recipe.build_args)
-    tag = f"runner/{name}:{rhash[:12]}"
-    image = _find_built(client, name, rhash, tag)
+    rhash = recipe_hash(name, root, lock_integrity_or_none(root))
+    key = _build_key(plan, base.identity, recipe.build_args, rhash)
+    local = _local_inputs(plan, base.identity)
+    tag = f"runner/{name}:{key[:12]}"
+    image = _find_built(client, name, key, tag)
     if image is not None:
-        return _Found(image, base, rhash, tag, built=False)
+        return _Found(image, base, rhash, key, local, tag, built=False)
     with _exclusive(f"image-{name}"):
-        image = _find_built(client, name, rhash, tag)  # another process may have built it meanwhile
+        image = _find_built(client, name, key, tag)  # another process may have built it meanwhile
         if image is not None:
-            return _Found(image, base, rhash, tag, built=False)
-        image = call_with_retry(client.images.get, _build(client, recipe, plan, base, rhash, tag, say))
+            return _Found(image, base, rhash, key, local, tag, built=False)
+        labels = {"runner.image": name, "runner.recipe": rhash, "runner.build": key, "runner.base": base.identity}
+        image = call_with_retry(client.images.get, _build(client, recipe, plan, base, labels, tag, say))
     timings.record(cache_dir(), f"image.{name}", time.monotonic() - started, recipe=rhash)
-    return _Found(image, base, rhash, tag, built=True)
+    return _Found(image, base, rhash, key, local, tag, built=True)
 
 
 def ensure_image(client: docker.DockerClient, harness: str, progress: Progress | None = None) -> ImageRecord:
     """Return the pinned image for ``harness``, building it (and any layer it stands on) offline only when its
-    recipe hash is new.
+    build key is new. Records it under ``$RUNNER_CACHE_DIR/builds``, never in the tree.
 
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """
@@ -95,11 +109,11 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
     if recipe.kind != "harness":
         raise ImageMissing(f'images/{harness} is a base layer ("kind": "base"), not a harness image')
     found = _ensure_built(client, recipe, root, say)
-    image, rhash = found.image, found.rhash
+    image = found.image
     if not found.built:
-        locked = read_lock(root).get(harness)
-        if locked and locked.image_id == image.id and locked.recipe_hash == rhash:
-            return locked
+        known = read_build(harness, found.key)
+        if known and known.image_id == image.id and known.recipe_hash == found.rhash:
+            return known
     image_id = _id(image)
     output = _version_output(client, image_id, recipe.version_command) if recipe.version_command else None
     version = _VERSION.search(output or "")
@@ -107,15 +121,16 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
         harness=harness,
         image_id=image_id,
         tag=found.tag,
-        recipe_hash=rhash,
+        recipe_hash=found.rhash,
         base=found.base.identity,
         cli_package=recipe.cli_package,
         cli_version=version.group(0) if version else None,
         version_output=output,
         built_at=str(image.attrs.get("Created", datetime.now(UTC).isoformat())),
+        build_key=found.key,
+        local_inputs=found.local,
     )
-    with _exclusive("lockfile"):
-        write_lock({**read_lock(root), harness: record}, root)
+    write_build(record)
     return record
 
 
@@ -124,11 +139,10 @@ def _build(
     recipe: HarnessRecipe,
     plan: dict[str, PlanEntry],
     base: _Base,
-    rhash: str,
+    labels: dict[str, str],
     tag: str,
     say: Progress,
 ) -> str:
-    labels = {"runner.image": recipe.harness, "runner.recipe": rhash, "runner.base": base.identity}
     with tempfile.TemporaryDirectory(prefix=f"runner-ctx-{recipe.harness}-") as ctx:
         _materialise(plan, Path(ctx))
         say(f"[{recipe.harness}] building {tag} offline from {len(plan)} context entries")

@@ -1,9 +1,10 @@
 """``runner images bump``: rewrite the pins that are behind in their recipes, rebuild each image, and say what
-changed (old → new, the image id, the CLI's own version output). The lock is updated by the build.
+changed (old → new, the image id, the CLI's own version output). ``images/lock.json`` is brought to the new pins
+(their registry's integrity hashes) before the build, the one writer of the lock besides ``runner images lock``.
 
 A held pin (``"hold"`` in the recipe) and an image whose recipe is ``unavailable`` are skipped with their reason.
-A build that fails puts the recipe (and the README's copy of the pin) back as it was, so the tree never names a
-pin that was not built, and the other images are still bumped.
+A build that fails puts the recipe, the README's copy of the pin and the lock back as they were, so the tree never
+names a pin that was not built, and the other images are still bumped.
 """
 
 from __future__ import annotations
@@ -76,11 +77,14 @@ class Failed:
 
 
 def apply(
-    bump_plan: BumpPlan, build: Callable[[str], ImageRecord], root: Path
+    bump_plan: BumpPlan,
+    build: Callable[[str], ImageRecord],
+    root: Path,
+    relock: Callable[[], object] | None = None,
 ) -> tuple[list[Bumped], list[Failed]]:
-    """Rewrite each image's pins and build it with ``build`` (``ensure_image``). An image whose build fails is put
-    back as it was and reported; the others go on. Anything but a :class:`RunnerError` (an interrupt) undoes the
-    image in hand and propagates."""
+    """Rewrite each image's pins, bring the lock to them with ``relock`` (``update_lock``), and build it with
+    ``build`` (``ensure_image``). An image whose lock or build fails is put back as it was and reported; the others
+    go on. Anything but a :class:`RunnerError` (an interrupt) undoes the image in hand and propagates."""
     done: list[Bumped] = []
     failed: list[Failed] = []
     for image, changes in bump_plan.changes.items():
@@ -88,6 +92,8 @@ def apply(
         try:
             for change in changes:
                 rewrite_pin(change, root)
+            if relock is not None:
+                relock()
             record = build(image)
         except RunnerError as exc:
             _restore(saved)
@@ -107,4 +113,5 @@ def _restore(saved: dict[Path, str]) -> None:
 
 
 def _touched(root: Path) -> list[Path]:
-    return [p for p in (root / "README.md",) if p.is_file()] + sorted((root / "images").glob("*/recipe.json"))
+    return [p for p in (root / "README.md", root / "images" / "lock.json") if p.is_file()] + sorted(
+        (root / "images").glob("*/recipe.json"))

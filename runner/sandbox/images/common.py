@@ -21,6 +21,7 @@ Progress = Callable[[str], None]
 
 DEFAULT_BASE = "base"
 CERTS_DIR = Path("/usr/local/share/ca-certificates")
+CERTS_ENV = "RUNNER_CA_CERTS_DIR"
 
 
 # --------------------------------------------------------------------------------------------- paths
@@ -44,6 +45,12 @@ def cache_dir() -> Path:
 
 def lock_path(root: Path | None = None) -> Path:
     return (root or repo_root()) / "images" / "lock.json"
+
+
+def ca_certs_dir() -> Path:
+    """Where the host's extra CA certificates (``*.crt``) are read from, to go into ``base-cli``:
+    ``/usr/local/share/ca-certificates`` (what ``update-ca-certificates`` reads), or ``$RUNNER_CA_CERTS_DIR``."""
+    return Path(os.environ.get(CERTS_ENV) or CERTS_DIR)
 
 
 # ------------------------------------------------------------------------------------------- helpers

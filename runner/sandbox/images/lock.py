@@ -1,85 +1,354 @@
-"""``images/lock.json``: the image recorded per harness (id, tag, recipe hash, base, CLI version), and its check
-against the engine and the recipes on disk (:func:`verify_lock`, which recomputes :func:`current_recipe_hash`
-without bootstrapping, downloading or building)."""
+"""The lock, in two parts: what every machine agrees on, committed, and what one machine built, kept beside it.
+
+* ``images/lock.json`` (committed): per image and per base it stands on, its pins (each npm package and wheel pinned
+  by its recipe, with the integrity hash its registry publishes for that version), the Debian suite of the bases,
+  and a **recipe hash** computed from those and the committed recipe files alone (the image directory, the repo
+  files its recipe lists, its base's recipe hash). Nothing read from this machine goes in: not its CA
+  certificates, not a base tarball's digest, not an image id or a build time. So the same tree gives the same lock
+  on any machine, and only a change to the tree (a pin, a Dockerfile, a recipe) makes it stale. It is written by
+  :func:`update_lock` (``runner images lock``, ``runner images bump``) and by nothing a build or a turn runs.
+* ``$RUNNER_CACHE_DIR/builds/<image>/<build key>.json`` (this machine): the image built here for that recipe
+  (:class:`ImageRecord`: id, tag, build time, the CLI's own version output) under its **build key**: the recipe
+  hash plus what this machine adds (the host's extra CA certificates, the staged npm and wheel trees, the base
+  tarball's digest), which the image's tag and ``runner.build`` label carry, so an image built with other
+  certificates is never taken for this one.
+
+:func:`verify_lock` tells the two apart: a *stale* finding (the committed lock does not describe the tree) is a real
+one; a *local* finding (not built here yet, or built here from other certificates) only says what the next build
+does.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
 
-from runner.sandbox.engine import EngineError, ImageMissing, ImageUnavailable, call_with_retry
-from runner.sandbox.images.bases import _find_base, _pinned_ref, base_recipe_hash
-from runner.sandbox.images.common import _sha256_file, cache_dir, lock_path, repo_root
-from runner.sandbox.images.context import _context_plan, _layer_identity, _recipe_hash
-from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
+from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
+from runner.sandbox.images.bases import _base_recipe, _find_base, _pinned_ref, base_recipe_hash
+from runner.sandbox.images.common import _hash_json, _sha256_file, cache_dir, lock_path, repo_root
+from runner.sandbox.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
+from runner.sandbox.images.pins import Pin, recipe_pins
+from runner.sandbox.images.recipes import (
+    HarnessRecipe,
+    _is_harness_dir,
+    buildable_harnesses,
+    is_layer_dir,
+    load_harness_recipe,
+)
+from runner.sandbox.images.registry import ClientRegistry, RegistryError
 from runner.sandbox.images.staging import _npm_digest, _npm_dir, _Tree, _wheel_dir
 
-LOCK_VERSION = 1
+LOCK_VERSION = 2
+_RELOCK = "run `runner images lock` (or `runner images bump`) and commit images/lock.json"
+
+# (kind, package, version) -> the registry's integrity hash of that release
+Integrity = Mapping[tuple[str, str, str], str]
+
+
+class LockError(EngineError):
+    """``images/lock.json`` cannot be read (the message names the field at fault)."""
+
+
+# ------------------------------------------------------------------------------------- the committed lock
+
+
+@dataclass(frozen=True)
+class LockedPin:
+    kind: str  # "npm" or "pypi"
+    package: str
+    version: str
+    integrity: str | None = None  # npm's dist.integrity ("sha512-…"), or the wheel's "sha256:<hex>"
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    name: str
+    kind: str  # "harness", "layer" (a base built from a Dockerfile: base-cli) or "debian" (an mmdebstrap base)
+    recipe_hash: str
+    base: str | None = None
+    suite: str | None = None
+    cli_package: str | None = None
+    cli_version: str | None = None
+    pins: tuple[LockedPin, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        body = {k: v for k, v in asdict(self).items() if v is not None and k != "name"}
+        body["pins"] = [{k: v for k, v in asdict(p).items() if v is not None} for p in self.pins]
+        return body
+
+
+def recipe_hash(name: str, root: Path | None = None, integrity: Integrity | None = None) -> str:
+    """The committed recipe hash of ``images/<name>``, from the tree and the pins' integrity hashes only.
+
+    A harness or a layer: its directory's files, the repo files its recipe lists, each pin with its integrity, and
+    its base's recipe hash. An mmdebstrap base: the hash of its recipe (suite, packages, sources, epoch).
+    """
+    return _recipe_hash(name, root or repo_root(), integrity or {}, ())
+
+
+def _recipe_hash(name: str, root: Path, integrity: Integrity, seen: tuple[str, ...]) -> str:
+    directory = root / "images" / name
+    if not _is_harness_dir(directory):
+        return base_recipe_hash(root, name)
+    if name in seen:
+        raise ImageBuildError(f"images/{seen[0]}: its bases name each other in a loop ({' -> '.join([*seen, name])})")
+    recipe = load_harness_recipe(name, root)
+    missing = [rel for rel in recipe.files if not (root / rel).is_file()]
+    if missing:
+        raise ImageBuildError(f"{name}: build input {missing[0]} is missing (listed under 'files' in "
+                              f"images/{name}/recipe.json)")
+    return _hash_json({
+        "lock": LOCK_VERSION,
+        "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(directory).items()},
+        "files": {rel: _sha256_file(root / rel) for rel in recipe.files},
+        "pins": [[p.kind, p.package, p.version, integrity.get((p.kind, p.package, p.version))]
+                 for p in recipe_pins(name, root)],
+        "base": f"{recipe.base}@recipe:{_recipe_hash(recipe.base, root, integrity, (*seen, name))}",
+    })
+
+
+def _chain(root: Path, harness: str) -> list[str]:
+    names, name = [harness], harness
+    while _is_harness_dir(root / "images" / name) and len(names) < 16:
+        name = load_harness_recipe(name, root).base
+        names.append(name)
+    return names
+
+
+def lock_names(root: Path | None = None) -> list[str]:
+    """What the lock holds: every harness that can be built here, and every base they stand on."""
+    root = root or repo_root()
+    return sorted({n for h in buildable_harnesses(root) for n in _chain(root, h)})
+
+
+def expected_lock(root: Path | None = None, integrity: Integrity | None = None) -> dict[str, LockEntry]:
+    """The lock the tree describes, with the given integrity hashes (those of the committed lock, to check it)."""
+    root = root or repo_root()
+    integrity = integrity or {}
+    harnesses = set(buildable_harnesses(root))
+    entries: dict[str, LockEntry] = {}
+    for name in lock_names(root):
+        rhash = recipe_hash(name, root, integrity)
+        if not _is_harness_dir(root / "images" / name):
+            entries[name] = LockEntry(name, "debian", rhash, suite=str(_base_recipe(root, name)["suite"]))
+            continue
+        recipe = load_harness_recipe(name, root)
+        pins = tuple(LockedPin(p.kind, p.package, p.version, integrity.get((p.kind, p.package, p.version)))
+                     for p in recipe_pins(name, root))
+        cli = next((p.version for p in pins if p.package == recipe.cli_package), None)
+        entries[name] = LockEntry(name, "harness" if name in harnesses else "layer", rhash, recipe.base,
+                                  cli_package=recipe.cli_package if name in harnesses else None,
+                                  cli_version=cli if name in harnesses else None, pins=pins)
+    return entries
+
+
+def locked_integrity(entries: Mapping[str, LockEntry]) -> dict[tuple[str, str, str], str]:
+    return {(p.kind, p.package, p.version): p.integrity for e in entries.values() for p in e.pins if p.integrity}
+
+
+def _bad(path: Path, where: str, why: str) -> LockError:
+    return LockError(f"{path}: {where} {why}; {_RELOCK}")
+
+
+def _str(value: object, path: Path, where: str, *, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise _bad(path, where, "must be a non-empty string")
+    return value
+
+
+def read_lock(root: Path | None = None) -> dict[str, LockEntry]:
+    """The committed lock (empty when there is none). Raises :class:`LockError` naming the field at fault."""
+    path = lock_path(root)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise LockError(f"{path} is not JSON ({exc}); {_RELOCK}") from exc
+    if not isinstance(data, dict) or data.get("version") != LOCK_VERSION:
+        version = data.get("version") if isinstance(data, dict) else None
+        raise _bad(path, "'version'", f"is {version!r}, not {LOCK_VERSION} (version 1 held this machine's image ids)")
+    images = data.get("images")
+    if not isinstance(images, dict):
+        raise _bad(path, "'images'", "must be an object")
+    entries: dict[str, LockEntry] = {}
+    for name, body in images.items():
+        at = f"images.{name}"
+        if not isinstance(body, dict):
+            raise _bad(path, at, "must be an object")
+        pins = body.get("pins", [])
+        if not isinstance(pins, list) or not all(isinstance(p, dict) for p in pins):
+            raise _bad(path, f"{at}.pins", "must be a list of objects")
+        entries[name] = LockEntry(
+            name=name,
+            kind=_str(body.get("kind"), path, f"{at}.kind"),
+            recipe_hash=_str(body.get("recipe_hash"), path, f"{at}.recipe_hash"),
+            **{k: _str(body.get(k), path, f"{at}.{k}", optional=True)
+               for k in ("base", "suite", "cli_package", "cli_version")},
+            pins=tuple(LockedPin(*(_str(p.get(k), path, f"{at}.pins[{i}].{k}", optional=k == "integrity")
+                                   for k in ("kind", "package", "version", "integrity")))
+                       for i, p in enumerate(pins)),
+        )
+    return entries
+
+
+def _render(entries: Mapping[str, LockEntry]) -> str:
+    body = {"version": LOCK_VERSION, "images": {n: e.to_json() for n, e in sorted(entries.items())}}
+    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+
+def write_lock(entries: Mapping[str, LockEntry], root: Path | None = None) -> bool:
+    """Write ``images/lock.json`` if its content changes; returns whether it did."""
+    path = lock_path(root)
+    text = _render(entries)
+    if path.exists() and path.read_text() == text:
+        return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return True
+
+
+Resolve = Callable[[HarnessRecipe, Pin], str]
+
+
+def registry_integrity(registry: ClientRegistry | None = None) -> Resolve:
+    """Ask the pin's registry (through its client) for its integrity hash; :class:`LockError` when it cannot say."""
+    client = registry or ClientRegistry()
+
+    def resolve(recipe: HarnessRecipe, pin: Pin) -> str:
+        try:
+            return client.integrity(pin.kind, pin.package, pin.version, recipe.wheel_python, recipe.wheel_platforms)
+        except RegistryError as exc:
+            raise LockError(f"images/{recipe.harness}: no integrity hash for {pin.spec}: {exc}") from exc
+
+    return resolve
+
+
+def update_lock(resolve: Resolve, root: Path | None = None) -> bool:
+    """Bring ``images/lock.json`` to what the tree describes. The registry (``resolve``) is asked only for a pin the
+    lock does not already hold at that version; returns whether the file changed."""
+    root = root or repo_root()
+    try:
+        known = locked_integrity(read_lock(root))
+    except LockError:
+        known = {}
+    for name in lock_names(root):
+        if not _is_harness_dir(root / "images" / name):
+            continue
+        recipe = load_harness_recipe(name, root)
+        for pin in recipe_pins(name, root):
+            key = (pin.kind, pin.package, pin.version)
+            if key not in known:
+                known[key] = resolve(recipe, pin)
+    return write_lock(expected_lock(root, known), root)
+
+
+# ------------------------------------------------------------------------------- this machine's builds
 
 
 @dataclass(frozen=True)
 class ImageRecord:
+    """An image built on this machine (``$RUNNER_CACHE_DIR/builds/<harness>/<build key>.json``, never the tree)."""
+
     harness: str
     image_id: str
     tag: str
-    recipe_hash: str
-    base: str  # "sha256:<tar sha256>" for the offline base, "name@sha256:…" for a registry base
+    recipe_hash: str  # the committed recipe hash it was built for
+    base: str  # the base's local identity: "sha256:<tar sha256>", "name@sha256:…", or "<layer>@build:<key>"
     cli_package: str | None
     cli_version: str | None
     version_output: str | None
     built_at: str
+    build_key: str = ""  # the recipe hash plus this machine's inputs: the image's tag and runner.build label
+    local_inputs: dict[str, str] = field(default_factory=dict, hash=False)  # {"certs", "staged", "base"}
 
 
-def read_lock(root: Path | None = None) -> dict[str, ImageRecord]:
-    path = lock_path(root)
-    if not path.exists():
-        return {}
+def _builds(harness: str) -> Path:
+    return cache_dir() / "builds" / harness
+
+
+def read_build(harness: str, build_key: str | None = None) -> ImageRecord | None:
+    """The image recorded as built here for ``harness`` with ``build_key`` (without one: the newest recorded). One
+    record per build key, so checkouts that share the cache (worktrees, a test's scratch tree) keep their own.
+    None when there is none or it cannot be read: it is a cache, and the next build writes it again."""
     names = {f.name for f in fields(ImageRecord)}
-    try:
-        data = json.loads(path.read_text())
-        return {
-            h: ImageRecord(**{k: v for k, v in entry.items() if k in names} | {"harness": h})
-            for h, entry in data["images"].items()
-        }
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise EngineError(f"{path} is malformed ({exc!r}); delete it and run ensure_image again") from exc
+    where = _builds(harness)
+    if build_key is not None:
+        paths = [where / f"{build_key}.json"]
+    else:
+        with_times = []
+        for p in where.glob("*.json"):
+            try:
+                with_times.append((p.stat().st_mtime, p))
+            except OSError:
+                continue
+        paths = [p for _, p in sorted(with_times, reverse=True)]
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+            return ImageRecord(**{k: v for k, v in data.items() if k in names})
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+    return None
 
 
-def write_lock(records: dict[str, ImageRecord], root: Path | None = None) -> None:
-    path = lock_path(root)
-    body = {"version": LOCK_VERSION, "images": {h: asdict(r) for h, r in sorted(records.items())}}
+def write_build(record: ImageRecord) -> None:
+    path = _builds(record.harness) / f"{record.build_key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
 
 
-def current_recipe_hash(client: docker.DockerClient, harness: str, root: Path | None = None) -> str:
-    """The recipe hash ``ensure_image`` would compute now, without bootstrapping, downloading or building."""
+def lock_integrity_or_none(root: Path) -> dict[tuple[str, str, str], str]:
+    """The integrity hashes of the committed lock, or none when it cannot be read (a build goes on; verify says)."""
+    try:
+        return locked_integrity(read_lock(root))
+    except LockError:
+        return {}
+
+
+@dataclass(frozen=True)
+class Keys:
+    recipe_hash: str
+    build_key: str
+    local_inputs: dict[str, str]
+
+
+def current_keys(client: docker.DockerClient, harness: str, root: Path | None = None) -> Keys:
+    """The recipe hash and build key ``ensure_image`` would compute now, without bootstrapping, staging or
+    building (:class:`ImageMissing` or :class:`ImageBuildError` when an input is not there yet)."""
     root = root or repo_root()
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
-    return _hash_now(client, recipe, root)
+    return _keys_now(client, recipe, root, lock_integrity_or_none(root))
 
 
-def _hash_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path) -> str:
-    identity = _base_identity_now(client, recipe.base, root)
+def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, integrity: Integrity) -> Keys:
+    identity = _base_identity_now(client, recipe.base, root, integrity)
     wheels = _wheel_dir(recipe)
     stage = _npm_dir(recipe)
     digest = _npm_digest(stage)
     npm = _Tree(stage / "npm-global", digest) if digest else None
     plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm)
-    return _recipe_hash(plan, identity, recipe.build_args)
+    rhash = recipe_hash(recipe.harness, root, integrity)
+    return Keys(rhash, _build_key(plan, identity, recipe.build_args, rhash), _local_inputs(plan, identity))
 
 
-def _base_identity_now(client: docker.DockerClient, name: str, root: Path) -> str:
-    if is_layer_dir(root / "images" / name):  # a layer built from a Dockerfile: its own recipe hash, recursively
-        return _layer_identity(name, _hash_now(client, load_harness_recipe(name, root), root))
+def _base_identity_now(client: docker.DockerClient, name: str, root: Path, integrity: Integrity) -> str:
+    if is_layer_dir(root / "images" / name):  # a layer built from a Dockerfile: its own build key, recursively
+        return _layer_identity(name, _keys_now(client, load_harness_recipe(name, root), root, integrity).build_key)
     ref = _pinned_ref(name)
     if ref:
         return ref
@@ -93,32 +362,112 @@ def _base_identity_now(client: docker.DockerClient, name: str, root: Path) -> st
     raise ImageMissing(f"the base image {name!r} for recipe {bhash[:12]} is not built")
 
 
-def verify_lock(client: docker.DockerClient, root: Path | None = None) -> list[str]:
-    """Problems with ``images/lock.json``: images missing from the engine, or recipes changed since the lock."""
-    problems: list[str] = []
+# ------------------------------------------------------------------------------------------------ verify
+
+
+@dataclass(frozen=True)
+class Finding:
+    image: str
+    kind: str  # "stale": the committed lock does not describe the tree; "local": this machine only
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.image}: {self.message}"
+
+
+def stale_findings(root: Path | None = None) -> list[Finding]:
+    """Where the committed lock does not describe the tree (no engine, no registry, nothing of this machine)."""
+    root = root or repo_root()
     try:
-        records = read_lock(root)
+        locked = read_lock(root)
+    except LockError as exc:
+        return [Finding("images/lock.json", "stale", str(exc))]
+    if not lock_path(root).exists():
+        return [Finding("images/lock.json", "stale", f"there is no lock; {_RELOCK}")]
+    try:
+        expected = expected_lock(root, locked_integrity(locked))
     except EngineError as exc:
-        return [str(exc)]
-    for harness, rec in sorted(records.items()):
-        try:
-            image = call_with_retry(client.images.get, rec.image_id)
-        except docker.errors.ImageNotFound:
-            problems.append(f"{harness}: locked image {rec.image_id} is not in the engine")
-        else:
-            label = image.labels.get("runner.recipe")
-            if label != rec.recipe_hash:
-                problems.append(
-                    f"{harness}: image {rec.image_id[:19]} is labelled runner.recipe={label}, "
-                    f"lock says {rec.recipe_hash}"
-                )
-        try:
-            current = current_recipe_hash(client, harness, root)
-        except EngineError as exc:
-            problems.append(f"{harness}: cannot recompute the recipe hash: {exc}")
+        return [Finding("images/lock.json", "stale", f"cannot compute the recipe hashes: {exc}")]
+    found: list[Finding] = []
+    for name in sorted(expected.keys() | locked.keys()):
+        want, have = expected.get(name), locked.get(name)
+        if have is None:
+            found.append(Finding(name, "stale", f"not in the lock (a new image or base); {_RELOCK}"))
+        elif want is None:
+            found.append(Finding(name, "stale", f"in the lock but not buildable from images/ any more; {_RELOCK}"))
+        elif message := _difference(want, have, expected, locked):
+            found.append(Finding(name, "stale", f"{message}; {_RELOCK}"))
+    return found
+
+
+def _difference(want: LockEntry, have: LockEntry, expected: Mapping[str, LockEntry],
+                locked: Mapping[str, LockEntry]) -> str | None:
+    pins_now = [(p.kind, p.package, p.version) for p in want.pins]
+    pins_then = [(p.kind, p.package, p.version) for p in have.pins]
+    if pins_now != pins_then:
+        now = ", ".join(f"{p}@{v}" for _, p, v in pins_now) or "none"
+        then = ", ".join(f"{p}@{v}" for _, p, v in pins_then) or "none"
+        return f"pin changed since the lock: the recipe pins {now}, the lock {then}"
+    unhashed = [p.package for p in have.pins if not p.integrity]
+    if unhashed:
+        return f"the lock has no integrity hash for {', '.join(unhashed)}"
+    if want.recipe_hash != have.recipe_hash:
+        base = want.base and expected.get(want.base)
+        if base and locked.get(base.name) and base.recipe_hash != locked[base.name].recipe_hash:
+            return f"its base {base.name} changed since the lock"
+        return (f"recipe changed since the lock (its Dockerfile, recipe.json or a file it lists): lock "
+                f"{have.recipe_hash[:12]}, now {want.recipe_hash[:12]}")
+    if want != have:
+        diff = [f.name for f in fields(LockEntry) if getattr(want, f.name) != getattr(have, f.name)]
+        return f"the lock's {', '.join(diff)} differ from the recipe"
+    return None
+
+
+def local_findings(client: docker.DockerClient, root: Path | None = None) -> list[Finding]:
+    """What this machine holds for each locked harness: never a reason to call the lock stale."""
+    root = root or repo_root()
+    try:
+        locked = read_lock(root)
+    except LockError:
+        return []
+    found: list[Finding] = []
+    for name, entry in sorted(locked.items()):
+        if entry.kind != "harness":
             continue
-        if current != rec.recipe_hash:
-            problems.append(
-                f"{harness}: recipe changed since the lock (lock {rec.recipe_hash[:12]}, now {current[:12]})"
-            )
-    return problems
+        try:
+            now = current_keys(client, name, root)
+        except EngineError as exc:
+            found.append(Finding(name, "local", f"not built here yet ({exc}); `runner images build` builds it"))
+            continue
+        record = read_build(name, now.build_key) or read_build(name)
+        if record is None:
+            found.append(Finding(name, "local", "not built here yet; `runner images build` builds it"))
+        elif record.build_key != now.build_key:
+            what = [_LOCAL_NAMES[k] for k in _LOCAL_NAMES if record.local_inputs.get(k) != now.local_inputs.get(k)]
+            if record.recipe_hash != now.recipe_hash:
+                what.insert(0, "the recipe")
+            found.append(Finding(name, "local", f"the image built here ({record.tag}) was built from other inputs: "
+                                 f"{', '.join(what) or 'the build context'}; the next build builds a new one"))
+        else:
+            try:
+                image = call_with_retry(client.images.get, record.image_id)
+            except docker.errors.ImageNotFound:
+                found.append(Finding(name, "local", f"the image built here ({record.image_id[:19]}) is not in the "
+                                     "engine any more; the next build builds it again"))
+                continue
+            if image.labels.get("runner.build") != now.build_key:
+                found.append(Finding(name, "local", f"image {record.image_id[:19]} is labelled runner.build="
+                                     f"{image.labels.get('runner.build')}, this machine's key is {now.build_key}"))
+    return found
+
+
+_LOCAL_NAMES = {"certs": "the host's CA certificates", "staged": "the staged npm or wheel trees",
+                "base": "the base"}
+
+
+def verify_lock(client: docker.DockerClient | None, root: Path | None = None) -> list[Finding]:
+    """The stale findings (the committed lock against the tree), then, with an engine, the local ones."""
+    found = stale_findings(root)
+    if client is not None:
+        found += local_findings(client, root)
+    return found

@@ -1,7 +1,8 @@
 """The version pins, written in one place: each image's ``recipe.json`` (``npm``: exact ``name@version`` specs,
 ``wheels``: exact ``name==version`` requirements). Everything else that names a version is derived from it and
-checked against it: ``images/lock.json`` (written by the build) and the README's CLI table (rewritten by
-:func:`rewrite_pin`, held to the recipes by a unit test).
+checked against it: ``images/lock.json`` (the pins with their registry integrity hashes, written by ``runner images
+lock`` and ``bump``, held to the recipes by ``runner images verify`` and a unit test) and the README's CLI table
+(rewritten by :func:`rewrite_pin`, held to the recipes by a unit test).
 
 A recipe may hold a pin back on purpose: ``"hold": "reason"`` holds every pin of the recipe, ``"hold":
 {"<package>": "reason"}`` one package. :func:`outdated` reports held pins with their reason; a bump skips them.

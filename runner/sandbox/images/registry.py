@@ -4,8 +4,10 @@ Behind a small interface (:class:`Registry`) so the pin report can be tested on 
 ask the ordinary clients: ``npm view <pkg> versions time dist-tags --json`` for npm (release dates from the
 registry's ``time`` map; ``dist-tags.latest`` is what ``npm install <pkg>`` installs, so nothing newer counts as
 installable), and ``pip index versions <pkg> --json`` for PyPI wheels (pip reports no release dates: those rows
-say so). A registry that cannot be reached raises :class:`RegistryError`, which the report turns into one row's
-error, never a crash.
+say so). :meth:`ClientRegistry.integrity` is what ``images/lock.json`` records per pin: npm's ``dist.integrity`` for
+that release, and for a wheel the ``sha256:<hex>`` of the file pip downloads for the image's Python and platforms
+(the form ``pip install --require-hashes`` takes). A registry that cannot be reached raises :class:`RegistryError`,
+which the report turns into one row's error, never a crash.
 
 Versions are ordered by their numeric release parts, then a release after its pre-releases (npm's ``1.2.0-rc.1``,
 PyPI's ``1.2.0rc1``/``.dev``); a pre-release is only a candidate when the pin itself is one (``dsh`` publishes
@@ -14,12 +16,15 @@ release candidates only), the way ``pip list --outdated`` leaves them out unless
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol
 
 _NUM = re.compile(r"^v?(\d+(?:\.\d+)*)(.*)$")
@@ -151,6 +156,17 @@ def parse_pip_index(text: str, package: str) -> Releases:
     return Releases(tuple(Release(str(v)) for v in versions))
 
 
+def parse_npm_integrity(text: str, spec: str) -> str:
+    """The JSON of ``npm view <name>@<version> dist.integrity --json``: one SRI string."""
+    try:
+        value = json.loads(text) if text.strip() else None
+    except ValueError as exc:
+        raise RegistryError(f"npm view {spec} dist.integrity: not JSON ({exc})") from exc
+    if not isinstance(value, str) or not re.fullmatch(r"sha(256|384|512)-[A-Za-z0-9+/]+=*", value):
+        raise RegistryError(f"npm view {spec} dist.integrity: the registry gave no integrity hash ({value!r})")
+    return value
+
+
 @dataclass(frozen=True)
 class ClientRegistry:
     """npm and PyPI through their ordinary clients (``npm``, and this interpreter's ``pip``)."""
@@ -166,3 +182,24 @@ class ClientRegistry:
                     "--disable-pip-version-check", "--no-input"]
             return parse_pip_index(_run(argv, f"PyPI package {package}", self.timeout), package)
         raise RegistryError(f"no registry client for {kind!r} packages")
+
+    def integrity(self, kind: str, package: str, version: str, python: str = "3.11",
+                  platforms: tuple[str, ...] = ()) -> str:
+        """The registry's hash of ``package`` at ``version`` (see the module's docstring)."""
+        if kind == "npm":
+            spec = f"{package}@{version}"
+            argv = ["npm", "view", spec, "dist.integrity", "--json", "--no-update-notifier"]
+            return parse_npm_integrity(_run(argv, f"npm package {spec}", self.timeout), spec)
+        if kind == "pypi":
+            spec = f"{package}=={version}"
+            with tempfile.TemporaryDirectory(prefix="runner-integrity-") as tmp:
+                argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                        "--disable-pip-version-check", "--no-input", "--implementation", "cp", "--python-version",
+                        python, *[a for p in platforms for a in ("--platform", p)], "-d", tmp, spec]
+                _run(argv, f"PyPI package {spec}", self.timeout)
+                files = sorted(Path(tmp).glob("*.whl"))
+                if len(files) != 1:
+                    raise RegistryError(f"pip download {spec} gave {len(files)} wheels, expected one")
+                return "sha256:" + hashlib.sha256(files[0].read_bytes()).hexdigest()
+        raise RegistryError(f"no registry client for {kind!r} packages")
+

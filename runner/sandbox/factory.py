@@ -1,0 +1,59 @@
+"""The default :data:`~runner.sandbox.interface.SandboxFactory`: one hardened container per turn, over the
+transport the command asked for, once the wiring probe says the engine and the image can carry it."""
+
+from __future__ import annotations
+
+import docker
+
+from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.interface import TRANSPORTS, Sandbox, Transport, TransportChoice
+from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
+from runner.sandbox.stream import StreamSandboxedProcess
+
+KINDS: dict[Transport, type[SandboxedProcess]] = {
+    Transport.MOUNT: SandboxedProcess,
+    Transport.STREAM: StreamSandboxedProcess,
+}
+
+
+class DockerSandboxes:
+    """Makes one turn's :class:`~runner.sandbox.interface.Sandbox` on ``client``, over ``transport``.
+
+    ``mount`` (the turn dir bind-mounted) runs once the engine and the image are known to carry a turn
+    (the wiring probe, :mod:`runner.sandbox.probe`: it raises a named
+    :class:`~runner.sandbox.probe.WiringError` with the fix, so a turn that could not work is never graded).
+    ``stream`` needs only the engine API (:mod:`runner.sandbox.stream`). ``auto`` is ``mount`` where the
+    probe finds the mount reaching the container, else ``stream``; once ``probe`` found it does not, ``auto``
+    goes straight to ``stream`` for that engine and image. The sandbox's ``transport`` says which ran.
+    ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in.
+
+    Calling it blocks (it may run the probe): call it from a worker thread.
+    """
+
+    def __init__(self, client: docker.DockerClient, transport: TransportChoice | str = TransportChoice.AUTO,
+                 probe: WiringProbe = WIRING) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+        self.client = client
+        self.choice = TransportChoice(transport)
+        self.probe = probe
+
+    def __call__(self, spec: ContainerSpec) -> Sandbox:
+        return KINDS[self.transport_for(spec)](self.client, spec)
+
+    def transport_for(self, spec: ContainerSpec) -> Transport:
+        """The transport ``spec``'s turn runs over, probed; a :class:`~runner.sandbox.probe.WiringError` when
+        none that was asked for can carry it."""
+        if self.choice is TransportChoice.STREAM or (
+            self.choice is TransportChoice.AUTO and self.probe.mount_not_visible(spec.image_id)
+        ):
+            self.probe.check(self.client, spec, Transport.STREAM)
+            return Transport.STREAM
+        try:
+            self.probe.check(self.client, spec, Transport.MOUNT)
+        except MountsNotVisible:
+            if self.choice is TransportChoice.MOUNT:
+                raise
+            self.probe.check(self.client, spec, Transport.STREAM)
+            return Transport.STREAM
+        return Transport.MOUNT

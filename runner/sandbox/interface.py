@@ -1,0 +1,104 @@
+"""A turn's sandbox, as the turn sees it: one abstract interface, two transports, one factory type.
+
+The turn never builds its sandbox itself and never asks which class it got: it calls a
+:data:`SandboxFactory` with the :class:`~runner.sandbox.container.ContainerSpec` and drives what comes
+back through :class:`Sandbox` alone. Two classes implement it, one per :class:`Transport`:
+
+- :class:`~runner.sandbox.container.SandboxedProcess` (``mount``): the hardened container, with the
+  per-turn directory bind-mounted; the MCP and model sockets in it are the container's channel to the host.
+- :class:`~runner.sandbox.stream.StreamSandboxedProcess` (``stream``): the same container with no host
+  path, its files carried in and out with the archive API and its connections relayed over a
+  multiplexed exec stream, for an engine that does not share runner's filesystem.
+
+The default factory, :class:`~runner.sandbox.factory.DockerSandboxes`, picks the transport (``auto``
+asks the wiring probe, :mod:`runner.sandbox.probe`); a unit test hands the turn a fake factory instead.
+
+Every method blocks (docker-py does); the turn calls them from its own worker threads, so its MCP
+server keeps answering meanwhile. This module imports no engine library: the command line checks a
+transport's name against it before it connects to anything.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from runner.sandbox.container import ContainerSpec
+
+STDOUT, STDERR = 1, 2  # the stream numbers a sandbox hands its output with (those of Docker's multiplexed stream)
+OutputSink = Callable[[int, bytes], None]  # (STDOUT or STDERR, chunk)
+Signal = Literal["SIGTERM", "SIGKILL"]  # what the deadline sends: SIGTERM, then after the grace period SIGKILL
+
+
+class Transport(StrEnum):
+    """How the turn's files and sockets reach the container."""
+
+    MOUNT = "mount"  # the per-turn directory bind-mounted at /run/runner
+    STREAM = "stream"  # the engine API only: the archive API for files, a relay over an exec stream for sockets
+
+
+class TransportChoice(StrEnum):
+    """The transport a command asks for: one by name, or ``auto``, ``mount`` where the wiring probe finds the
+    mount reaching the container, else ``stream``."""
+
+    AUTO = "auto"
+    MOUNT = "mount"
+    STREAM = "stream"
+
+
+TRANSPORTS = tuple(choice.value for choice in TransportChoice)
+
+
+class Sandbox(ABC):
+    """One CLI in one container for one turn: start it, stream its output, wait for it, signal it, read what
+    it left, remove it. Which :class:`Transport` carries its files and sockets is :attr:`transport`."""
+
+    @property
+    @abstractmethod
+    def id(self) -> str | None:
+        """What the engine calls it (the container id) once started; None before."""
+
+    @property
+    @abstractmethod
+    def transport(self) -> Transport:
+        """How its files and sockets reach the container (fixed when it is made)."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start the CLI and hand over its stdin; :class:`~runner.sandbox.container.ContainerStartError`
+        when it could not be started (the turn then ends as an infrastructure error)."""
+
+    @abstractmethod
+    def close_stdin(self) -> None:
+        """End the CLI's input (a profile may keep it open until the first terminal frame)."""
+
+    @abstractmethod
+    def pump(self, on_output: OutputSink) -> None:
+        """Hand every stdout/stderr chunk to ``on_output`` until the output ends (the attach stream)."""
+
+    @abstractmethod
+    def wait(self) -> int | None:
+        """Block until the CLI exits; its exit code (None when nobody can say). The turn bounds it with its
+        deadline. :class:`~runner.sandbox.engine.EngineError` when the engine keeps failing."""
+
+    @abstractmethod
+    def signal(self, name: Signal) -> None:
+        """Send ``name`` to the CLI's whole process group (the container's init forwards it to the group)."""
+
+    @abstractmethod
+    def read_tree(self, relative: str) -> AbstractContextManager[Path | None]:
+        """The files the CLI left at ``relative`` (a path in the turn dir, a file or a folder), on the host for
+        the length of the ``with``: its path there, or None when the CLI left nothing there. Read them only
+        once the CLI has exited; what the caller keeps of them, it copies out before the ``with`` ends."""
+
+    @abstractmethod
+    def remove(self) -> None:
+        """Let go of the container and everything the engine holds for it. Must not raise."""
+
+
+SandboxFactory = Callable[["ContainerSpec"], Sandbox]  # may block: the default one may run the wiring probe

@@ -1,0 +1,90 @@
+"""The sandbox interface keeps the same promises over both transports, on the real engine: output on its two
+streams, the exit code, a signal to the process group, the tree the CLI left read back, and nothing left behind.
+
+Only :class:`~runner.sandbox.interface.Sandbox` is used, as the turn uses it; the factory picks the class.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec
+from runner.sandbox.factory import DockerSandboxes
+from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import STDERR, STDOUT, Sandbox, Transport
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
+
+LEAVES = (
+    f"mkdir -p {TURN_MOUNT}/home/session/deep && printf one > {TURN_MOUNT}/home/session/a.txt && "
+    f"printf two > {TURN_MOUNT}/home/session/deep/b.txt && echo out && echo err >&2; exit 7"
+)
+
+
+def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transport: Transport,
+         argv: list[str]) -> Sandbox:
+    turn_dir = tmp_path / "turn"
+    (turn_dir / "home").mkdir(parents=True)
+    os.chmod(turn_dir, 0o755)
+    os.chown(turn_dir / "home", 1000, 1000)  # HOME in the turn dir is the CLI's (uid 1000), as prepare makes it
+    labels = {RUN_LABEL: f"pytest-sandbox-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"sandbox.{transport}"}
+    return DockerSandboxes(engine, transport)(ContainerSpec(image.image_id, argv, turn_dir, labels))
+
+
+def gone(engine: docker.DockerClient, box: Sandbox) -> bool:
+    try:
+        engine.containers.get(str(box.id))
+    except docker.errors.NotFound:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_a_sandbox_runs_the_cli_and_hands_back_its_output_exit_and_tree(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport
+) -> None:
+    box = made(engine, reference_image, tmp_path, transport, ["sh", "-c", LEAVES])
+    output: dict[int, bytearray] = {STDOUT: bytearray(), STDERR: bytearray()}
+    try:
+        assert box.transport is transport and box.id is None
+        box.start()
+        box.pump(lambda stream, data: output[stream].extend(data))
+        assert box.wait() == 7
+        assert (bytes(output[STDOUT]), bytes(output[STDERR])) == (b"out\n", b"err\n")
+        with box.read_tree("home/session") as tree:
+            assert tree is not None
+            found = {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*") if p.is_file()}
+        assert found == {"a.txt": "one", "deep/b.txt": "two"}
+        with box.read_tree("home/nothing-here") as nothing:
+            assert nothing is None
+    finally:
+        box.remove()
+    assert box.id is not None and gone(engine, box)
+
+
+@pytest.mark.parametrize("transport", list(Transport))
+def test_a_signal_ends_the_cli(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport
+) -> None:
+    box = made(engine, reference_image, tmp_path, transport, ["sh", "-c", "echo up; sleep 300 & wait"])
+    output = bytearray()
+
+    def on_output(_stream: int, data: bytes) -> None:
+        if not output:  # it is up: the deadline's first signal, once
+            box.signal("SIGTERM")
+        output.extend(data)
+
+    try:
+        box.start()
+        box.pump(on_output)  # the output ends only when the CLI does: within the test's timeout, not 300 s
+        assert box.wait() == 143, "ended by SIGTERM (128 + 15)"
+        assert bytes(output) == b"up\n"
+    finally:
+        box.remove()
+    assert gone(engine, box)

@@ -1,0 +1,27 @@
+"""A base that must be bootstrapped on a host without mmdebstrap: the error names the tool, why it is needed now,
+and the command that installs it (the hosted runner's column job meets this on a cache miss without Prepare)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.sandbox.engine import ImageBuildError
+from runner.sandbox.images.bases import _bootstrap
+from runner.sandbox.images.common import repo_root
+
+
+def test_a_missing_mmdebstrap_is_named_with_the_command_that_installs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # a system without it
+    recipe = json.loads((repo_root() / "images" / "base" / "recipe.json").read_text(encoding="utf-8"))
+    tar = tmp_path / "cache" / "base" / "0123abcd.tar"
+    with pytest.raises(ImageBuildError) as raised:
+        _bootstrap(recipe, tar, lambda _line: None, "base")
+    message = str(raised.value)
+    assert "mmdebstrap is needed to bootstrap the Debian base 'base'" in message
+    assert "sudo apt-get install -y mmdebstrap debian-archive-keyring uidmap" in message
+    assert not tar.exists()
