@@ -119,7 +119,7 @@ class Capture:
         self._parser = SseParser()
         self.encoding = encoding.strip().lower()
         self.not_captured: str | None = None
-        self._inflater: Any = None
+        self._inflater: zlib._Decompress | None = None  # typeshed names the type only privately
         if self.encoding == "gzip":
             self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif self.encoding == "deflate":
