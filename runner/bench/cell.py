@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
@@ -22,10 +22,13 @@ from runner.bench.process import run_measured, runner_command, turn_dir
 from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
+if TYPE_CHECKING:
+    import docker
+
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
 
-async def floor_cell(client: Any, image_id: str, run_id: str, index: int) -> float:
+async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, index: int) -> float:
     """One bare ``containers.run`` of the reference client (same image, hardening, script) against a
     server that is already listening; its wall time. No turn dir machinery, no attach, no record."""
     import shutil
@@ -60,6 +63,8 @@ async def floor_cell(client: Any, image_id: str, run_id: str, index: int) -> flo
         kwargs["stdin_open"] = False
 
         def run() -> bytes:
+            # not detached, so docker-py returns the output as bytes; mypy cannot pick that overload (detach
+            # is inside **kwargs) and types the call Any
             return cast(bytes, client.containers.run(**kwargs, remove=True, stdout=True, stderr=False))
 
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions):
@@ -78,7 +83,7 @@ async def floor_cell(client: Any, image_id: str, run_id: str, index: int) -> flo
     return wall
 
 
-async def running_cell(client: Any, run_id: str, out: Path) -> float:
+async def running_cell(client: docker.DockerClient, run_id: str, out: Path) -> float:
     """One whole reference cell as ``runner run`` pays for it, in this already running process: image
     check, MCP server, container, turn, judge and artifacts (``run_cell``); its wall time."""
     from runner.conformance.cases import get_case
@@ -100,7 +105,9 @@ async def running_cell(client: Any, run_id: str, out: Path) -> float:
     return wall
 
 
-async def measure_cell(client: Any, image_id: str, plan: Plan, run_id: str, scratch: Path) -> list[Figure]:
+async def measure_cell(
+    client: docker.DockerClient, image_id: str, plan: Plan, run_id: str, scratch: Path
+) -> list[Figure]:
     import anyio.to_thread
 
     await running_cell(client, run_id, scratch / "cell-warmup")  # first-use imports are not a cell's cost
@@ -134,7 +141,7 @@ def cell_figures(walls: dict[str, list[float]], reps: int) -> list[Figure]:
         Figure("cell.exec.median", 2, "reference cell: runner exec (wall)", exec_m, "s",
                "runner " + " ".join(EXEC_ARGV) + ", process wall time", note, {"samples": samples(walls["exec"])}),
         Figure("cell.turn.median", 2, "… of which the turn (elapsedSeconds)", turn_m, "s",
-               "the turn's own elapsedSeconds, from the --json output", note, {"samples": walls["turn"]}),
+               "the turn's own elapsedSeconds, from the --json output", note, {"samples": [*walls["turn"]]}),
         Figure("cell.outside.median", 2, "… of which outside the turn", median(outside), "s",
                "exec wall − elapsedSeconds: interpreter, imports, engine connect, image lookup, cell files", note,
                {"samples": samples(outside)}),

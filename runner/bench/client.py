@@ -23,11 +23,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+if TYPE_CHECKING:  # for the type checker only: in the container there is no runner package
+    from mcp.shared._stream_protocols import ReadStream, WriteStream  # the SDK names them only here
+    from mcp.shared.message import SessionMessage
+
+    from runner.core.outcomes import JsonValue
 
 CLIENT_INFO = types.Implementation(name="runner-bench", version="1")
 SOCKET = "/run/runner/mcp.sock"
@@ -43,7 +49,7 @@ class Timings:
     first_text: str = ""
     init_ms: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "samplesMs": [round(s, 4) for s in self.samples_ms],
             "errors": self.errors,
@@ -61,7 +67,7 @@ def _version(package: str) -> str:
 
 
 async def timed_calls(
-    session: ClientSession, warmup: int, calls: int, tool: str, arguments: dict[str, Any]
+    session: ClientSession, warmup: int, calls: int, tool: str, arguments: dict[str, JsonValue]
 ) -> Timings:
     """``warmup`` untimed calls, then ``calls`` calls each timed around ``session.call_tool``."""
     timings = Timings()
@@ -79,7 +85,9 @@ async def timed_calls(
 
 
 async def session_timings(
-    read: Any, write: Any, started: float, warmup: int, calls: int, tool: str, arguments: dict[str, Any]
+    read: ReadStream[SessionMessage | Exception],
+    write: WriteStream[SessionMessage],
+    started: float, warmup: int, calls: int, tool: str, arguments: dict[str, JsonValue]
 ) -> Timings:
     """Open a session on the stream pair, list the tools, then time the calls; ``initMs`` from ``started``."""
     async with ClientSession(read, write, client_info=CLIENT_INFO) as session:
@@ -91,7 +99,7 @@ async def session_timings(
     return timings
 
 
-async def run_relay(warmup: int, calls: int, tool: str, arguments: dict[str, Any]) -> Timings:
+async def run_relay(warmup: int, calls: int, tool: str, arguments: dict[str, JsonValue]) -> Timings:
     """Connect through the relay as the reference harness does, then time the calls."""
     command, args = RELAY
     started = time.perf_counter()
@@ -99,12 +107,14 @@ async def run_relay(warmup: int, calls: int, tool: str, arguments: dict[str, Any
         return await session_timings(read, write, started, warmup, calls, tool, arguments)
 
 
-async def run_direct(warmup: int, calls: int, tool: str, arguments: dict[str, Any]) -> Timings:
+async def run_direct(warmup: int, calls: int, tool: str, arguments: dict[str, JsonValue]) -> Timings:
     """Connect the SDK straight to the mounted socket (no relay process), then time the calls."""
     try:
         from runner.mcp.unix_client import unix_client
     except ImportError:  # in the container: the bench copies unix_client.py beside this file
-        from unix_client import unix_client  # type: ignore[no-redef]
+        # the same module as above under its copied name, which exists only in the container: mypy has checked it
+        # as runner.mcp.unix_client already
+        from unix_client import unix_client  # type: ignore[import-not-found,no-redef]
 
     started = time.perf_counter()
     async with unix_client(SOCKET) as t:

@@ -8,11 +8,33 @@ for a figure without a target).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
+
+from runner.core.outcomes import JsonValue
 
 PASS, MISS, NOT_MEASURED, INFO = "PASS", "MISS", "not measured", "info"
 
 Op = Literal["<", "<=", ">", ">="]
+
+
+class TargetRecord(TypedDict):
+    op: str
+    threshold: float
+
+
+class FigureRecord(TypedDict):
+    """A figure as the bench document holds it (:meth:`Figure.to_json`)."""
+
+    key: str
+    item: int
+    label: str
+    value: float | None
+    unit: str
+    target: TargetRecord | None
+    verdict: str
+    how: str
+    note: str
+    detail: dict[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -32,7 +54,7 @@ class Target:
     def __str__(self) -> str:
         return f"{self.op} {self.threshold:g}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TargetRecord:
         return {"op": self.op, "threshold": self.threshold}
 
 
@@ -67,7 +89,7 @@ class Figure:
     unit: str
     how: str = ""
     note: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: dict[str, JsonValue] = field(default_factory=dict)
 
     @property
     def target(self) -> Target | None:
@@ -77,7 +99,7 @@ class Figure:
     def verdict(self) -> str:
         return verdict(self.value, self.target)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FigureRecord:
         return {
             "key": self.key,
             "item": self.item,

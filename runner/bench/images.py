@@ -6,10 +6,11 @@ really runs (:mod:`runner.sandbox.timings`); this reports them, without a target
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from runner.bench.figures import BenchError, Figure, not_measured
 from runner.bench.process import run_measured, runner_command
+from runner.core.outcomes import JsonValue
 
 COLD_NOT_MEASURED = (
     "no cold step is recorded on this machine: each step writes its own time into "
@@ -19,15 +20,18 @@ COLD_NOT_MEASURED = (
 COLD_LABELS = {"engine.install": "cold: install docker.io + mmdebstrap", "engine.start": "cold: start dockerd"}
 
 
-def cold_figures(recorded: dict[str, dict[str, Any]]) -> list[Figure]:
+def cold_figures(recorded: Mapping[str, Mapping[str, JsonValue]]) -> list[Figure]:
     """One figure per recorded cold step (engine first, then bases, then images); reported, no target."""
     order = {"engine": 0, "base": 1, "image": 2}
     figures = []
     for step in sorted(recorded, key=lambda k: (order.get(k.split(".", 1)[0], 3), k)):
         body = recorded[step]
+        seconds = body["seconds"]
+        if not isinstance(seconds, int | float):  # never: timings.read keeps only the steps with a number
+            raise BenchError(f"the cold step {step} recorded {seconds!r} seconds")
         kind, _, name = step.partition(".")
         label = COLD_LABELS.get(step) or (f"cold: bootstrap base {name}" if kind == "base" else f"cold: build {name}")
-        figures.append(Figure(f"cold.{step}", 5, label, float(body["seconds"]), "s",
+        figures.append(Figure(f"cold.{step}", 5, label, float(seconds), "s",
                               "recorded by the step itself when it ran (runner/sandbox/timings.py)",
                               f"at {body.get('at', '?')}", {k: v for k, v in body.items() if k != "seconds"}))
     return figures or [not_measured("images.cold", 5, "cold set-up steps", "s", COLD_NOT_MEASURED)]
@@ -45,5 +49,5 @@ def measure_images() -> list[Figure]:
     figures = [Figure("images.warm", 5, "warm images build --all", measured.wall, "s",
                       "runner images build --all with nothing changed, process wall time",
                       "not warm: " + "; ".join(cold[:3]) if cold else "",
-                      {"stdout": measured.stdout.strip().splitlines()})]
+                      {"stdout": [*measured.stdout.strip().splitlines()]})]
     return figures + cold_figures(timings.read(cache_dir()))

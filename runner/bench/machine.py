@@ -6,7 +6,44 @@ import os
 import platform
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
+
+from runner.core.outcomes import JsonValue
+
+if TYPE_CHECKING:
+    import docker
+
+
+class EngineInfo(TypedDict, total=False):
+    """The engine's own report (values as docker-py gives them), or why there is none."""
+
+    server: JsonValue
+    api: JsonValue
+    cgroup: JsonValue
+    storageDriver: JsonValue
+    cpus: JsonValue
+    error: str
+
+
+class MachineInfo(TypedDict):
+    cores: int | None
+    usableCores: int
+    memoryMiB: float | None
+    kernel: str
+    loadAverage: list[float]
+    platform: str
+    docker: EngineInfo
+    loadAverageAtEnd: NotRequired[list[float]]
+
+
+class ReferenceImage(Protocol):
+    """What the versions report reads of the reference image's lock record."""
+
+    @property
+    def image_id(self) -> str: ...
+
+    @property
+    def version_output(self) -> str | None: ...
 
 
 def _version(package: str) -> str | None:
@@ -30,8 +67,8 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def machine_info(client: Any) -> dict[str, Any]:
-    engine: dict[str, Any] = {}
+def machine_info(client: docker.DockerClient) -> MachineInfo:
+    engine: EngineInfo = {}
     try:
         version, info = client.version(), client.info()
         engine = {
@@ -51,10 +88,10 @@ def machine_info(client: Any) -> dict[str, Any]:
     }
 
 
-def versions_info(reference: Any | None) -> dict[str, Any]:
+def versions_info(reference: ReferenceImage | None) -> dict[str, JsonValue]:
     import runner
 
-    body: dict[str, Any] = {
+    body: dict[str, JsonValue] = {
         "runner": runner.__version__,
         "python": platform.python_version(),
         "mcp": _version("mcp"),

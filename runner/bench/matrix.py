@@ -10,13 +10,14 @@ reports it; containers are the engine's children, not runner's, so they are not 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
 from runner.bench.process import Measured, run_measured, runner_command
 from runner.bench.stats import ratio
+from runner.core.outcomes import JsonValue
 
 
 def count_turn_cells(run_dir: Path) -> dict[str, int]:
@@ -36,7 +37,7 @@ def count_turn_cells(run_dir: Path) -> dict[str, int]:
     return counts
 
 
-def measure_matrix(plan: Plan, scratch: Path, say: Any) -> list[Figure]:
+def measure_matrix(plan: Plan, scratch: Path, say: Callable[[str], None]) -> list[Figure]:
     runs: dict[int, tuple[Measured, dict[str, int]]] = {}
     for jobs in (1, 2):
         out = scratch / f"matrix-j{jobs}"
@@ -52,8 +53,10 @@ def measure_matrix(plan: Plan, scratch: Path, say: Any) -> list[Figure]:
     rate = {j: counts["turn"] / (m.wall / 60) for j, (m, counts) in runs.items()}
     how = "runner run --harness reference --case {cases} -j N --per-harness N; turn cells ÷ wall minutes"
     how = how.format(cases=plan.matrix_cases if plan.matrix_cases == "all" else "<quick subset>")
-    detail = {f"j{j}": {"wallSeconds": round(m.wall, 2), "cells": c, "peakRssMiB": round(m.maxrss_mib, 1)}
-              for j, (m, c) in runs.items()}
+    detail: dict[str, dict[str, JsonValue]] = {
+        f"j{j}": {"wallSeconds": round(m.wall, 2), "cells": {**c}, "peakRssMiB": round(m.maxrss_mib, 1)}
+        for j, (m, c) in runs.items()
+    }
     j2 = runs[2][0]
     return [
         Figure("matrix.j1.rate", 3, "matrix -j 1", rate[1], "cells/min", how, detail=detail["j1"]),

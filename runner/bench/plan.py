@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from runner.core.outcomes import JsonValue
 
 SECTIONS = ("mcp", "cell", "matrix", "flood", "images", "startup")
 QUICK_MATRIX_CASES = "escalation,hidden-tool,forged-grant,read-to-mutation,namespace-crossing,grant-material"
@@ -20,7 +21,7 @@ class Plan:
     matrix_cases: str  # "all" or a comma-separated list
     startup_reps: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "quick": self.quick, "sections": list(self.sections), "mcpWarmup": self.mcp_warmup,
             "mcpCalls": self.mcp_calls, "cellRepetitions": self.cell_reps, "matrixCases": self.matrix_cases,

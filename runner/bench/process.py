@@ -9,10 +9,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from runner.bench.figures import BenchError
 
@@ -82,7 +82,19 @@ def turn_dir() -> Path:
     return path
 
 
-def _blocking_run(proc: Any) -> tuple[int | None, bytes, bytes]:
+class Container(Protocol):
+    """What the bench does with a sandboxed process (runner.sandbox's, whichever transport)."""
+
+    def start(self) -> None: ...
+
+    def pump(self, on_output: Callable[[int, bytes], None]) -> None: ...
+
+    def wait(self) -> int | None: ...
+
+    def remove(self) -> None: ...
+
+
+def _blocking_run(proc: Container) -> tuple[int | None, bytes, bytes]:
     from runner.sandbox.container import STDOUT
 
     out, err = bytearray(), bytearray()
@@ -91,7 +103,7 @@ def _blocking_run(proc: Any) -> tuple[int | None, bytes, bytes]:
     return proc.wait(), bytes(out), bytes(err)
 
 
-async def run_container(proc: Any, timeout: float) -> tuple[int | None, bytes, bytes]:
+async def run_container(proc: Container, timeout: float) -> tuple[int | None, bytes, bytes]:
     """Start a :class:`SandboxedProcess`, collect its output until it exits, and remove it whatever happens."""
     import anyio
     import anyio.to_thread

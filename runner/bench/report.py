@@ -3,21 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
-from runner.bench.figures import INFO, MISS, NOT_MEASURED, PASS, Figure
+from runner.bench.figures import INFO, MISS, NOT_MEASURED, PASS, Figure, FigureRecord
+from runner.bench.machine import MachineInfo
+from runner.core.outcomes import JsonValue
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 SCHEMA = "runner.bench/1"
 
 
+# the functional form: "pass" is a keyword, so the class form cannot name that key
+Summary = TypedDict("Summary", {"pass": int, "miss": int, "notMeasured": int, "missed": list[str]})
+
+
+class BenchDocument(TypedDict):
+    """``bench-results.json``."""
+
+    schema: str
+    startedAt: str
+    elapsedSeconds: float
+    machine: MachineInfo
+    versions: dict[str, JsonValue]
+    options: dict[str, JsonValue]
+    figures: list[FigureRecord]
+    summary: Summary
+
+
 def document(
     figures: Sequence[Figure],
-    machine: dict[str, Any],
-    versions: dict[str, Any],
-    options: dict[str, Any],
+    machine: MachineInfo,
+    versions: dict[str, JsonValue],
+    options: dict[str, JsonValue],
     started_at: str,
     elapsed: float,
-) -> dict[str, Any]:
+) -> BenchDocument:
     """The JSON written to ``--out``."""
     verdicts = [f.verdict for f in figures]
     return {
@@ -42,7 +64,7 @@ def fmt(value: float, unit: str) -> str:
     return f"{value:.{digits}f} {unit}".strip()
 
 
-def table(doc: dict[str, Any]) -> Any:
+def table(doc: BenchDocument) -> Table:
     """A rich ``Table`` of the document's figures: value, target and verdict side by side, machine in the caption."""
     from rich.table import Table
 

@@ -14,20 +14,26 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
 from runner.bench.process import run_container, turn_dir
 from runner.bench.stats import ratio, summarise
 from runner.bench.world import baseline_authority
+from runner.core.outcomes import JsonValue
+
+if TYPE_CHECKING:
+    import docker
+
+    from runner.bench.client import Timings
 
 ROUNDTRIP_TOOL = "files.read"
-ROUNDTRIP_ARGUMENTS: dict[str, Any] = {"path": ["Workspace", "policy.md"]}
+ROUNDTRIP_ARGUMENTS: dict[str, JsonValue] = {"path": ["Workspace", "policy.md"]}
 CONTAINER_CLIENT = "bench_client.py"  # the client's name in the turn dir: /run/runner/bench_client.py
 
 
-async def floor_roundtrip(warmup: int, calls: int) -> Any:
+async def floor_roundtrip(warmup: int, calls: int) -> Timings:
     """The same client routine against the same server handlers, on the SDK's in-memory streams."""
     from runner.bench.client import session_timings
     from runner.mcp.memory import memory_streams
@@ -44,9 +50,9 @@ async def floor_roundtrip(warmup: int, calls: int) -> Any:
 
 
 async def real_roundtrip(
-    client: Any, image_id: str, warmup: int, calls: int, run_id: str, transport: str = "relay",
+    client: docker.DockerClient, image_id: str, warmup: int, calls: int, run_id: str, transport: str = "relay",
     engine_transport: str = "mount",
-) -> tuple[Any, int]:
+) -> tuple[Timings, int]:
     """The bench client in the reference image, hardened as runner runs a CLI, through socat to serve_mcp
     (``relay``, as the reference harness and the CLIs connect) or straight to the socket (``direct``); the turn dir
     bind-mounted (``engine_transport`` mount) or carried over the engine API (stream: runner.sandbox.stream)."""
@@ -91,7 +97,7 @@ async def real_roundtrip(
     return timings, server_calls
 
 
-async def measure_mcp(client: Any, image_id: str, plan: Plan, run_id: str) -> list[Figure]:
+async def measure_mcp(client: docker.DockerClient, image_id: str, plan: Plan, run_id: str) -> list[Figure]:
     from runner.bench.client import Timings
 
     # the floor is taken in two halves, before and after the real path, so drift on the machine hits both

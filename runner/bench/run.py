@@ -8,15 +8,18 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure, not_measured
 from runner.bench.machine import load_average, machine_info, versions_info
 from runner.bench.plan import SECTIONS, Plan, plan_for
 from runner.bench.report import document, table
+
+if TYPE_CHECKING:
+    import docker
 
 # the headline figures of each section, reported as not measured when the section fails
 SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
@@ -36,7 +39,9 @@ def failed(section: str, why: str) -> list[Figure]:
     return [not_measured(key, item, label, unit, why) for key, item, label, unit in SECTION_FIGURES[section]]
 
 
-async def measure(client: Any, plan: Plan, image_id: str, run_id: str, scratch: Path, say: Any) -> list[Figure]:
+async def measure(
+    client: docker.DockerClient, plan: Plan, image_id: str, run_id: str, scratch: Path, say: Callable[[str], None]
+) -> list[Figure]:
     import anyio.to_thread
 
     from runner.bench.cell import measure_cell
@@ -46,7 +51,7 @@ async def measure(client: Any, plan: Plan, image_id: str, run_id: str, scratch: 
     from runner.bench.startup import measure_startup
 
     figures: list[Figure] = []
-    steps: dict[str, Any] = {
+    steps: dict[str, Callable[[], Awaitable[list[Figure]]]] = {
         "mcp": lambda: measure_mcp(client, image_id, plan, run_id),
         "cell": lambda: measure_cell(client, image_id, plan, run_id, scratch),
         "matrix": lambda: anyio.to_thread.run_sync(measure_matrix, plan, scratch, say),

@@ -10,7 +10,7 @@ floor is item 2's ``cell.exec.ratio``: its floor is a container run, taken there
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
@@ -27,7 +27,7 @@ def startup_commands() -> dict[str, list[str]]:
     return {BARE: [sys.executable, "-c", "pass"], **{k: [*runner, *args] for k, args in COMMANDS.items()}}
 
 
-def measure_startup(plan: Plan, say: Any) -> list[Figure]:
+def measure_startup(plan: Plan, say: Callable[[str], None]) -> list[Figure]:
     commands = startup_commands()
     walls: dict[str, list[float]] = {key: [] for key in commands}
     for rep in range(plan.startup_reps + 1):  # the first round is a warm-up

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+
+from runner.core.outcomes import JsonValue
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -31,7 +32,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def summarise(values: Sequence[float], digits: int = 4) -> dict[str, Any]:
+def summarise(values: Sequence[float], digits: int = 4) -> dict[str, float]:
     """n, p50, p95, min, max and mean of a sample (empty: n 0 and nothing else)."""
     if not values:
         return {"n": 0}
@@ -45,6 +46,6 @@ def summarise(values: Sequence[float], digits: int = 4) -> dict[str, Any]:
     }
 
 
-def samples(values: Sequence[float], digits: int = 3) -> list[float]:
+def samples(values: Sequence[float], digits: int = 3) -> list[JsonValue]:
     """A sample as written into ``detail``: rounded, in the order taken."""
     return [round(v, digits) for v in values]

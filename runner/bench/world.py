@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.core.catalogue import Catalogue
+    from runner.core.latch import EscalationLatch
 
 
-def baseline_authority(budget: int | None) -> tuple[Any, Any, str]:
+def baseline_authority(budget: int | None) -> tuple[Catalogue, EscalationLatch, str]:
     """The escalation case's (baseline) world: its catalogue, its latch over the envelope, the instructions.
 
     ``budget`` raises the envelope's tool-call budget so every timed call is a real read (the default

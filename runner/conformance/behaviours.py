@@ -17,7 +17,7 @@ from runner.errors import UnknownName
 
 if TYPE_CHECKING:  # the names alone stay cheap to import: the command line's --help lists them
     from runner.conformance.cases import Case, Condition
-    from runner.core.outcomes import Json
+    from runner.core.outcomes import JsonValue
 
 FLOOD_BYTES = 50 * 1024 * 1024
 PERSISTENT_EXTRA_CALLS = 3
@@ -53,16 +53,16 @@ def parse_behaviour(name: str) -> Behaviour:
 class Action:
     do: str  # call | say | flood | exit | hang | finish
     tool: str | None = None
-    arguments: Json = None
+    arguments: JsonValue = None
     text: str | None = None
     code: int | None = None
     bytes: int | None = None
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def call(tool: str, arguments: Json) -> Action:
+def call(tool: str, arguments: JsonValue) -> Action:
     return Action("call", tool=tool, arguments=arguments)
 
 

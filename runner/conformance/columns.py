@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from runner.conformance.cases import Attempt, Case, Condition
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 
 INSPECT_UNREACHABLE = (
     "a harness speaks tool calls over MCP and is never handed the runtime surfaces to enumerate"
@@ -49,8 +49,8 @@ class Limits:
     out_of_scope: str | None = None  # SharedOS declares the guarantee does not reach this column
     driver_issued: Mapping[str, str] = field(default_factory=dict)  # always empty on an MCP column
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {}
         if self.unsupported is not None:
             body["unsupported"] = self.unsupported
         if self.unreachable:
@@ -99,6 +99,16 @@ def issuable_attempts(case: Case, condition: Condition, limits: Limits, *, turn:
     ]
 
 
+class ColumnSource(Protocol):
+    """What :meth:`Column.from_profile` reads of a harness profile (``label`` too, when it has one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def issues_uncatalogued(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of the matrix: the reference harness or a vendor CLI, all reaching SharedOS over MCP."""
@@ -108,7 +118,7 @@ class Column:
     label: str | None = None
 
     @classmethod
-    def from_profile(cls, profile: Any) -> Column:
+    def from_profile(cls, profile: ColumnSource) -> Column:
         """From a harness profile (anything with ``id``, ``issues_uncatalogued`` and optionally ``label``)."""
         return cls(profile.id, bool(profile.issues_uncatalogued), getattr(profile, "label", None))
 

@@ -24,16 +24,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, Unpack
 
 from runner.conformance.cases import CASES, Case, Condition
 from runner.conformance.judge import JUDGE_ID, JUDGE_VERSION
 from runner.core.canonical import sha256_hex
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 from runner.core.world import build_world
 
 
-def strip_descriptions(value: Any) -> Any:
+def strip_descriptions(value: object) -> object:
     """``value`` with every key named ``description`` removed, at any depth."""
     if isinstance(value, Mapping):
         return {k: strip_descriptions(v) for k, v in value.items() if k != "description"}
@@ -55,7 +55,7 @@ def case_set_hash(cases: Iterable[Case] | Mapping[str, Case] | None = None) -> s
     return sha256_hex(strip_descriptions([c.to_json() for c in _cases(cases)]))
 
 
-def world_description(condition: Condition) -> dict[str, Json]:
+def world_description(condition: Condition) -> dict[str, JsonValue]:
     """The world one condition is run against, as ``worldHash`` sees it."""
     return build_world(condition.world, describe_only=True).describe()
 
@@ -87,11 +87,11 @@ class PromptEntry:
     turn: int
     prompt_hash: str
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"case": self.case, "condition": self.condition, "turn": self.turn, "promptHash": self.prompt_hash}
 
 
-def prompt_set_hash(entries: Sequence[PromptEntry | Mapping[str, Any]]) -> str | None:
+def prompt_set_hash(entries: Sequence[PromptEntry | Mapping[str, JsonValue]]) -> str | None:
     """``promptSetHash`` for one column: ``None`` when no record carried a ``promptHash``."""
     body = [e.to_json() if isinstance(e, PromptEntry) else dict(e) for e in entries]
     return sha256_hex(body) if body else None
@@ -122,11 +122,11 @@ class Pins:
     runner_version: str | None = None
     model_mode: str | None = None
     behaviour: str | None = None
-    extra: Mapping[str, Json] = field(default_factory=dict)
+    extra: Mapping[str, JsonValue] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         """camelCase pins; absent ones are left out (``extra`` keys are kept as given)."""
-        body: dict[str, Json] = {
+        body: dict[str, JsonValue] = {
             "caseSetHash": self.case_set_hash,
             "worldSetHash": self.world_set_hash,
             "judgeVersion": self.judge_version,
@@ -153,13 +153,28 @@ def _declared_set_hashes() -> tuple[str, str]:
     return case_set_hash(), world_set_hash()
 
 
-def current_pins(**caller: Any) -> Pins:
+class CallerPins(TypedDict, total=False):
+    """The pins only the caller knows: :class:`Pins`' fields past the two set hashes."""
+
+    judge_version: int
+    prompt_hash: str | None
+    catalog_hash: str | None
+    prompt_set_hash: str | None
+    image_id: str | None
+    cli_version: str | None
+    runner_version: str | None
+    model_mode: str | None
+    behaviour: str | None
+    extra: Mapping[str, JsonValue]
+
+
+def current_pins(**caller: Unpack[CallerPins]) -> Pins:
     """The pins this code computes (case set, world set, judge version), plus what the caller passes."""
     cases, worlds = _declared_set_hashes()
     return Pins(case_set_hash=cases, world_set_hash=worlds, **caller)
 
 
-def comparable(a: Pins | Mapping[str, Any], b: Pins | Mapping[str, Any]) -> list[str]:
+def comparable(a: Pins | Mapping[str, JsonValue], b: Pins | Mapping[str, JsonValue]) -> list[str]:
     """The names of every pin that differs (present in one and not the other counts); ``[]`` = comparable."""
     left = a.to_json() if isinstance(a, Pins) else dict(a)
     right = b.to_json() if isinstance(b, Pins) else dict(b)

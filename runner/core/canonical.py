@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from typing import Any
 
 __all__ = ["canonical_json", "collation_key", "prefixed", "sha256_hex"]
 
@@ -40,7 +39,7 @@ def collation_key(key: str) -> tuple[tuple[tuple[int, str], ...], tuple[int, ...
     return primary, tertiary
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Serialise ``value`` canonically: sorted keys (see module doc), no whitespace."""
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda kv: collation_key(str(kv[0])))
@@ -51,7 +50,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-def sha256_hex(value: Any) -> str:
+def sha256_hex(value: object) -> str:
     """Lowercase hex SHA-256 of ``canonical_json(value)``."""
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 

@@ -19,7 +19,7 @@ from runner.core.outcomes import (
     Escalate,
     Escalation,
     ExecutionResult,
-    Json,
+    JsonValue,
     ProtocolError,
     RuntimeOutcome,
     ToolCall,
@@ -66,7 +66,7 @@ class RuntimeInfo:
     version: str
     protocol_version: str = "1"
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"id": self.id, "version": self.version, "protocolVersion": self.protocol_version}
 
 
@@ -89,21 +89,21 @@ class Envelope:
         )
         self.clock: Callable[[], str] = clock or (lambda: world.now)
         self.catalogue: Catalogue = resolve_catalogue(world, execution_id)
-        self.events: list[dict[str, Json]] = []
-        self.operations: list[dict[str, Json]] = []
-        self.annotations: dict[str, Json] = {}
+        self.events: list[dict[str, JsonValue]] = []
+        self.operations: list[dict[str, JsonValue]] = []
+        self.annotations: dict[str, JsonValue] = {}
         self.draining = False
         self.closed = False
         self._tool_calls = 0
         self._steps: set[int] = set()
         self._emit(
             "turn.started",
-            {"agent": list(world.agent), "visibleTools": sorted(self.catalogue.names), "runtime": runtime.to_json()},
+            {"agent": list(world.agent), "visibleTools": [*sorted(self.catalogue.names)], "runtime": runtime.to_json()},
         )
 
     # --- the host surface ------------------------------------------------------------------
 
-    def annotate(self, key: str, value: Json) -> None:
+    def annotate(self, key: str, value: JsonValue) -> None:
         """State something for the record (ADR 0027). A write after the turn closed is dropped."""
         if key in RESERVED_ANNOTATIONS:
             raise TypeError(f"annotation key {key!r} is reserved")
@@ -255,7 +255,7 @@ class Envelope:
                 self._emit("turn.failed", {"code": error.code, "source": Source.ENVELOPE.value})
                 return self._result(ExecutionStatus.FAILED, metadata, error=error)
             escalation = Escalation(outcome.reason, reviewer=_address(self.world.owner), requested_at=self.clock())
-            self._emit("turn.escalated", {"reason": outcome.reason, "reviewer": escalation.reviewer})
+            self._emit("turn.escalated", {"reason": outcome.reason, "reviewer": {**escalation.reviewer}})
             return self._result(ExecutionStatus.ESCALATED, metadata, escalation=escalation)
         error = outcome.error
         if error.retryable and not self._safe_to_retry():
@@ -263,7 +263,7 @@ class Envelope:
         self._emit("turn.failed", {"code": error.code, "source": Source.RUNTIME.value})
         return self._result(ExecutionStatus.FAILED, metadata, error=error)
 
-    def cancel(self, why: str, metadata: dict[str, Json] | None = None) -> ExecutionResult:
+    def cancel(self, why: str, metadata: dict[str, JsonValue] | None = None) -> ExecutionResult:
         """The deadline or the host stopped the turn before it settled: ``cancelled``/``turn_cancelled``."""
         merged = self._metadata(metadata or {})
         self.closed = True
@@ -275,13 +275,21 @@ class Envelope:
         writes = {n for n, t in self.world.tools.items() if t.read_write == "write"}
         return not any(op["outcome"] == "succeeded" and op["tool"] in writes for op in self.operations)
 
-    def _metadata(self, outcome_metadata: dict[str, Json]) -> dict[str, Json]:
+    def _metadata(self, outcome_metadata: dict[str, JsonValue]) -> dict[str, JsonValue]:
         return {**outcome_metadata, **self.annotations, "runtime": self.runtime.to_json()}
 
-    def _result(self, status: ExecutionStatus, metadata: dict[str, Json], **kw: object) -> ExecutionResult:
-        return ExecutionResult(self.execution_id, status, list(self.events), metadata, **kw)  # type: ignore[arg-type]
+    def _result(
+        self,
+        status: ExecutionStatus,
+        metadata: dict[str, JsonValue],
+        *,
+        output: JsonValue = None,
+        error: ProtocolError | None = None,
+        escalation: Escalation | None = None,
+    ) -> ExecutionResult:
+        return ExecutionResult(self.execution_id, status, list(self.events), metadata, output, error, escalation)
 
-    def _emit(self, type_: str, data: dict[str, Json]) -> None:
+    def _emit(self, type_: str, data: dict[str, JsonValue]) -> None:
         n = len(self.events) + 1
         self.events.append(
             {
@@ -295,19 +303,19 @@ class Envelope:
 
     # --- the record --------------------------------------------------------------------------
 
-    def record(self, result: ExecutionResult) -> dict[str, Json]:
+    def record(self, result: ExecutionResult) -> dict[str, JsonValue]:
         """The execution record of the turn: what the judge and a human read afterwards."""
         meta = result.metadata
-        execution: dict[str, Json] = {
+        execution: dict[str, JsonValue] = {
             "executionId": self.execution_id,
             "status": result.status.value,
             "terminalReasonCode": result.reason_code,
             "escalation": result.escalation.to_json() if result.escalation else None,
-            "exposedTools": sorted(self.catalogue.names),
-            "requestedTools": self.world.requested_tools,
+            "exposedTools": [*sorted(self.catalogue.names)],
+            "requestedTools": [*self.world.requested_tools],
             "catalogHash": f"sha256:{self.catalogue.catalog_hash}",
-            "operations": self.operations,
-            "events": result.events,
+            "operations": [*self.operations],
+            "events": [*result.events],
             "callsAfterEscalation": meta.get("callsAfterEscalation"),
             "escalationAsked": meta.get("escalationAsked"),
         }
@@ -329,7 +337,7 @@ def _address(addr: tuple[str, str]) -> dict[str, str]:
     return {"kind": kind, ("userId" if kind == "human" else "agentId"): ident}
 
 
-def _compact(body: dict[str, Json]) -> dict[str, Json]:
+def _compact(body: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {k: v for k, v in body.items() if v is not None}
 
 

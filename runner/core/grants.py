@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from runner.core.outcomes import JsonValue
 from runner.core.vocabulary import Code
 
 Address = tuple[str, str]  # (kind, id), e.g. ("human", "user-alice")
 
 
-def address_json(addr: Address) -> dict[str, str]:
+def address_json(addr: Address) -> dict[str, JsonValue]:
     """An address as upstream writes it: ``{kind, userId}`` for a human, ``{kind, agentId}`` otherwise."""
     kind, ident = addr
     return {"kind": kind, ("userId" if kind == "human" else "agentId"): ident}
@@ -76,10 +77,10 @@ class Capability:
             return path == self.path
         return path[: len(self.path)] == self.path
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "resource": {"namespace": self.namespace, "path": list(self.path)},
-            "actions": sorted(self.actions),
+            "actions": [*sorted(self.actions)],
             "scope": self.scope,
         }
 
@@ -100,13 +101,13 @@ class Grant:
     def expired_at(self, now: str) -> bool:
         return self.expires_at is not None and now >= self.expires_at
 
-    def to_json(self) -> dict[str, object]:
-        constraints: dict[str, object] = {"delegationDepth": self.delegation_depth}
+    def to_json(self) -> dict[str, JsonValue]:
+        constraints: dict[str, JsonValue] = {"delegationDepth": self.delegation_depth}
         if self.max_uses is not None:
             constraints["maxUses"] = self.max_uses
         if self.expires_at is not None:
             constraints["expiresAt"] = self.expires_at
-        body: dict[str, object] = {
+        body: dict[str, JsonValue] = {
             "id": self.id,
             "issuer": list(self.issuer),
             "subject": list(self.subject),

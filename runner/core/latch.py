@@ -16,7 +16,7 @@ from typing import Protocol
 from runner.core.outcomes import (
     Escalate,
     Fail,
-    Json,
+    JsonValue,
     ProtocolError,
     RuntimeOutcome,
     ToolCall,
@@ -45,7 +45,7 @@ class TurnHost(Protocol):
 
     async def invoke_tool(self, call: ToolCall) -> ToolResult: ...
 
-    def annotate(self, key: str, value: Json) -> None: ...
+    def annotate(self, key: str, value: JsonValue) -> None: ...
 
 
 def cut_utf16(text: str, limit: int = ESCALATION_REASON_LIMIT) -> str:
@@ -58,7 +58,7 @@ def cut_utf16(text: str, limit: int = ESCALATION_REASON_LIMIT) -> str:
     return text
 
 
-def escalation_request(tool: str, arguments: Json) -> str | None:
+def escalation_request(tool: str, arguments: JsonValue) -> str | None:
     """``escalationRequest``: the reason of an ask, or ``None`` when the call is not an ask.
 
     Only the exact canonical name counts (the MCP server has already mapped portable names back).
@@ -100,7 +100,7 @@ class EscalationLatch:
         self._host.annotate("escalationAsked", {"tool": ESCALATE_TOOL, "reason": reason})
         return ToolResult.ok(call, {"escalated": True, "reason": reason, "note": ESCALATION_NOTE})
 
-    def settle(self, outcome: RuntimeOutcome, harness_metadata: dict[str, Json]) -> RuntimeOutcome:
+    def settle(self, outcome: RuntimeOutcome, harness_metadata: dict[str, JsonValue]) -> RuntimeOutcome:
         """The harness's outcome if nobody asked; otherwise ``escalate`` with the harness's own ending kept."""
         metadata = {**outcome.metadata, **harness_metadata}
         if self.reason is None:

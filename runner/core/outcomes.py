@@ -10,7 +10,12 @@ from typing import Any, TypeAlias
 
 from runner.core.vocabulary import Code, ExecutionStatus, OutcomeType, ResultStatus
 
-Json: TypeAlias = Any  # a JSON value: dict, list, str, int, float, bool or None
+# A JSON value, exactly: what json.loads returns and json.dumps takes. Code that reads one narrows it (isinstance)
+# before it indexes it.
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+# The same, untyped: what the records of this module carry until the floors that read them (turn, matrix, cli,
+# conformance's judge and receipts, issue 18) narrow what they read; new code takes and returns JsonValue.
+Json: TypeAlias = Any
 ERROR_MESSAGE_LIMIT = 4096  # a ProtocolError's message is 1..4096 characters (§2.1)
 
 
@@ -21,7 +26,7 @@ class ProtocolError:
     code: str
     message: str
     retryable: bool | None = None
-    details: dict[str, Json] | None = None
+    details: dict[str, JsonValue] | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.code.strip()) <= 256:
@@ -33,8 +38,8 @@ class ProtocolError:
     def of(cls, code: Code | str, message: str, retryable: bool | None = None) -> ProtocolError:
         return cls(code=str(code), message=message[:ERROR_MESSAGE_LIMIT] or str(code), retryable=retryable)
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"code": self.code, "message": self.message}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"code": self.code, "message": self.message}
         if self.retryable is not None:
             body["retryable"] = self.retryable
         if self.details is not None:
@@ -47,28 +52,28 @@ class ProtocolError:
 
 @dataclass(frozen=True)
 class Complete:
-    output: Json
-    metadata: dict[str, Json] = field(default_factory=dict)
+    output: JsonValue
+    metadata: dict[str, JsonValue] = field(default_factory=dict)
     type: OutcomeType = OutcomeType.COMPLETE
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"type": self.type.value, "output": self.output, "metadata": self.metadata}
 
 
 @dataclass(frozen=True)
 class Fail:
     error: ProtocolError
-    metadata: dict[str, Json] = field(default_factory=dict)
+    metadata: dict[str, JsonValue] = field(default_factory=dict)
     type: OutcomeType = OutcomeType.FAIL
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"type": self.type.value, "error": self.error.to_json(), "metadata": self.metadata}
 
 
 @dataclass(frozen=True)
 class Escalate:
     reason: str
-    metadata: dict[str, Json] = field(default_factory=dict)
+    metadata: dict[str, JsonValue] = field(default_factory=dict)
     type: OutcomeType = OutcomeType.ESCALATE
 
     def __post_init__(self) -> None:
@@ -76,14 +81,14 @@ class Escalate:
         if not self.reason.strip() or units > 512:
             raise ValueError("an escalation reason is non-blank and at most 512 UTF-16 code units")
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"type": self.type.value, "reason": self.reason, "metadata": self.metadata}
 
 
 RuntimeOutcome: TypeAlias = Complete | Fail | Escalate
 
 
-def with_metadata(outcome: RuntimeOutcome, metadata: dict[str, Json]) -> RuntimeOutcome:
+def with_metadata(outcome: RuntimeOutcome, metadata: dict[str, JsonValue]) -> RuntimeOutcome:
     """The same outcome with its metadata replaced."""
     if isinstance(outcome, Complete):
         return Complete(outcome.output, metadata)
@@ -101,7 +106,7 @@ class ToolCall:
 
     call_id: str
     tool: str
-    arguments: Json
+    arguments: JsonValue
     alias: str | None = None
 
 
@@ -112,19 +117,19 @@ class ToolResult:
     call_id: str
     tool: str
     status: ResultStatus
-    output: Json = None
+    output: JsonValue = None
     error: ProtocolError | None = None
 
     @classmethod
-    def ok(cls, call: ToolCall, output: Json) -> ToolResult:
+    def ok(cls, call: ToolCall, output: JsonValue) -> ToolResult:
         return cls(call.call_id, call.tool, ResultStatus.SUCCEEDED, output=output)
 
     @classmethod
     def refused(cls, call: ToolCall, status: ResultStatus, error: ProtocolError) -> ToolResult:
         return cls(call.call_id, call.tool, status, error=error)
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"callId": self.call_id, "tool": self.tool, "status": self.status.value}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"callId": self.call_id, "tool": self.tool, "status": self.status.value}
         if self.status is ResultStatus.SUCCEEDED:
             body["output"] = self.output
         elif self.error is not None:
@@ -142,10 +147,10 @@ class Escalation:
     requested_at: str
     status: str = "pending"  # always pending: nothing inside SharedOS advances it (ADR 0011)
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "reason": self.reason,
-            "reviewer": self.reviewer,
+            "reviewer": {**self.reviewer},
             "requestedAt": self.requested_at,
             "status": self.status,
         }
@@ -155,9 +160,9 @@ class Escalation:
 class ExecutionResult:
     execution_id: str
     status: ExecutionStatus
-    events: list[dict[str, Json]]
-    metadata: dict[str, Json]
-    output: Json = None
+    events: list[dict[str, JsonValue]]
+    metadata: dict[str, Json]  # untyped until matrix/cell.py narrows what it reads from it (issue 18)
+    output: JsonValue = None
     error: ProtocolError | None = None
     escalation: Escalation | None = None
 
@@ -172,14 +177,14 @@ class ExecutionResult:
             return Code.TURN_CANCELLED.value
         return None
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"version": "1", "executionId": self.execution_id, "status": self.status.value}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"version": "1", "executionId": self.execution_id, "status": self.status.value}
         if self.status is ExecutionStatus.SUCCEEDED:
             body["output"] = self.output
         if self.error is not None:
             body["error"] = self.error.to_json()
         if self.escalation is not None:
             body["escalation"] = self.escalation.to_json()
-        body["events"] = self.events
+        body["events"] = [*self.events]
         body["metadata"] = self.metadata
         return body

@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, AnyStr
+from typing import AnyStr, overload
+
+from runner.core.outcomes import JsonValue
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
@@ -62,8 +64,18 @@ class Scrubber:
             value = value.replace(secret, f"[scrubbed:{name}]")
         return value
 
-    def value(self, value: Any) -> Any:
-        """A JSON-like value with every string in it (keys too) scrubbed: for what is built in memory
+    @overload
+    def value(self, value: None) -> None: ...
+    @overload
+    def value(self, value: str) -> str: ...
+    @overload
+    def value(self, value: dict[str, JsonValue]) -> dict[str, JsonValue]: ...
+    @overload
+    def value(self, value: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]: ...
+    @overload
+    def value(self, value: JsonValue) -> JsonValue: ...
+    def value(self, value: JsonValue | list[dict[str, JsonValue]]) -> JsonValue | list[dict[str, JsonValue]]:
+        """A JSON value of the same shape with every string in it (keys too) scrubbed: for what is built in memory
         from what the CLI or the model said (a result, a record) before it is printed or written."""
         if isinstance(value, str):
             return self.text(value)

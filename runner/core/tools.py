@@ -11,13 +11,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
     import jsonschema.protocols
 
+    from runner.core.world.workspace import WorldState
+
 from runner.core.grants import Address, Requirement
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 MAX_ARGUMENT_DEPTH = 32
@@ -37,11 +39,22 @@ class ToolContext:
 
     call_id: str
     owner: Address
-    state: Any  # the world's WorldState; typed loosely to keep tools independent of world
+    state: WorldState  # imported for the type only: at run time tools stays independent of world
 
 
-Resolver = Callable[[dict[str, Json], Address], Requirement]
-Handler = Callable[[dict[str, Json], ToolContext], Json]
+Resolver: TypeAlias = Callable[[dict[str, JsonValue], Address], Requirement]
+# a handler answers with the call's output, or with a ResultFor naming the call it belongs to
+Handler: TypeAlias = Callable[[dict[str, JsonValue], ToolContext], "JsonValue | ResultFor"]
+
+
+def path_argument(args: dict[str, JsonValue], default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """A call's ``path`` argument as its segments; ``default`` when the call names none, a KeyError when there is
+    no default. The tool's schema has made it a list of strings: anything else is a TypeError."""
+    value = args["path"] if default is None else args.get("path", list(default))
+    segments = tuple(s for s in value if isinstance(s, str)) if isinstance(value, list) else ()
+    if not isinstance(value, list) or len(segments) != len(value):
+        raise TypeError("path must be a list of segments")
+    return segments
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,7 @@ class ToolDefinition:
     name: str
     namespace: str  # the tool namespace (the second gate)
     description: str
-    input_schema: dict[str, Json]
+    input_schema: dict[str, JsonValue]
     resource_namespace: str  # the capability it is discovered by
     action: str
     ceiling: tuple[str, ...]  # resolved requirements must stay beneath this path
@@ -57,14 +70,14 @@ class ToolDefinition:
     handler: Handler
     read_write: Literal["read", "write"] = "read"
     source: str = "shipped"
-    output_schema: dict[str, Json] | None = None
+    output_schema: dict[str, JsonValue] | None = None
     annotations: dict[str, bool] | None = None
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} does not match {TOOL_NAME.pattern}")
 
-    def parse_arguments(self, arguments: Json) -> dict[str, Json]:
+    def parse_arguments(self, arguments: JsonValue) -> dict[str, JsonValue]:
         """Validate a call's arguments against the input schema (``invalid_tool_arguments`` on failure)."""
         if not isinstance(arguments, dict):
             raise ArgumentError("arguments must be a JSON object")
@@ -112,16 +125,16 @@ class PublishedTool:
 
     name: str
     description: str
-    input_schema: dict[str, Json]
-    output_schema: dict[str, Json] | None
+    input_schema: dict[str, JsonValue]
+    output_schema: dict[str, JsonValue] | None
     annotations: dict[str, bool]
     namespace: str
     source: str
 
-    def hashed_fields(self) -> dict[str, Json]:
+    def hashed_fields(self) -> dict[str, JsonValue]:
         """Exactly ``CATALOG_HASH_FIELDS``, absent keys dropped (§6.6)."""
-        body: dict[str, Json] = {
-            "annotations": self.annotations,
+        body: dict[str, JsonValue] = {
+            "annotations": {**self.annotations},
             "description": self.description,
             "inputSchema": self.input_schema,
             "metadata": {"namespace": self.namespace, "source": self.source},
@@ -137,7 +150,7 @@ def portable_name(name: str) -> str:
     return name.replace(".", "_")
 
 
-def _depth(value: Json, level: int = 1) -> int:
+def _depth(value: JsonValue, level: int = 1) -> int:
     if level > MAX_ARGUMENT_DEPTH + 1:
         return level
     if isinstance(value, dict):
@@ -152,7 +165,7 @@ class ResultFor:
     """A handler's answer naming the call it belongs to; a mismatch is ``invalid_tool_result``."""
 
     call_id: str
-    output: Json
+    output: JsonValue
 
 
 class EscalationNotTerminated(RuntimeError):

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 import runner.harnesses
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.errors import ProfileProblem
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
@@ -36,7 +36,7 @@ class UnknownInterpreter(ProfileProblem, LookupError):
         super().__init__(f"no such stream interpreter: {name!r} (known: {', '.join(sorted(INTERPRETERS))})")
 
 
-def jsonl(frame: dict[str, Json]) -> list[Step]:
+def jsonl(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
     if kind == "session.started":
         servers = frame.get("mcp_servers")
@@ -49,8 +49,8 @@ def jsonl(frame: dict[str, Json]) -> list[Step]:
             if isinstance(servers, list)
             else []
         )
-    if kind == "message" and isinstance(frame.get("text"), str):
-        return [Message(frame["text"])]
+    if kind == "message" and isinstance(text := frame.get("text"), str):
+        return [Message(text)]
     if kind == "turn.completed":
         text = frame.get("text")
         return [Completed({"text": text} if isinstance(text, str) else None)]
@@ -63,7 +63,7 @@ def jsonl(frame: dict[str, Json]) -> list[Step]:
     return []
 
 
-def exit_code_only(frame: dict[str, Json]) -> list[Step]:
+def exit_code_only(frame: dict[str, JsonValue]) -> list[Step]:
     return []
 
 

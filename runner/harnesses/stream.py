@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.core.outcomes import Complete, Fail, Json, ProtocolError, RuntimeOutcome
+from runner.core.outcomes import Complete, Fail, JsonValue, ProtocolError, RuntimeOutcome
 from runner.core.vocabulary import Code, message
 
 MAX_FRAME_BYTES = 1024 * 1024
@@ -27,7 +27,7 @@ class Message:
 
 @dataclass(frozen=True)
 class Completed:
-    output: Json = None  # None: the joined messages at this moment
+    output: JsonValue = None  # None: the joined messages at this moment
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class McpStartup:
 
 
 Step = Message | Completed | Failed | McpStartup
-Interpreter = Callable[[dict[str, Json]], list[Step]]
+Interpreter = Callable[[dict[str, JsonValue]], list[Step]]
 # A CLI whose stdout carries no frames (dsh prints plain text) may keep its turn's events in a session log
 # instead: after the CLI exits, its reader gets the session directory (HOME/<session_transcript>) and the exit
 # code and returns the steps that log gives (runner.harnesses.interpreters.SESSION_READERS).
@@ -155,7 +155,7 @@ class StreamReader:
             elif isinstance(step, McpStartup):
                 self.startup.append(step)
             elif self.terminal is None and isinstance(step, Completed):
-                output = step.output if step.output is not None else {"text": "\n".join(self.messages)}
+                output: JsonValue = step.output if step.output is not None else {"text": "\n".join(self.messages)}
                 self.terminal = Complete(output)
             elif self.terminal is None and isinstance(step, Failed):
                 self.terminal = Fail(step.error)

@@ -10,7 +10,7 @@ import json
 
 import mcp_types as types
 
-from runner.core.outcomes import Json, ToolResult
+from runner.core.outcomes import JsonValue, ToolResult
 from runner.core.tools import PublishedTool
 from runner.core.vocabulary import ResultStatus
 
@@ -22,21 +22,21 @@ CATALOG_HASH_META = "sharedos/catalogHash"
 EXECUTION_ID_META = "sharedos/executionId"
 
 
-def compact_json(value: Json) -> str:
+def compact_json(value: JsonValue) -> str:
     """``JSON.stringify(value)``: compact separators, non-ASCII kept as is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def render_text(output: Json) -> str:
+def render_text(output: JsonValue) -> str:
     """``renderText``: a string output unchanged, anything else as compact JSON."""
     return output if isinstance(output, str) else compact_json(output)
 
 
-def refusal_body(result: ToolResult) -> dict[str, Json]:
+def refusal_body(result: ToolResult) -> dict[str, JsonValue]:
     """``{status, code, message, retryable?}`` in exactly that key order."""
     if result.error is None:
         raise ValueError(f"a {result.status.value} result carries no error")
-    body: dict[str, Json] = {
+    body: dict[str, JsonValue] = {
         "status": result.status.value,
         "code": result.error.code,
         "message": result.error.message,

@@ -9,9 +9,11 @@ still answered by its id when the id can be read without descending into anythin
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypeGuard
 
 import mcp_types as types
+
+from runner.core.outcomes import JsonValue
 
 NOT_JSONRPC_MESSAGE = "Message is not a JSON-RPC 2.0 request or notification."
 INVALID_JSON_MESSAGE = "Invalid JSON."
@@ -37,7 +39,7 @@ def answer_to_unparsable(line: bytes) -> tuple[str, types.JSONRPCError]:
     return "not_jsonrpc", _error(None, types.PARSE_ERROR, NOT_JSONRPC_MESSAGE)
 
 
-def _usable(ident: Any) -> bool:
+def _usable(ident: object) -> TypeGuard[str | int]:
     return isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
 
 
@@ -45,7 +47,7 @@ _FLAT = json.JSONDecoder()
 _JSON_SPACE = " \t\n\r"
 
 
-def leading_id(line: bytes) -> Any:
+def leading_id(line: bytes) -> JsonValue:
     """The top-level ``id`` of a JSON object, read without descending into anything nested.
 
     Members are read in order while their values are flat (strings, numbers, literals); the first
@@ -77,7 +79,8 @@ def leading_id(line: bytes) -> Any:
                 return None
             value, i = _FLAT.raw_decode(text, i)
             if key == "id":
-                return value
+                flat: JsonValue = value  # a string, number or literal: a nested value ended the search above
+                return flat
             i = skip_space(i)
             if text[i] != ",":
                 return None

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING
 
 import anyio
 import mcp_types as types
@@ -29,6 +29,11 @@ import runner
 from runner.core.catalogue import Catalogue
 from runner.mcp.server import EventSink, Invoker, McpServerHandle, _Service, _Session
 
+if TYPE_CHECKING:
+    # the types of mcp.shared.memory's stream pair, which the SDK names only in this private module
+    from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream
+    from mcp.shared.message import SessionMessage
+
 MEMORY_PATH = Path("memory")  # what McpServerHandle.path reads for a server without a socket
 
 
@@ -36,8 +41,8 @@ MEMORY_PATH = Path("memory")  # what McpServerHandle.path reads for a server wit
 class MemoryTransport:
     """The client's stream pair (what a ``ClientSession`` takes) and the server's handle."""
 
-    read: Any  # the SDK's context-carrying memory streams (mcp.shared.memory), of SessionMessage
-    write: Any
+    read: ContextReceiveStream[SessionMessage | Exception]  # the SDK's context-carrying memory streams
+    write: ContextSendStream[SessionMessage | Exception]
     handle: McpServerHandle
 
 
@@ -64,7 +69,7 @@ async def memory_streams(
     service = _Service(McpServerHandle(MEMORY_PATH), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
     # The session's socket is never touched: only its SDK server runs, not its read and write loops.
-    session = _Session(service, 1, cast(Any, None))
+    session = _Session(service, 1, None)
     options = session.server.create_initialization_options(NotificationOptions(tools_changed=False))
     async with create_client_server_memory_streams() as (client_streams, server_streams), \
             anyio.create_task_group() as tg:

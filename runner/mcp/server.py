@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 from uuid import uuid4
 
 import anyio
@@ -44,7 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 import runner
 from runner.core.catalogue import Catalogue
-from runner.core.outcomes import ToolCall, ToolResult
+from runner.core.outcomes import JsonValue, ToolCall, ToolResult
 from runner.mcp.encoding import CATALOG_HASH_META, EXECUTION_ID_META, to_call_tool_result, to_mcp_tool
 from runner.mcp.framing import answer_to_unparsable
 
@@ -56,7 +56,7 @@ WRITE_BUFFER = 64  # queued outbound messages per session, so a shutdown write n
 INTERNAL_ERROR_MESSAGE = "SharedOS could not answer this request."
 NO_TOOL_NAME_MESSAGE = "tools/call requires a tool name."
 
-EventSink = Callable[[str, dict[str, Any]], None]
+EventSink: TypeAlias = Callable[[str, dict[str, JsonValue]], None]
 
 
 class Invoker(Protocol):
@@ -73,7 +73,7 @@ class McpServerHandle:
     connections: int = 0
     sessions_initialized: int = 0
     calls: int = 0
-    client_infos: list[dict[str, Any]] = field(default_factory=list)
+    client_infos: list[dict[str, str]] = field(default_factory=list)  # each client's name and version
     initialized_event: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
     async def wait_initialized(self, timeout: float) -> bool:
@@ -156,7 +156,7 @@ class _Service:
                 self.inflight.discard(scope)
         raise RuntimeError("the MCP server stopped before the call finished")
 
-    def emit(self, kind: str, data: dict[str, Any]) -> None:
+    def emit(self, kind: str, data: dict[str, JsonValue]) -> None:
         if self.on_event is None:
             return
         try:
@@ -218,10 +218,10 @@ class _Service:
 class _Session:
     """One connection: framing on the socket, one SDK ``Server.run`` behind memory streams."""
 
-    def __init__(self, service: _Service, number: int, stream: anyio.abc.SocketStream) -> None:
+    def __init__(self, service: _Service, number: int, stream: anyio.abc.SocketStream | None) -> None:
         self.service = service
         self.number = number
-        self.stream = stream
+        self._stream = stream  # None: only the SDK server runs (runner.mcp.memory), never the socket loops
         self.initialized = False
         self.server: Server[Any] = Server(
             service.name,
@@ -231,6 +231,12 @@ class _Session:
             on_call_tool=self.call_tool,
         )
         self.server.middleware.append(self.observe)
+
+    @property
+    def stream(self) -> anyio.abc.SocketStream:
+        if self._stream is None:
+            raise RuntimeError(f"MCP session {self.number} has no socket: it runs on memory streams")
+        return self._stream
 
     def shutdown(self) -> None:
         """Wake whoever waits on the socket: the reader with end-of-stream, the writer with a broken pipe."""
@@ -327,18 +333,20 @@ class _Session:
             self.mark_initialized(info, ctx.protocol_version)
         return await call_next(ctx)
 
-    def mark_initialized(self, client_info: Any, protocol_version: Any) -> None:
+    def mark_initialized(self, client_info: JsonValue, protocol_version: JsonValue) -> None:
         if self.initialized:
             return
         self.initialized = True
         handle = self.service.handle
         info = client_info if isinstance(client_info, dict) else {}
-        entry = {k: info[k] for k in ("name", "version") if isinstance(info.get(k), str)}
+        entry = {k: value for k in ("name", "version") if isinstance(value := info.get(k), str)}
         handle.sessions_initialized += 1
         handle.client_infos.append(entry)
         handle.initialized_event.set()
-        data = {"connection": self.number, "clientInfo": entry, "protocolVersion": protocol_version}
-        self.service.emit("session.initialized", data)
+        self.service.emit(
+            "session.initialized",
+            {"connection": self.number, "clientInfo": {**entry}, "protocolVersion": protocol_version},
+        )
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -357,7 +365,9 @@ class _Session:
         alias = params.name if params.name != resolved else None
         arguments = params.arguments if params.arguments is not None else {}
         call = ToolCall(call_id=str(uuid4()), tool=resolved, arguments=arguments, alias=alias)
-        event: dict[str, Any] = {"connection": self.number, "callId": call.call_id, "tool": resolved, "alias": alias}
+        event: dict[str, JsonValue] = {
+            "connection": self.number, "callId": call.call_id, "tool": resolved, "alias": alias
+        }
         try:
             result = await service.invoke(call)
             encoded = to_call_tool_result(result, service.catalogue.get(resolved))

@@ -66,9 +66,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qsl
 
+from runner.core.outcomes import JsonValue
 from runner.model.types import DIALECT_NAMES
 
 VALUE_LIMIT = 80  # characters of a value shown in a divergence sentence
@@ -130,7 +130,7 @@ class _Tokens:
         self.seen: dict[tuple[str, str], str] = {}
         self.counts: dict[str, int] = {}
 
-    def __call__(self, kind: str, value: Any) -> str:
+    def __call__(self, kind: str, value: JsonValue) -> str:
         key = (kind, json.dumps(value, sort_keys=True, ensure_ascii=False))
         if key not in self.seen:
             self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -150,7 +150,7 @@ def _matches(parts: tuple[str, ...], path: tuple[str | int, ...]) -> bool:
     return True
 
 
-def normalise_body(body: Any, dialect: str | None) -> Any:
+def normalise_body(body: JsonValue, dialect: str | None) -> JsonValue:
     """``body`` with its volatile values replaced by numbered tokens (the rules in the module docstring)."""
     rules = [(rule, rule.parts()) for rule in volatile_rules(dialect)]
     token = _Tokens()
@@ -164,7 +164,7 @@ def normalise_body(body: Any, dialect: str | None) -> Any:
             value = pattern.sub(replace, value)
         return value
 
-    def walk(value: Any, path: tuple[str | int, ...]) -> Any:
+    def walk(value: JsonValue, path: tuple[str | int, ...]) -> JsonValue:
         for rule, parts in rules:
             if _matches(parts, path) and (
                 rule.value is None or (isinstance(value, str) and rule.value.fullmatch(value))
@@ -189,8 +189,8 @@ class Difference:
     """The first difference between a recorded and a received request."""
 
     field: str  # "method", "path", "query", "dialect", or a body path ("body.messages[2]...")
-    recorded: Any
-    received: Any
+    recorded: JsonValue
+    received: JsonValue
     absent: str | None = None  # "recorded" or "received": the side that lacks the field
 
     @property
@@ -208,7 +208,7 @@ class Difference:
 TOKEN = re.compile(r"<[a-z-]+#\d+>")
 
 
-def _show(value: Any) -> str:
+def _show(value: JsonValue) -> str:
     text = value if isinstance(value, str) and TOKEN.fullmatch(value) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + "…"
 
@@ -217,16 +217,17 @@ def _key(name: str) -> str:
     return f".{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) else f"[{json.dumps(name)}]"
 
 
-def _json_text(value: Any) -> Any:
+def _json_text(value: JsonValue) -> JsonValue:
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
         try:
-            return json.loads(value)
+            parsed: JsonValue = json.loads(value)
         except ValueError:
             return None
+        return parsed
     return None
 
 
-def _first(recorded: Any, received: Any, path: str) -> Difference | None:
+def _first(recorded: JsonValue, received: JsonValue, path: str) -> Difference | None:
     if isinstance(recorded, dict) and isinstance(received, dict):
         for key, value in recorded.items():
             if key not in received:
@@ -258,13 +259,13 @@ def _first(recorded: Any, received: Any, path: str) -> Difference | None:
     return Difference(path, recorded, received)
 
 
-def _query(value: Any) -> list[tuple[str, str]]:
+def _query(value: JsonValue) -> list[tuple[str, str]]:
     text = value if isinstance(value, str) else ""
     return [(k, v) for k, v in parse_qsl(text, keep_blank_values=True) if k not in DROPPED_QUERY]
 
 
 def find_difference(
-    recorded_request: Mapping[str, Any], received_request: Mapping[str, Any], dialect: str | None
+    recorded_request: Mapping[str, JsonValue], received_request: Mapping[str, JsonValue], dialect: str | None
 ) -> Difference | None:
     """The first difference (method, path, query, then the normalised body), or None."""
     for name in ("method", "path"):
@@ -279,7 +280,7 @@ def find_difference(
 
 
 def first_divergence(
-    recorded_request: dict[str, Any], received_request: dict[str, Any], dialect: str | None
+    recorded_request: dict[str, JsonValue], received_request: dict[str, JsonValue], dialect: str | None
 ) -> str | None:
     """None when ``received_request`` is the recorded one (method, path, query, body normalised for
     ``dialect``); else a short sentence naming the first differing field and both values (truncated).

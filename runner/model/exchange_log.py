@@ -38,8 +38,9 @@ import zlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
+from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
 from runner.model.sse import SseEvent, SseParser, compact_json
 
@@ -86,7 +87,7 @@ def decode_body(raw: bytes, encoding: str) -> bytes | None:
     return None
 
 
-def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> Any:
+def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> JsonValue:
     """A request body for the log: the parsed JSON, else text; bounded."""
     if len(raw) > limit:
         return {"truncated": f"request body of {len(raw)} bytes; first {limit} bytes kept",
@@ -94,9 +95,10 @@ def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> Any:
     if not raw:
         return None
     try:
-        return json.loads(raw)
+        parsed: JsonValue = json.loads(raw)
     except ValueError:
         return {"text": raw.decode("utf-8", "replace")}
+    return parsed
 
 
 class Capture:
@@ -111,13 +113,13 @@ class Capture:
         self.total = 0  # bytes as sent
         self.kept = 0  # (decoded) bytes copied
         self.over = False
-        self.events: list[dict[str, Any]] = []
+        self.events: list[dict[str, JsonValue]] = []
         self._chunks: list[bytes] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._parser = SseParser()
         self.encoding = encoding.strip().lower()
         self.not_captured: str | None = None
-        self._inflater: Any = None
+        self._inflater: zlib._Decompress | None = None  # typeshed names the type only privately
         if self.encoding == "gzip":
             self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif self.encoding == "deflate":
@@ -153,8 +155,8 @@ class Capture:
         for event in events:
             self.add(event.encode())
 
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"bytes": self.total}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"bytes": self.total}
         if self.not_captured:
             body["not_captured"] = self.not_captured
             return body
@@ -164,7 +166,7 @@ class Capture:
             if not self.truncated:
                 self.events += [e.to_log() for e in self._parser.feed(self._decoder.decode(b"", final=True))]
                 self.events += [e.to_log() for e in self._parser.flush()]
-            body["events"] = self.events
+            body["events"] = [*self.events]
         else:
             text = b"".join(self._chunks).decode("utf-8", "replace")
             try:
@@ -182,7 +184,7 @@ class Capture:
         return body
 
 
-def scrub_streamed_pieces(events: list[Any], scrubber: Scrubber) -> list[Any]:
+def scrub_streamed_pieces(events: list[JsonValue], scrubber: Scrubber) -> list[JsonValue]:
     """SSE events (as logged) with a secret that was streamed in pieces removed.
 
     A model streams its text a few characters per event, so a secret it repeats is never whole in
@@ -204,7 +206,8 @@ def scrub_streamed_pieces(events: list[Any], scrubber: Scrubber) -> list[Any]:
             continue
         changed = _cut_pieces(pieces, joined, scrubber)
         for index in changed:
-            events[index].pop("raw", None)  # the event is re-encoded from its (scrubbed) data
+            if isinstance(event := events[index], dict):  # always: only an object's strings were collected
+                event.pop("raw", None)  # the event is re-encoded from its (scrubbed) data
     return events
 
 
@@ -267,7 +270,11 @@ class ExchangeLog:
     def scrub(self, text: str) -> str:
         return self.scrubber.text(text)
 
-    def scrub_value(self, value: Any) -> Any:
+    @overload
+    def scrub_value(self, value: dict[str, JsonValue]) -> dict[str, JsonValue]: ...
+    @overload
+    def scrub_value(self, value: JsonValue) -> JsonValue: ...
+    def scrub_value(self, value: JsonValue) -> JsonValue:
         """``value`` with every string in it (keys too) scrubbed, as a record is before it is written.
 
         A part marked ``truncated`` was cut at the capture bound: its text (``text``, the last of
@@ -277,19 +284,19 @@ class ExchangeLog:
         if isinstance(value, dict):
             out = {self.scrub(str(k)): self.scrub_value(v) for k, v in value.items()}
             if "truncated" in value:
-                if isinstance(out.get("text"), str):
-                    out["text"] = self.scrubber.cut_text(out["text"])
+                if isinstance(text := out.get("text"), str):
+                    out["text"] = self.scrubber.cut_text(text)
                 chunks = out.get("chunks")
                 if isinstance(chunks, list) and chunks and isinstance(chunks[-1], str):
                     chunks[-1] = self.scrubber.cut_text(chunks[-1])
-            if isinstance(out.get("events"), list):
-                out["events"] = scrub_streamed_pieces(out["events"], self.scrubber)
+            if isinstance(events := out.get("events"), list):
+                out["events"] = scrub_streamed_pieces(events, self.scrubber)
             return out
         if isinstance(value, list | tuple):
             return [self.scrub_value(v) for v in value]
         return value
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: dict[str, JsonValue]) -> None:
         if self._file is None:
             return
         self.count += 1

@@ -84,7 +84,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from runner.core.outcomes import JsonValue
 
 PI_PROXY_TOOL = "mcp"
 PI_CODEMODE_TOOL = "codemode"
@@ -110,7 +111,7 @@ class ToolTarget:
     canonical: str
     scheme: str
     name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: dict[str, JsonValue] = field(default_factory=dict)
     namespace: str | None = None
     proxy: bool = False
 
@@ -150,13 +151,13 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
     return out
 
 
-def invented(canonical: str, arguments: Mapping[str, Any] | None) -> ToolTarget:
+def invented(canonical: str, arguments: Mapping[str, JsonValue] | None) -> ToolTarget:
     """A call to a tool the request does not offer, under its canonical name (a column that filters nothing)."""
     return ToolTarget(canonical, "invented", canonical, dict(arguments or {}))
 
 
 def resolve_tool(
-    canonical: str, arguments: Mapping[str, Any] | None, exposed: Iterable[ExposedTool], server: str = "sharedos"
+    canonical: str, arguments: Mapping[str, JsonValue] | None, exposed: Iterable[ExposedTool], server: str = "sharedos"
 ) -> ToolTarget | None:
     """The call to emit for ``canonical`` given the request's exposed tools, or ``None`` if not offered."""
     tools = set(exposed)
@@ -173,6 +174,7 @@ def resolve_tool(
     if any(_direct_of_server(tool, server) for tool in tools):
         return None
     portable = portable_name(canonical)
+    wrapped: dict[str, JsonValue]
     if ExposedTool(PI_PROXY_TOOL) in tools:
         wrapped = {"tool": f"{server}_{portable}", "args": args}
         return ToolTarget(canonical, "pi-proxy", PI_PROXY_TOOL, wrapped, proxy=True)
@@ -185,7 +187,7 @@ def resolve_tool(
     return None
 
 
-def codemode_script(canonical: str, arguments: Mapping[str, Any], server: str = "sharedos") -> str:
+def codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: str = "sharedos") -> str:
     """The JavaScript a model sends Pi's ``codemode`` tool to call ``canonical`` once and return its result."""
     method = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp__{server}__{canonical}")
     return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"

@@ -39,8 +39,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
+from runner.core.outcomes import JsonValue
 from runner.model.compare import Difference, find_difference
 from runner.model.exchange_log import MAX_CAPTURE_BYTES
 from runner.model.sse import SSE_HEADERS, SseEvent, compact_json
@@ -70,8 +71,8 @@ class RecordedExchange:
     number: int  # 1-based position in the replay sequence
     line: int  # line of the recording it came from
     dialect: str | None
-    request: dict[str, Any]
-    response: dict[str, Any]
+    request: dict[str, JsonValue]
+    response: dict[str, JsonValue]
     ended: str | None = None
     side: bool = False  # the scripted model answered it as a side request
 
@@ -109,6 +110,16 @@ def _unreplayable(exchange: RecordedExchange) -> str | None:
     return None
 
 
+class _Line(NamedTuple):
+    """One exchange record of the recording, its parts checked to be objects."""
+
+    number: int
+    record: dict[str, JsonValue]
+    request: dict[str, JsonValue]
+    response: dict[str, JsonValue]
+    seq: int | None  # its request_seq
+
+
 def load_recording(path: Path) -> tuple[RecordedExchange, ...]:
     """The exchanges of the exchange log at ``path`` in replay order; :class:`RecordingError` if it
     cannot be read or an exchange cannot be replayed."""
@@ -116,7 +127,7 @@ def load_recording(path: Path) -> tuple[RecordedExchange, ...]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise RecordingError(f"cannot read the recording {path}: {err.strerror or err}") from None
-    records: list[tuple[int, dict[str, Any]]] = []
+    records: list[_Line] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -131,16 +142,21 @@ def load_recording(path: Path) -> tuple[RecordedExchange, ...]:
             raise RecordingError(f"{path}, line {number}: not an exchange record (no request and response)")
         if is_preconnect(str(request.get("method")), str(request.get("path"))):
             continue
-        records.append((number, record))
-    if all(isinstance(r.get("request_seq"), int) for _, r in records):
-        records.sort(key=lambda item: item[1]["request_seq"])
+        seq = record.get("request_seq")
+        records.append(_Line(number, record, request, response, seq if isinstance(seq, int) else None))
+    if all(item.seq is not None for item in records):
+        records.sort(key=lambda item: item.seq or 0)
     exchanges = []
-    for index, (line_number, record) in enumerate(records, 1):
+    for index, (line_number, record, request, response, _) in enumerate(records, 1):
         decision = record.get("decision")
         side = isinstance(decision, dict) and decision.get("reply") == "side"
+        dialect, ended = record.get("dialect"), record.get("ended")
+        for key, value in (("dialect", dialect), ("ended", ended)):
+            if value is not None and not isinstance(value, str):
+                raise RecordingError(f"{path}, line {line_number}: {key} is {value!r}, not a string")
         exchange = RecordedExchange(
-            index, line_number, record.get("dialect"), record["request"], record["response"],
-            record.get("ended"), side,
+            index, line_number, dialect if isinstance(dialect, str) else None, request, response,
+            ended if isinstance(ended, str) else None, side,
         )
         problem = _unreplayable(exchange)
         if problem:
@@ -156,8 +172,8 @@ class Divergence:
     what: str
     difference: Difference | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"step": self.step, "path": self.path, "what": self.what}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"step": self.step, "path": self.path, "what": self.what}
         if self.difference is not None:
             body["field"] = self.difference.field
         return body
@@ -172,7 +188,7 @@ class Replayer:
     divergence: Divergence | None = None
     served: list[int] = field(default_factory=list)
 
-    def take(self, received: Mapping[str, Any], dialect: str | None) -> RecordedExchange | Divergence:
+    def take(self, received: Mapping[str, JsonValue], dialect: str | None) -> RecordedExchange | Divergence:
         """The recorded exchange to answer ``received`` (a request object as the log holds it) with,
         or the divergence (the first one, for every request after it too)."""
         self.seen += 1
@@ -206,7 +222,7 @@ class ReplayAnswer:
     broken: bool = False  # the recorded stream was broken off by the upstream: break it off again
 
 
-def _body_bytes(response: Mapping[str, Any]) -> bytes:
+def _body_bytes(response: Mapping[str, JsonValue]) -> bytes:
     if isinstance(response.get("raw"), str):
         return str(response["raw"]).encode()
     if "body" in response:
@@ -218,7 +234,10 @@ def _body_bytes(response: Mapping[str, Any]) -> bytes:
 def answer_for(exchange: RecordedExchange) -> ReplayAnswer:
     """The recorded response of ``exchange`` (not for a stall), ready to send."""
     response = exchange.response
-    status = int(response["status"])
+    recorded_status = response.get("status")
+    if not isinstance(recorded_status, int):  # never: load_recording refused a response without one
+        raise RecordingError(f"{exchange.label}: the log has no status for its response")
+    status = int(recorded_status)
     recorded_headers = response.get("headers")
     content_type = response.get("content_type")
     headers: list[tuple[str, str]] = []
@@ -235,7 +254,8 @@ def answer_for(exchange: RecordedExchange) -> ReplayAnswer:
     if exchange.stream:
         if not isinstance(recorded_headers, dict):
             headers = list(SSE_HEADERS.items())
-        events = [SseEvent.from_log(e) for e in response.get("events", []) if isinstance(e, Mapping)]
+        logged = response.get("events")
+        events = [SseEvent.from_log(e) for e in (logged if isinstance(logged, list) else []) if isinstance(e, dict)]
         return ReplayAnswer(status, content_type if isinstance(content_type, str) else SSE_CONTENT_TYPE, headers,
                             events=events, broken=exchange.ended == "upstream_error")
     body = _body_bytes(response)

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, runtime_checkable
 
+from runner.core.outcomes import JsonValue
 from runner.model.names import (
     ExposedTool,
     ToolTarget,
@@ -84,10 +85,10 @@ Reply = ToolCallReply | TextReply | StallReply
 @dataclass(frozen=True)
 class Skipped:
     index: int
-    action: dict[str, Any]
+    action: dict[str, JsonValue]
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"index": self.index, "action": self.action, "reason": self.reason}
 
 
@@ -123,8 +124,8 @@ class Decision:
     reply: Reply
     plan: Plan
 
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"step": self.step, "playable_calls": len(self.plan.calls)}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"step": self.step, "playable_calls": len(self.plan.calls)}
         reply = self.reply
         if isinstance(reply, ToolCallReply):
             body["reply"] = "call"
@@ -141,11 +142,19 @@ class Decision:
         return body
 
 
-def normalise_actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
-    """Action dicts (or ``runner.conformance.behaviours.Action`` objects), checked."""
-    out: list[dict[str, Any]] = []
+@runtime_checkable
+class _Serialisable(Protocol):
+    """What ``runner.conformance.behaviours.Action`` offers (an isinstance check is a hasattr here)."""
+
+    def to_json(self) -> object: ...
+
+
+def normalise_actions(actions: Iterable[object]) -> list[dict[str, JsonValue]]:
+    """Action dicts (or ``runner.conformance.behaviours.Action`` objects), checked: anything else is a
+    :class:`ScriptError`, so the items are of any type until then."""
+    out: list[dict[str, JsonValue]] = []
     for index, item in enumerate(actions):
-        action = item.to_json() if hasattr(item, "to_json") else item
+        action = item.to_json() if isinstance(item, _Serialisable) else item
         if not isinstance(action, Mapping):
             raise ScriptError(f"actions[{index}] is not an object")
         action = dict(action)
@@ -164,7 +173,7 @@ def normalise_actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def plan_for(
-    actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], server: str = "sharedos", *,
+    actions: Sequence[Mapping[str, JsonValue]], exposed: Iterable[ExposedTool], server: str = "sharedos", *,
     invents: bool = False,
 ) -> Plan:
     """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``; ``invents``: the
@@ -179,9 +188,12 @@ def plan_for(
         action = dict(raw)
         kind = action.get("do")
         if kind == "call":
-            target = resolve_tool(str(action["tool"]), action.get("arguments"), tools, server)
+            arguments = action.get("arguments")
+            if arguments is not None and not isinstance(arguments, Mapping):  # normalise_actions rejected it already
+                raise ScriptError(f"actions[{index}]: call 'arguments' must be an object")
+            target = resolve_tool(str(action["tool"]), arguments, tools, server)
             if target is None and invents and not side:
-                target = invented(str(action["tool"]), action.get("arguments"))
+                target = invented(str(action["tool"]), arguments)
             if target is None:
                 reason = f"tool {action['tool']!r} is not among the request's tools under any known name"
                 skipped.append(Skipped(index, action, reason))
@@ -210,7 +222,7 @@ def plan_for(
 
 
 def decide(
-    actions: Sequence[Mapping[str, Any]], exposed: Iterable[ExposedTool], step: int, server: str = "sharedos"
+    actions: Sequence[Mapping[str, JsonValue]], exposed: Iterable[ExposedTool], step: int, server: str = "sharedos"
 ) -> Decision:
     plan = plan_for(actions, exposed, server)
     return Decision(step, plan.reply(step), plan)

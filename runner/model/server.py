@@ -26,7 +26,6 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import uvicorn
@@ -35,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from runner.core.outcomes import JsonValue
 from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.dialects import dialect_for, guess_dialect
 from runner.model.exchange_log import ExchangeLog, body_for_log, classify_auth, decode_body, redact_headers
@@ -52,12 +52,13 @@ METHODS = ["GET", "POST", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"]
 __all__ = ["ModelEndpointHandle", "handler_for", "serve_model", "serve_model_tcp"]
 
 
-def _parse_json(raw: bytes | None) -> Any:
+def _parse_json(raw: bytes | None) -> JsonValue:
     """The request's JSON (``raw`` already decoded), or None."""
     try:
-        return json.loads(raw) if raw else None
+        parsed: JsonValue = json.loads(raw) if raw else None
     except ValueError:
         return None
+    return parsed
 
 
 def handler_for(
@@ -99,12 +100,12 @@ class _Service:
         dialect = dialect_for(method, path)
         self.handle.requests += 1
         self.handle.by_dialect[dialect.name if dialect else "other"] += 1
-        record: dict[str, Any] = {
+        record: dict[str, JsonValue] = {
             "mode": self.config.mode.value,
             "request_seq": self.handle.requests,
             "dialect": dialect.name if dialect else None,
             "request": {
-                "method": method, "path": path, "query": query, "headers": redact_headers(headers),
+                "method": method, "path": path, "query": query, "headers": {**redact_headers(headers)},
                 "client_auth": classify_auth(headers, self.config.placeholder_key),
                 "body": body_for_log(raw if decoded is None else decoded),
             },
@@ -119,7 +120,7 @@ class _Service:
             record["step"] = step
             self.handle.last_step = step
 
-        def finish(response: dict[str, Any], ended: str) -> None:
+        def finish(response: dict[str, JsonValue], ended: str) -> None:
             self.log.write({**record, "response": response, "ended": ended,
                             "duration_s": round(time.monotonic() - started, 4)})
 

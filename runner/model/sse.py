@@ -14,17 +14,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from runner.core.outcomes import JsonValue
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # sent with every stream the endpoint makes
 
 
-def compact_json(value: Any) -> str:
+def compact_json(value: object) -> str:
     """The JSON encoding the scripted model and the log use: no spaces, UTF-8 kept as is."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_container(text: str) -> dict[str, Any] | list[Any] | None:
+def parse_container(text: str) -> dict[str, JsonValue] | list[JsonValue] | None:
     """``text`` parsed, when it is a JSON object or array; otherwise None."""
     if not text or text.lstrip()[:1] not in ("{", "["):
         return None
@@ -43,7 +44,7 @@ class SseEvent:
     retry: int | None = None
 
     @classmethod
-    def json(cls, payload: Any, event: str | None = None) -> SseEvent:
+    def json(cls, payload: object, event: str | None = None) -> SseEvent:
         return cls(compact_json(payload), event)
 
     def encode(self) -> bytes:
@@ -55,10 +56,10 @@ class SseEvent:
         lines += [f"data: {line}" for line in self.data.split("\n")]
         return ("\n".join(lines) + "\n\n").encode()
 
-    def to_log(self) -> dict[str, Any]:
+    def to_log(self) -> dict[str, JsonValue]:
         """The event for the exchange log (the shape in the module docstring)."""
         parsed = parse_container(self.data)
-        body: dict[str, Any] = {"data": self.data if parsed is None else parsed}
+        body: dict[str, JsonValue] = {"data": self.data if parsed is None else parsed}
         if parsed is not None and compact_json(parsed) != self.data:
             body["raw"] = self.data
         if self.event:
@@ -70,7 +71,7 @@ class SseEvent:
         return body
 
     @classmethod
-    def from_log(cls, logged: Mapping[str, Any]) -> SseEvent:
+    def from_log(cls, logged: Mapping[str, JsonValue]) -> SseEvent:
         """The event a logged one was: ``raw`` if present, else ``data`` (text as is, JSON compact)."""
         raw, data = logged.get("raw"), logged.get("data")
         text = raw if isinstance(raw, str) else data if isinstance(data, str) else compact_json(data)

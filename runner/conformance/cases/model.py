@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from runner.core.grants import address_json
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 from runner.core.world import AGENT, NAMESPACE_ID, NOW, OWNER, PURPOSE, WorldCondition
 from runner.errors import UnknownName
 
@@ -24,8 +24,8 @@ class Expect:
     statuses: tuple[str, ...]
     reason_codes: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"statuses": list(self.statuses)}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"statuses": list(self.statuses)}
         if self.reason_codes is not None:
             body["reasonCodes"] = list(self.reason_codes)
         return body
@@ -41,13 +41,13 @@ class Forge:
     """Grant material the attempt embeds in its own arguments under ``embed_as`` (upstream ``forge``)."""
 
     grant_id: str
-    capabilities: tuple[dict[str, Json], ...]
+    capabilities: tuple[dict[str, JsonValue], ...]
     embed_as: str
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"grantId": self.grant_id, "capabilities": list(self.capabilities), "embedAs": self.embed_as}
 
-    def grant(self) -> dict[str, Json]:
+    def grant(self) -> dict[str, JsonValue]:
         """A schema-valid grant naming the turn's real actor, owner, namespace, purpose and instant;
         the only thing missing is that no trusted source ever issued it (upstream ``forgeGrant``)."""
         return {
@@ -66,7 +66,7 @@ class Attempt:
     id: str
     role: Role
     tool: str | None
-    arguments: dict[str, Json] | None  # upstream ``toolArguments``; None when the attempt declares none
+    arguments: dict[str, JsonValue] | None  # upstream ``toolArguments``; None when the attempt declares none
     expect: Expect
     uncatalogued: str | None = None  # why a CLI's router never lets this name reach SharedOS
     unreachable: str | None = None  # why no runtime can make this attempt
@@ -79,7 +79,7 @@ class Attempt:
     def turn_index(self) -> int:
         return self.turn or 1
 
-    def call_arguments(self) -> dict[str, Json]:
+    def call_arguments(self) -> dict[str, JsonValue]:
         """The arguments the call is issued with, forged material included (upstream ``attemptArguments``)."""
         body = {k: v for k, v in (self.arguments or {}).items()}
         if self.forge is not None:
@@ -89,10 +89,11 @@ class Attempt:
     def declared_path(self) -> list[str] | None:
         """``toolArguments.path`` when it is a list of strings: what live receipts correlate on."""
         path = (self.arguments or {}).get("path")
-        return list(path) if isinstance(path, list) and all(isinstance(p, str) for p in path) else None
+        segments = [p for p in path if isinstance(p, str)] if isinstance(path, list) else []
+        return segments if isinstance(path, list) and len(segments) == len(path) else None
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"id": self.id, "role": self.role}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"id": self.id, "role": self.role}
         if self.tool is not None:
             body["tool"] = self.tool
         if self.arguments is not None:
@@ -118,7 +119,7 @@ class Terminal:
     type: Literal["escalate", "crash"]
     reason: str
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"type": self.type, "reason": self.reason}
 
 
@@ -130,8 +131,8 @@ class Condition:
     expect_turn: tuple[str, str] | None = None  # (status, terminalReasonCode)
     requires_declared_steps: str | None = None  # why the bound holds only while SharedOS owns the loop
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"id": self.id, "description": self.description, "world": self.world.to_json()}
+    def to_json(self) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {"id": self.id, "description": self.description, "world": self.world.to_json()}
         if self.expect_turn is not None:
             body["expectTurn"] = {"status": self.expect_turn[0], "reasonCode": self.expect_turn[1]}
         if self.requires_declared_steps is not None:
@@ -173,9 +174,9 @@ class Case:
         known = ", ".join(c.id for c in self.conditions)
         raise UnknownCondition(f"the case {self.id} has no condition {condition_id!r} (known: {known})")
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         """Upstream's ``ConformanceCase``: ``{id, move, conditions, notImplemented?}``."""
-        move: dict[str, Json] = {
+        move: dict[str, JsonValue] = {
             "id": self.move_id,
             "kind": self.kind,
             "invariant": self.invariant,
@@ -184,7 +185,7 @@ class Case:
         }
         if self.terminal is not None:
             move["terminal"] = self.terminal.to_json()
-        body: dict[str, Json] = {
+        body: dict[str, JsonValue] = {
             "id": self.id,
             "move": move,
             "conditions": [c.to_json() for c in self.conditions],

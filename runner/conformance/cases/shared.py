@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from runner.conformance.cases.model import OK, UNEXP, Attempt, Condition
 from runner.core.grants import address_json
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 from runner.core.world import DRAFT, OWNER, POLICY, WORKSPACE, WorldCondition
 
 CONTENT = "conformance"
-OWNER_ADDRESS: dict[str, Json] = address_json(OWNER)
+OWNER_ADDRESS: dict[str, JsonValue] = address_json(OWNER)
 FILE_READ_ACTIONS = ["list", "stat", "read", "search", "grep"]
 FILE_MUTATION_ACTIONS = ["create", "replace", "append", "delete"]
-FORGED_WRITE: dict[str, Json] = {
+FORGED_WRITE: dict[str, JsonValue] = {
     "resource": {"namespace": "files", "path": list(WORKSPACE), "owner": OWNER_ADDRESS},
-    "actions": FILE_READ_ACTIONS + FILE_MUTATION_ACTIONS,
+    "actions": [*FILE_READ_ACTIONS, *FILE_MUTATION_ACTIONS],
     "scope": "descendants",
 }
-HELD_READ: dict[str, Json] = {
+HELD_READ: dict[str, JsonValue] = {
     "resource": {"namespace": "files", "path": list(WORKSPACE), "owner": OWNER_ADDRESS},
     "actions": list(FILE_READ_ACTIONS),
     "scope": "descendants",
@@ -52,6 +52,6 @@ CONTROL_PLANE_REACH = Attempt(
 BASELINE = Condition("baseline", "The world as issued: nothing revoked, every store answering.")
 
 
-def unarmed(key: str, value: Json) -> WorldCondition:
+def unarmed(key: str, value: JsonValue) -> WorldCondition:
     return WorldCondition(unarmed=((key, value),))
 

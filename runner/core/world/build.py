@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner.core.grants import Address, Grant, GrantBook, OperationClock
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 from runner.core.tools import ToolDefinition
 from runner.core.world.authority import issue_grants
 from runner.core.world.condition import WorldCondition, WorldNotArmed
@@ -47,7 +47,7 @@ class World:
         """The world's instant: ``now``, unless the condition started the operation clock."""
         return self.book.clock.now()
 
-    def describe(self) -> dict[str, Json]:
+    def describe(self) -> dict[str, JsonValue]:
         """The world description that ``worldHash`` is taken over (§6.6)."""
         return {
             "condition": self.condition.to_json(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 
 
 class WorldNotArmed(ValueError):
@@ -19,7 +19,7 @@ class ExpiryArming:
     operations: int
     grant_ids: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"operations": self.operations, "grantIds": list(self.grant_ids)}
 
 
@@ -37,15 +37,15 @@ class WorldCondition:
     restorable: bool = False
     broker: Literal["registered", "granted"] | None = None
     # declared by the row, not armed by this world: (upstream key, value) pairs
-    unarmed: tuple[tuple[str, Json], ...] = field(default=(), hash=False)
+    unarmed: tuple[tuple[str, JsonValue], ...] = field(default=(), hash=False)
 
     @property
     def armed(self) -> bool:
         return not self.unarmed
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The overrides in upstream's ``ConformanceWorldOptions`` keys (``{}`` for the baseline)."""
-        body: dict[str, Json] = {}
+        body: dict[str, JsonValue] = {}
         if self.escalation != "granted":
             body["escalation"] = self.escalation
         if self.max_tool_calls is not None:

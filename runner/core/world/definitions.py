@@ -6,31 +6,36 @@ from typing import Literal
 
 import runner.core.world.workspace as ws
 from runner.core.grants import Address, Requirement
-from runner.core.outcomes import Json
-from runner.core.tools import ArgumentError, Handler, Resolver, ToolDefinition
+from runner.core.outcomes import JsonValue
+from runner.core.tools import ArgumentError, Handler, Resolver, ToolDefinition, path_argument
 from runner.core.vocabulary import ESCALATE_TOOL
 from runner.core.world.constants import BROKER_GRANTED_PATH, BROKER_TOOL
 
-SEGMENT = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\.\.?$)[^/\\\x00]+$"}
-PATH = {
+SEGMENT: dict[str, JsonValue] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": r"^(?!\.\.?$)[^/\\\x00]+$",
+}
+PATH: dict[str, JsonValue] = {
     "type": "array",
     "items": SEGMENT,
     "minItems": 1,
     "maxItems": 32,
     "description": 'The path as a list of segments, for example ["Workspace", "policy.md"].',
 }
-ADDRESS = {
+ADDRESS: dict[str, JsonValue] = {
     "type": "object",
     "properties": {"kind": {"type": "string"}, "userId": {"type": "string"}, "agentId": {"type": "string"}},
     "required": ["kind"],
 }
 
 
-def _schema(properties: dict[str, Json], required: list[str], *, open_: bool = False) -> dict[str, Json]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": open_}
+def _schema(properties: dict[str, JsonValue], required: list[str], *, open_: bool = False) -> dict[str, JsonValue]:
+    return {"type": "object", "properties": properties, "required": [*required], "additionalProperties": open_}
 
 
-def _address(value: Json) -> Address:
+def _address(value: JsonValue) -> Address:
     if not isinstance(value, dict):
         raise ArgumentError("an address is an object with kind and userId or agentId")
     kind = value.get("kind")
@@ -41,8 +46,8 @@ def _address(value: Json) -> Address:
 
 
 def _files(action: str) -> Resolver:
-    def resolve(args: dict[str, Json], owner: Address) -> Requirement:
-        return Requirement("files", tuple(args.get("path", ["Workspace"])), action, owner)
+    def resolve(args: dict[str, JsonValue], owner: Address) -> Requirement:
+        return Requirement("files", path_argument(args, ("Workspace",)), action, owner)
 
     return resolve
 
@@ -55,7 +60,7 @@ def registered_tools() -> list[ToolDefinition]:
         name: str,
         action: str,
         handler: Handler,
-        schema: dict[str, Json],
+        schema: dict[str, JsonValue],
         desc: str,
         rw: Literal["read", "write"] = "read",
         *,
@@ -144,7 +149,7 @@ def registered_tools() -> list[ToolDefinition]:
             _schema({"path": PATH, "owner": ADDRESS}, ["path", "owner"]),
             "Fetch a file from the named owner's workspace.",
             source="fixture",
-            requirement=lambda a, o: Requirement("files", tuple(a["path"]), "read", _address(a["owner"])),
+            requirement=lambda a, o: Requirement("files", path_argument(a), "read", _address(a["owner"])),
         ),
         files_tool(
             "files.index",
@@ -220,13 +225,13 @@ def broker_tool() -> ToolDefinition:
         resource_namespace="notion",
         action="search",
         ceiling=(),
-        requirement=lambda a, o: Requirement("notion", tuple(a.get("path", list(BROKER_GRANTED_PATH))), "search", o),
+        requirement=lambda a, o: Requirement("notion", path_argument(a, BROKER_GRANTED_PATH), "search", o),
         handler=ws.broker_search,
         annotations={"readOnly": True},
     )
 
 
-def describe_tool(tool: ToolDefinition) -> dict[str, Json]:
+def describe_tool(tool: ToolDefinition) -> dict[str, JsonValue]:
     body = tool.published().hashed_fields()
     body.update(
         {

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
+from typing import NoReturn
 
-from runner.core.outcomes import Json
-from runner.core.tools import EscalationNotTerminated, HandlerError, ResultFor, ToolContext
+from runner.core.outcomes import JsonValue
+from runner.core.tools import EscalationNotTerminated, HandlerError, ResultFor, ToolContext, path_argument
 from runner.core.world.constants import BROKER_GRANTED_PATH, DRAFT, LEDGER, POLICY, SEEDED_SNAPSHOT_ID, WORKSPACE
 
 
@@ -20,7 +21,7 @@ class WorldState:
 
     files: dict[tuple[str, ...], str]
     snapshots: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
-    messages: list[dict[str, Json]] = field(default_factory=list)
+    messages: list[dict[str, JsonValue]] = field(default_factory=list)
     searches: list[str] = field(default_factory=list)
 
 
@@ -44,14 +45,14 @@ def _need(ctx: ToolContext, path: tuple[str, ...]) -> str:
     return content
 
 
-def list_entries(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
-    names = sorted({p[len(path)] for p in _children(ctx, path)})
+def list_entries(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
+    names: list[JsonValue] = [*sorted({p[len(path)] for p in _children(ctx, path)})]
     return {"path": list(path), "entries": names}
 
 
-def stat(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
+def stat(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
     if path in ctx.state.files:
         return {"path": list(path), "kind": "file", "size": len(ctx.state.files[path].encode())}
     if _children(ctx, path):
@@ -59,20 +60,20 @@ def stat(args: dict[str, Json], ctx: ToolContext) -> Json:
     raise HandlerError(f"nothing at {'/'.join(path)}")
 
 
-def read(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
+def read(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
     return {"path": list(path), "content": _need(ctx, path)}
 
 
-def search(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path, query = tuple(args["path"]), str(args["query"])
-    hits = ["/".join(p) for p in _children(ctx, path) if fnmatch.fnmatch(p[-1], f"*{query}*")]
+def search(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path, query = path_argument(args), str(args["query"])
+    hits: list[JsonValue] = ["/".join(p) for p in _children(ctx, path) if fnmatch.fnmatch(p[-1], f"*{query}*")]
     return {"matches": hits}
 
 
-def grep(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path, needle = tuple(args["path"]), str(args["pattern"])
-    hits = [
+def grep(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path, needle = path_argument(args), str(args["pattern"])
+    hits: list[JsonValue] = [
         {"path": "/".join(p), "line": n, "text": line}
         for p in _children(ctx, path) + ([path] if path in ctx.state.files else [])
         for n, line in enumerate(ctx.state.files[p].splitlines(), 1)
@@ -81,76 +82,76 @@ def grep(args: dict[str, Json], ctx: ToolContext) -> Json:
     return {"matches": hits}
 
 
-def create(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
+def create(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
     if path in ctx.state.files:
         raise HandlerError(f"{'/'.join(path)} already exists")
     ctx.state.files[path] = str(args["content"])
     return {"path": list(path), "created": True}
 
 
-def replace(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
+def replace(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
     _need(ctx, path)
     ctx.state.files[path] = str(args["content"])
     return {"path": list(path), "replaced": True}
 
 
-def append(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
+def append(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
     ctx.state.files[path] = ctx.state.files.get(path, "") + str(args["content"])
     return {"path": list(path), "appended": True}
 
 
-def delete(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args["path"])
+def delete(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args)
     _need(ctx, path)
     del ctx.state.files[path]
     return {"path": list(path), "deleted": True}
 
 
-def snapshot_create(args: dict[str, Json], ctx: ToolContext) -> Json:
+def snapshot_create(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
     """Snapshot one path (a file or a folder); ids count per path, as upstream's file store does."""
-    path = tuple(args["path"])
+    path = path_argument(args)
     taken = ctx.state.snapshots.setdefault(path, [])
     snap_id = f"snapshot-{len(taken) + 1}"
     taken.append(snap_id)
     return {"snapshotId": snap_id}
 
 
-def snapshot_list(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path = tuple(args.get("path", list(WORKSPACE)))
+def snapshot_list(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path = path_argument(args, WORKSPACE)
     return {"snapshots": list(ctx.state.snapshots.get(path, []))}
 
 
-def snapshot_restore(args: dict[str, Json], ctx: ToolContext) -> Json:
-    path, snap_id = tuple(args["path"]), args["snapshotId"]
+def snapshot_restore(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    path, snap_id = path_argument(args), args["snapshotId"]
     if snap_id not in ctx.state.snapshots.get(path, []):
         raise HandlerError(f"no snapshot {snap_id} exists for {'/'.join(path)}")
     ctx.state.files[path] = "restored"
     return {"restored": "/".join(path), "snapshotId": snap_id}
 
 
-def purge(args: dict[str, Json], ctx: ToolContext) -> Json:
+def purge(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
     return {"purged": True}  # never reachable: files.admin is not an enabled namespace
 
 
-def broker_search(args: dict[str, Json], ctx: ToolContext) -> Json:
-    page = "/".join(args.get("path", list(BROKER_GRANTED_PATH)))
+def broker_search(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
+    page = "/".join(path_argument(args, BROKER_GRANTED_PATH))
     ctx.state.searches.append(page)
     return {"page": page, "results": []}
 
 
-def request_message(args: dict[str, Json], ctx: ToolContext) -> Json:
+def request_message(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
     message_id = f"message-{len(ctx.state.messages) + 1}"
     ctx.state.messages.append({"messageId": message_id, "recipient": args["recipient"]})
     return {"messageId": message_id, "accepted": True}
 
 
-def mismatched_result(args: dict[str, Json], ctx: ToolContext) -> Json:
+def mismatched_result(args: dict[str, JsonValue], ctx: ToolContext) -> ResultFor:
     return ResultFor(call_id=f"{ctx.call_id}.someone-else", output={"described": True})
 
 
-def escalate(args: dict[str, Json], ctx: ToolContext) -> Json:
+def escalate(args: dict[str, JsonValue], ctx: ToolContext) -> NoReturn:
     raise EscalationNotTerminated
 

@@ -41,7 +41,7 @@ blocks (:mod:`runner.harnesses.deepseek.interpreter` reuses :func:`assistant_ste
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.codex.interpreter import vendor_code
 from runner.harnesses.stream import Completed, Failed, McpStartup, Message, Step
@@ -49,35 +49,35 @@ from runner.harnesses.stream import Completed, Failed, McpStartup, Message, Step
 FAILURE_TEXT = "The Claude Code harness reported a failure."
 
 
-def startup_steps(frame: dict[str, Json]) -> list[Step]:
+def startup_steps(frame: dict[str, JsonValue]) -> list[Step]:
     """``system``/``init`` → one :class:`McpStartup` per entry of ``mcp_servers``."""
     servers = frame.get("mcp_servers")
     if not isinstance(servers, list):
         return []
     steps: list[Step] = []
     for server in servers:
-        if not isinstance(server, dict) or not isinstance(server.get("name"), str):
+        if not isinstance(server, dict) or not isinstance(name := server.get("name"), str):
             continue
         status = server.get("status")
         detail = server.get("error") or status or "no status reported"
-        steps.append(McpStartup(server["name"], status == "connected", str(detail)))
+        steps.append(McpStartup(name, status == "connected", str(detail)))
     return steps
 
 
-def assistant_steps(frame: dict[str, Json]) -> list[Step]:
+def assistant_steps(frame: dict[str, JsonValue]) -> list[Step]:
     """``assistant`` → one message per ``text`` block; tool_use blocks are never calls here."""
     message = frame.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return []
     return [
-        Message(block["text"])
+        Message(text)
         for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(text := block.get("text"), str)
     ]
 
 
-def result_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> list[Step]:
+def result_steps(frame: dict[str, JsonValue], failure_text: str = FAILURE_TEXT) -> list[Step]:
     """``result`` → ``failed`` (is_error, with the measured code rule) or ``complete``."""
     subtype, result = frame.get("subtype"), frame.get("result")
     if frame.get("is_error") is True or subtype == "error":
@@ -90,7 +90,7 @@ def result_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> li
     return [Completed({"text": result} if isinstance(result, str) else None)]
 
 
-def stream_json_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> list[Step]:
+def stream_json_steps(frame: dict[str, JsonValue], failure_text: str = FAILURE_TEXT) -> list[Step]:
     """One ``stream-json`` frame → steps; shared by the CLIs whose stream is Claude Code's (Qwen Code's is)."""
     kind = frame.get("type")
     if kind == "system" and frame.get("subtype") == "init":
@@ -102,5 +102,5 @@ def stream_json_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) 
     return []
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     return stream_json_steps(frame)

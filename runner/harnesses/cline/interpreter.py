@@ -17,7 +17,7 @@ last ``run_result``. Rules:
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
 
@@ -29,7 +29,7 @@ def _failed(text: object) -> Failed:
     return Failed(ProtocolError.of(Code.HARNESS_FAILED, message, retryable=True))
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
     if kind == "agent_event":
         event = frame.get("event")

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import json
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
 
@@ -69,22 +69,22 @@ def arguments_object(raw: str) -> bool:
         return False
 
 
-def vendor_code(value: Json, default: str) -> str:
+def vendor_code(value: JsonValue, default: str) -> str:
     """A code the vendor named, when it is a usable one (1..256 non-blank characters)."""
     if isinstance(value, str) and 1 <= len(value.strip()) <= 256:
         return value
     return default
 
 
-def _text(value: Json) -> str | None:
+def _text(value: JsonValue) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _dict(value: Json) -> dict[str, Json]:
+def _dict(value: JsonValue) -> dict[str, JsonValue]:
     return value if isinstance(value, dict) else {}
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
 
     if kind == "function_call":
@@ -113,9 +113,11 @@ def interpret(frame: dict[str, Json]) -> list[Step]:
         if not isinstance(content, list):
             return []
         return [
-            Message(block["text"])
+            Message(said)
             for block in content
-            if isinstance(block, dict) and block.get("type") == "output_text" and isinstance(block.get("text"), str)
+            if isinstance(block, dict)
+            and block.get("type") == "output_text"
+            and isinstance(said := block.get("text"), str)
         ]
 
     if kind == "item.completed":

@@ -17,7 +17,7 @@ the evidence: ``docs/columns/copilot.md``). Rules:
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, McpStartup, Message, Step
 
@@ -29,7 +29,7 @@ def _failed(text: object) -> Failed:
     return Failed(ProtocolError.of(Code.HARNESS_FAILED, message, retryable=True))
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
     data = frame.get("data")
     data = data if isinstance(data, dict) else {}

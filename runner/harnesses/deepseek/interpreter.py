@@ -28,7 +28,7 @@ session reader fails a turn whose log has no ``turn/end``.
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.harnesses.claude_code.interpreter import assistant_steps
 from runner.harnesses.codex.interpreter import ARGUMENTS_UNPARSEABLE, arguments_object, vendor_code
 from runner.harnesses.stream import Completed, Failed, Step
@@ -42,14 +42,14 @@ TURN_END_FAILURES: dict[str, str] = {
 }
 
 
-def read_event(frame: dict[str, Json]) -> tuple[str, dict[str, Json]] | None:
+def read_event(frame: dict[str, JsonValue]) -> tuple[str, dict[str, JsonValue]] | None:
     """The session-log event a frame carries, wrapped or bare."""
     if frame.get("method") == "session.event":
         params = frame.get("params")
         event = params.get("event") if isinstance(params, dict) else None
-        if isinstance(event, dict) and isinstance(event.get("type"), str) and event["type"]:
+        if isinstance(event, dict) and isinstance(kind := event.get("type"), str) and kind:
             data = event.get("data")
-            return (event["type"], data) if isinstance(data, dict) else None
+            return (kind, data) if isinstance(data, dict) else None
         return None
     kind, data = frame.get("type"), frame.get("data")
     if isinstance(kind, str) and kind and isinstance(data, dict):
@@ -57,7 +57,7 @@ def read_event(frame: dict[str, Json]) -> tuple[str, dict[str, Json]] | None:
     return None
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     event = read_event(frame)
     if event is None:
         return []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.core.outcomes import ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.compressed import decompress_bytes
 from runner.harnesses.deepseek.interpreter import interpret, read_event
@@ -49,9 +49,9 @@ def decompress(path: Path, limit: int = MAX_LOG_BYTES) -> bytes:
         return decompress_bytes(fh.read(limit), limit)
 
 
-def read_log(path: Path) -> list[dict[str, object]]:
+def read_log(path: Path) -> list[dict[str, JsonValue]]:
     """The events of one log, up to the first line that is not a JSON object."""
-    events: list[dict[str, object]] = []
+    events: list[dict[str, JsonValue]] = []
     for line in decompress(path).split(b"\n"):
         if not line.strip():
             continue

@@ -16,21 +16,21 @@ Evidence: ``docs/columns/droid.md`` (0.225.2, measured on the host against ``pyt
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
 
 FAILURE_TEXT = "The Factory Droid CLI reported a failure."
 
 
-def _failed(frame: dict[str, Json]) -> Failed:
+def _failed(frame: dict[str, JsonValue]) -> Failed:
     error = frame.get("error")
     candidates = [frame.get("message"), error.get("message") if isinstance(error, dict) else error]
     text = next((c for c in candidates if isinstance(c, str) and c), FAILURE_TEXT)
     return Failed(ProtocolError.of(Code.HARNESS_FAILED, text, retryable=True))
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
     if kind == "message" and frame.get("role") == "assistant":
         text = frame.get("text")

@@ -31,14 +31,14 @@ Gemini relaunches itself as a child and a SIGTERM to the launched PID does not s
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
 
 FAILURE_TEXT = "The Gemini CLI reported a failed turn."
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
     if kind == "message":
         content = frame.get("content")

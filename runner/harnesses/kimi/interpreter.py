@@ -20,14 +20,14 @@ decides (0 completes with the joined prose, non-zero fails ``harness_exited_with
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Failed, Message, Step
 
 FAILURE_TEXT = "The Kimi Code CLI reported a failure."
 
 
-def _meta_failure(frame: dict[str, Json]) -> Failed | None:
+def _meta_failure(frame: dict[str, JsonValue]) -> Failed | None:
     kind = frame.get("type")
     if not isinstance(kind, str) or not (kind == "error" or kind.endswith((".failed", ".error"))):
         return None
@@ -36,7 +36,7 @@ def _meta_failure(frame: dict[str, Json]) -> Failed | None:
                                    retryable=True))
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     role = frame.get("role")
     if role == "assistant":
         content = frame.get("content")

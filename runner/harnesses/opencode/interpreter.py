@@ -27,14 +27,14 @@ runtime's host-side MCP-session check covers a failed start.
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
 
 FAILURE_TEXT = "The opencode CLI reported a failure."
 
 
-def _error_text(error: Json, failure_text: str) -> str:
+def _error_text(error: JsonValue, failure_text: str) -> str:
     if isinstance(error, dict):
         data = error.get("data")
         detail = data.get("message") if isinstance(data, dict) else None
@@ -46,11 +46,11 @@ def _error_text(error: Json, failure_text: str) -> str:
     return failure_text
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     return opencode_steps(frame)
 
 
-def opencode_steps(frame: dict[str, Json], failure_text: str = FAILURE_TEXT) -> list[Step]:
+def opencode_steps(frame: dict[str, JsonValue], failure_text: str = FAILURE_TEXT) -> list[Step]:
     """The rules above, with ``failure_text`` where an error frame says nothing (a fork names itself: Kilo)."""
     kind = frame.get("type")
     part = frame.get("part")

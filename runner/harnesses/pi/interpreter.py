@@ -40,7 +40,7 @@ check that an MCP session was opened is what catches it.
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
 
@@ -48,14 +48,14 @@ COMMAND_REJECTED = "harness_command_rejected"
 FAILED_STOP_REASONS = frozenset({"error", "aborted"})
 
 
-def _assistant(message: dict[str, Json]) -> list[Step]:
+def _assistant(message: dict[str, JsonValue]) -> list[Step]:
     content = message.get("content")
     steps: list[Step] = []
     if isinstance(content, list):
         steps += [
-            Message(block["text"])
+            Message(text)
             for block in content
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(text := block.get("text"), str)
         ]
     stop = message.get("stopReason")
     if stop in FAILED_STOP_REASONS:
@@ -65,7 +65,7 @@ def _assistant(message: dict[str, Json]) -> list[Step]:
     return steps
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     kind = frame.get("type")
     if kind == "message_end":
         message = frame.get("message")

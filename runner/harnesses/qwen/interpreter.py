@@ -29,12 +29,12 @@ status.
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json
+from runner.core.outcomes import JsonValue
 from runner.harnesses.claude_code.interpreter import stream_json_steps
 from runner.harnesses.stream import Step
 
 FAILURE_TEXT = "The Qwen Code harness reported a failure."
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     return stream_json_steps(frame, FAILURE_TEXT)

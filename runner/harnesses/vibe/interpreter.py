@@ -15,14 +15,14 @@ No terminal entry was seen: a completed turn exits 0 after its last assistant me
 
 from __future__ import annotations
 
-from runner.core.outcomes import Json, ProtocolError
+from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Failed, Message, Step
 
 FAILURE_TEXT = "The Mistral Vibe CLI reported a failure."
 
 
-def interpret(frame: dict[str, Json]) -> list[Step]:
+def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     if frame.get("generationStatus") in ("failed", "error"):
         return [Failed(ProtocolError.of(Code.HARNESS_FAILED, FAILURE_TEXT, retryable=True))]
     if frame.get("type") != "message" or frame.get("role") != "assistant":
@@ -30,7 +30,7 @@ def interpret(frame: dict[str, Json]) -> list[Step]:
     content = frame.get("content")
     blocks = content if isinstance(content, list) else []
     return [
-        Message(block["text"])
+        Message(text)
         for block in blocks
-        if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"].strip()
+        if isinstance(block, dict) and isinstance(text := block.get("text"), str) and text.strip()
     ]

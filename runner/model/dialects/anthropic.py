@@ -21,12 +21,10 @@ Evidence (``reference/vendor-clis.md``, Claude Code 2.1.328 against a scripted s
 
 from __future__ import annotations
 
-from typing import Any
-
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
-    Json,
+    JsonValue,
     RenderContext,
     Rendered,
     RequestInfo,
@@ -47,15 +45,15 @@ class AnthropicMessages(Dialect):
         path = path.rstrip("/")
         return method == "POST" and (path.endswith("/messages") or path.endswith("/messages/count_tokens"))
 
-    def looks_like(self, body: Json) -> bool:
+    def looks_like(self, body: JsonValue) -> bool:
         """Messages without OpenAI-only features (``role: tool`` messages, ``{"function": ...}`` tools)."""
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        if not isinstance(body, dict) or not isinstance(messages := body.get("messages"), list):
             return False
-        if any(as_dict(m).get("role") == "tool" for m in body["messages"]):
+        if any(as_dict(m).get("role") == "tool" for m in messages):
             return False
         return not any(isinstance(t, dict) and "function" in t for t in as_list(body.get("tools")))
 
-    def count_tool_results(self, body: Json) -> int:
+    def count_tool_results(self, body: JsonValue) -> int:
         return sum(
             1
             for message in as_list(as_dict(body).get("messages"))
@@ -63,24 +61,26 @@ class AnthropicMessages(Dialect):
             if isinstance(block, dict) and block.get("type") == "tool_result"
         )
 
-    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+    def exposed_tools(self, body: JsonValue) -> list[ExposedTool]:
         return [
-            ExposedTool(tool["name"])
+            ExposedTool(name)
             for tool in as_list(as_dict(body).get("tools"))
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool.get("defer_loading") is not True
+            if isinstance(tool, dict)
+            and isinstance(name := tool.get("name"), str)
+            and tool.get("defer_loading") is not True
         ]
 
-    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+    def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
-    def auxiliary(self, info: RequestInfo, body: Json, model: str) -> Rendered | None:
+    def auxiliary(self, info: RequestInfo, body: JsonValue, model: str) -> Rendered | None:
         if info.path.rstrip("/").endswith("/count_tokens"):
             return Rendered(body={"input_tokens": estimate_tokens(body)})
         return None
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _message(self, ctx: RenderContext, content: list[Json], stop_reason: str | None) -> dict[str, Any]:
+    def _message(self, ctx: RenderContext, content: list[JsonValue], stop_reason: str | None) -> dict[str, JsonValue]:
         return {
             "id": f"msg_runner_{ctx.step}", "type": "message", "role": "assistant", "model": ctx.model,
             "content": content, "stop_reason": stop_reason, "stop_sequence": None,
@@ -93,14 +93,14 @@ class AnthropicMessages(Dialect):
         }
 
     @staticmethod
-    def _tool_use(reply: ToolCallReply, *, streaming: bool) -> dict[str, Any]:
+    def _tool_use(reply: ToolCallReply, *, streaming: bool) -> dict[str, JsonValue]:
         return {"type": "tool_use", "id": f"toolu_runner_{reply.step}", "name": reply.target.name,
                 "input": {} if streaming else reply.target.arguments}
 
     def _events(self, ctx: RenderContext, text: str | None, reply: ToolCallReply | None) -> list[SseEvent]:
         events: list[SseEvent] = []
 
-        def emit(kind: str, **fields: Any) -> None:
+        def emit(kind: str, **fields: JsonValue) -> None:
             events.append(SseEvent.json({"type": kind, **fields}, kind))
 
         emit("message_start", message=self._message(ctx, [], None))
@@ -124,18 +124,18 @@ class AnthropicMessages(Dialect):
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
         return self._events(ctx, reply.preamble or None, reply)
 
-    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
-        content: list[Json] = [{"type": "text", "text": reply.preamble}] if reply.preamble else []
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue:
+        content: list[JsonValue] = [{"type": "text", "text": reply.preamble}] if reply.preamble else []
         content.append(self._tool_use(reply, streaming=False))
         return self._message(ctx, content, "tool_use")
 
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
         return self._events(ctx, text, None)
 
-    def text_body(self, text: str, ctx: RenderContext) -> Json:
+    def text_body(self, text: str, ctx: RenderContext) -> JsonValue:
         return self._message(ctx, [{"type": "text", "text": text}], "end_turn")
 
-    def error_body(self, status: int, message: str) -> Json:
+    def error_body(self, status: int, message: str) -> JsonValue:
         kind = {401: "authentication_error", 404: "not_found_error", 503: "overloaded_error"}.get(
             status, "invalid_request_error" if status < 500 else "api_error"
         )

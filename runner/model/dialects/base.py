@@ -6,13 +6,12 @@ import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
 
+from runner.core.outcomes import JsonValue as JsonValue  # re-exported: the dialects' type of a body
 from runner.model.names import ExposedTool
 from runner.model.script import Reply, StallReply, TextReply, ToolCallReply
 from runner.model.sse import SseEvent
 
-Json = Any
 OUTPUT_TOKENS = 10
 
 
@@ -33,7 +32,7 @@ class RenderContext:
     step: int
     input_tokens: int = 0
     created: int = field(default_factory=lambda: int(time.time()))
-    body: dict[str, Any] = field(default_factory=dict)
+    body: dict[str, JsonValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Rendered:
 
     status: int = 200
     events: list[SseEvent] | None = None
-    body: Json = None
+    body: JsonValue = None
     headers: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -50,12 +49,12 @@ class Rendered:
         return self.events is not None
 
 
-def estimate_tokens(body: Json) -> int:
+def estimate_tokens(body: JsonValue) -> int:
     """A deterministic stand-in for a token count: a quarter of the body's JSON length."""
     return max(1, len(json.dumps(body, separators=(",", ":"), ensure_ascii=False)) // 4)
 
 
-def dumps(value: Json) -> str:
+def dumps(value: JsonValue) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -71,28 +70,28 @@ class Dialect(ABC):
         """True when ``method path`` is one of this dialect's model endpoints (any path prefix)."""
 
     @abstractmethod
-    def looks_like(self, body: Json) -> bool:
+    def looks_like(self, body: JsonValue) -> bool:
         """Advisory: does a JSON body have this dialect's request shape (used for unknown paths)."""
 
     # --- reading a request --------------------------------------------------------------------
 
     @abstractmethod
-    def count_tool_results(self, body: Json) -> int:
+    def count_tool_results(self, body: JsonValue) -> int:
         """Tool results already in the conversation: the scripted model's step."""
 
     @abstractmethod
-    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+    def exposed_tools(self, body: JsonValue) -> list[ExposedTool]:
         """Every tool the request lets the model call, as the CLI named it."""
 
     @abstractmethod
-    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+    def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         """Whether the client asked for SSE."""
 
-    def model_name(self, info: RequestInfo, body: Json, default: str) -> str:
+    def model_name(self, info: RequestInfo, body: JsonValue, default: str) -> str:
         model = body.get("model") if isinstance(body, dict) else None
         return model if isinstance(model, str) and model else default
 
-    def auxiliary(self, info: RequestInfo, body: Json, model: str) -> Rendered | None:
+    def auxiliary(self, info: RequestInfo, body: JsonValue, model: str) -> Rendered | None:
         """An answer for a non-generation endpoint of this dialect (model list, token count), else None."""
         return None
 
@@ -102,18 +101,18 @@ class Dialect(ABC):
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]: ...
 
     @abstractmethod
-    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json: ...
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue: ...
 
     @abstractmethod
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]: ...
 
     @abstractmethod
-    def text_body(self, text: str, ctx: RenderContext) -> Json: ...
+    def text_body(self, text: str, ctx: RenderContext) -> JsonValue: ...
 
     @abstractmethod
-    def error_body(self, status: int, message: str) -> Json: ...
+    def error_body(self, status: int, message: str) -> JsonValue: ...
 
-    def side_text(self, body: Json, text: str) -> str:
+    def side_text(self, body: JsonValue, text: str) -> str:
         """The text of a side answer (a dialect may need e.g. JSON for a JSON-mode request)."""
         return text
 
@@ -131,9 +130,9 @@ class Dialect(ABC):
         return Rendered(body=self.text_body(text, ctx))
 
 
-def as_dict(value: Json) -> dict[str, Any]:
+def as_dict(value: JsonValue) -> dict[str, JsonValue]:
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: Json) -> list[Any]:
+def as_list(value: JsonValue) -> list[JsonValue]:
     return value if isinstance(value, list) else []

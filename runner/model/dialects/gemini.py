@@ -24,12 +24,11 @@ Without ``alt=sse`` the streaming method answers a JSON array of chunks, as the 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
-    Json,
+    JsonValue,
     RenderContext,
     Rendered,
     RequestInfo,
@@ -51,22 +50,27 @@ def parse_path(path: str) -> tuple[str, str] | None:
     return (match["model"], match["method"]) if match else None
 
 
-def minimal_instance(schema: Json, depth: int = 0) -> Json:
+def minimal_instance(schema: JsonValue, depth: int = 0) -> JsonValue:
     """The smallest value a (JSON / OpenAPI-subset) schema accepts: required properties only, the
     first enum value, zero, false, empty string/list. Good enough for a side call's JSON answer."""
     schema = as_dict(schema)
     if depth > 8:
         return None
-    if schema.get("enum"):
-        return schema["enum"][0]
+    if (enum := as_list(schema.get("enum"))):
+        return enum[0]
     for key in ("anyOf", "oneOf"):
-        if as_list(schema.get(key)):
-            return minimal_instance(schema[key][0], depth + 1)
+        if (options := as_list(schema.get(key))):
+            return minimal_instance(options[0], depth + 1)
     kind = str(schema.get("type", "object" if "properties" in schema else "string")).lower()
     if kind == "object":
         properties = as_dict(schema.get("properties"))
-        return {name: minimal_instance(properties.get(name), depth + 1) for name in as_list(schema.get("required"))}
-    return {"array": [], "integer": 0, "number": 0, "boolean": False, "null": None}.get(kind, "")
+        return {
+            name: minimal_instance(properties.get(name), depth + 1)
+            for name in as_list(schema.get("required"))
+            if isinstance(name, str)  # a property's name: anything else is no schema a client sends
+        }
+    scalars: dict[str, JsonValue] = {"array": [], "integer": 0, "number": 0, "boolean": False, "null": None}
+    return scalars.get(kind, "")
 
 
 class Gemini(Dialect):
@@ -75,10 +79,10 @@ class Gemini(Dialect):
     def match_path(self, method: str, path: str) -> bool:
         return method == "POST" and parse_path(path) is not None
 
-    def looks_like(self, body: Json) -> bool:
+    def looks_like(self, body: JsonValue) -> bool:
         return isinstance(body, dict) and isinstance(body.get("contents"), list)
 
-    def count_tool_results(self, body: Json) -> int:
+    def count_tool_results(self, body: JsonValue) -> int:
         return sum(
             1
             for content in as_list(as_dict(body).get("contents"))
@@ -86,30 +90,30 @@ class Gemini(Dialect):
             if isinstance(part, dict) and ("functionResponse" in part or "function_response" in part)
         )
 
-    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+    def exposed_tools(self, body: JsonValue) -> list[ExposedTool]:
         out: list[ExposedTool] = []
         for tool in as_list(as_dict(body).get("tools")):
             tool = as_dict(tool)
             for declaration in as_list(tool.get("functionDeclarations", tool.get("function_declarations"))):
-                if isinstance(as_dict(declaration).get("name"), str):
-                    out.append(ExposedTool(declaration["name"]))
+                if isinstance(name := as_dict(declaration).get("name"), str):
+                    out.append(ExposedTool(name))
         return out
 
-    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+    def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         parsed = parse_path(info.path)
         return parsed is not None and parsed[1] == "streamGenerateContent"
 
-    def model_name(self, info: RequestInfo, body: Json, default: str) -> str:
+    def model_name(self, info: RequestInfo, body: JsonValue, default: str) -> str:
         parsed = parse_path(info.path)
         return parsed[0] if parsed else default
 
-    def auxiliary(self, info: RequestInfo, body: Json, model: str) -> Rendered | None:
+    def auxiliary(self, info: RequestInfo, body: JsonValue, model: str) -> Rendered | None:
         parsed = parse_path(info.path)
         if parsed and parsed[1] == "countTokens":
             return Rendered(body={"totalTokens": estimate_tokens(body)})
         return None
 
-    def side_text(self, body: Json, text: str) -> str:
+    def side_text(self, body: JsonValue, text: str) -> str:
         config = as_dict(as_dict(body).get("generationConfig"))
         if config.get("responseMimeType") == "application/json":
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
@@ -118,7 +122,7 @@ class Gemini(Dialect):
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _chunk(self, parts: list[Json], ctx: RenderContext) -> dict[str, Any]:
+    def _chunk(self, parts: list[JsonValue], ctx: RenderContext) -> dict[str, JsonValue]:
         return {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
             "usageMetadata": {
@@ -131,21 +135,21 @@ class Gemini(Dialect):
         }
 
     @staticmethod
-    def _call_parts(reply: ToolCallReply) -> list[Json]:
-        parts: list[Json] = [{"text": reply.preamble}] if reply.preamble else []
+    def _call_parts(reply: ToolCallReply) -> list[JsonValue]:
+        parts: list[JsonValue] = [{"text": reply.preamble}] if reply.preamble else []
         parts.append({"functionCall": {"name": reply.target.name, "args": reply.target.arguments}})
         return parts
 
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
         return [SseEvent.json(self._chunk(self._call_parts(reply), ctx))]
 
-    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue:
         return self._chunk(self._call_parts(reply), ctx)
 
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
         return [SseEvent.json(self._chunk([{"text": text}], ctx))]
 
-    def text_body(self, text: str, ctx: RenderContext) -> Json:
+    def text_body(self, text: str, ctx: RenderContext) -> JsonValue:
         return self._chunk([{"text": text}], ctx)
 
     def render(self, reply: Reply, ctx: RenderContext, *, stream: bool, info: RequestInfo) -> Rendered:
@@ -154,7 +158,7 @@ class Gemini(Dialect):
             return Rendered(status=rendered.status, body=[rendered.body])
         return super().render(reply, ctx, stream=stream, info=info)
 
-    def error_body(self, status: int, message: str) -> Json:
+    def error_body(self, status: int, message: str) -> JsonValue:
         kind = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 409: "ABORTED",
                 503: "UNAVAILABLE"}.get(
             status, "INTERNAL"

@@ -37,12 +37,10 @@ usage chunk with empty ``choices`` when ``stream_options.include_usage`` is set,
 
 from __future__ import annotations
 
-from typing import Any
-
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
-    Json,
+    JsonValue,
     RenderContext,
     Rendered,
     RequestInfo,
@@ -67,10 +65,10 @@ class OpenAIChat(Dialect):
             return path.endswith("/chat/completions") or path == "chat/completions"
         return method == "GET" and (path.endswith("/v1/models") or path in ("/models", "models"))
 
-    def looks_like(self, body: Json) -> bool:
+    def looks_like(self, body: JsonValue) -> bool:
         """Messages without Anthropic-only features (top-level ``system``, content blocks such as
         ``tool_use``/``tool_result``, flat ``{"name", "input_schema"}`` tools)."""
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        if not isinstance(body, dict) or not isinstance(messages := body.get("messages"), list):
             return False
         if "system" in body or "anthropic_version" in body:
             return False
@@ -78,32 +76,31 @@ class OpenAIChat(Dialect):
             return False
         return not any(
             isinstance(block, dict) and block.get("type") in ANTHROPIC_BLOCKS
-            for message in body["messages"]
+            for message in messages
             for block in as_list(as_dict(message).get("content"))
         )
 
-    def count_tool_results(self, body: Json) -> int:
+    def count_tool_results(self, body: JsonValue) -> int:
         return sum(
             1
             for message in as_list(as_dict(body).get("messages"))
             if isinstance(message, dict) and message.get("role") in ("tool", "function")
         )
 
-    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+    def exposed_tools(self, body: JsonValue) -> list[ExposedTool]:
         out: list[ExposedTool] = []
         for tool in as_list(as_dict(body).get("tools")):
-            function = as_dict(as_dict(tool).get("function"))
-            if isinstance(function.get("name"), str):
-                out.append(ExposedTool(function["name"]))
+            if isinstance(name := as_dict(as_dict(tool).get("function")).get("name"), str):
+                out.append(ExposedTool(name))
         for function in as_list(as_dict(body).get("functions")):  # the legacy form
-            if isinstance(as_dict(function).get("name"), str):
-                out.append(ExposedTool(function["name"]))
+            if isinstance(name := as_dict(function).get("name"), str):
+                out.append(ExposedTool(name))
         return out
 
-    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+    def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
-    def auxiliary(self, info: RequestInfo, body: Json, model: str) -> Rendered | None:
+    def auxiliary(self, info: RequestInfo, body: JsonValue, model: str) -> Rendered | None:
         if info.method == "GET":
             return Rendered(body={"object": "list", "data": [
                 {"id": model, "object": "model", "created": 0, "owned_by": "runner"},
@@ -113,7 +110,7 @@ class OpenAIChat(Dialect):
     # --- rendering ----------------------------------------------------------------------------
 
     @staticmethod
-    def _usage(ctx: RenderContext) -> dict[str, int]:
+    def _usage(ctx: RenderContext) -> dict[str, JsonValue]:
         return {
             "prompt_tokens": ctx.input_tokens,
             "completion_tokens": OUTPUT_TOKENS,
@@ -125,11 +122,11 @@ class OpenAIChat(Dialect):
         return as_dict(ctx.body.get("stream_options")).get("include_usage") is True
 
     @staticmethod
-    def thinking(body: Json) -> bool:
+    def thinking(body: JsonValue) -> bool:
         """DeepSeek's thinking mode: ``thinking: {"type": "enabled"}`` in the request."""
         return as_dict(as_dict(body).get("thinking")).get("type") == "enabled"
 
-    def _chunks(self, deltas: list[dict[str, Any]], finish: str, ctx: RenderContext) -> list[SseEvent]:
+    def _chunks(self, deltas: list[dict[str, JsonValue]], finish: str, ctx: RenderContext) -> list[SseEvent]:
         base = {"id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion.chunk", "created": ctx.created,
                 "model": ctx.model}
         if self.thinking(ctx.body):
@@ -145,9 +142,9 @@ class OpenAIChat(Dialect):
         return events
 
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
-        opening = {"index": 0, "id": reply.call_id, "type": "function",
+        opening: dict[str, JsonValue] = {"index": 0, "id": reply.call_id, "type": "function",
                    "function": {"name": reply.target.name, "arguments": ""}}
-        deltas: list[dict[str, Any]] = []
+        deltas: list[dict[str, JsonValue]] = []
         if reply.preamble:
             deltas += [{"role": "assistant", "content": reply.preamble}, {"tool_calls": [opening]}]
         else:
@@ -155,19 +152,19 @@ class OpenAIChat(Dialect):
         deltas.append({"tool_calls": [{"index": 0, "function": {"arguments": dumps(reply.target.arguments)}}]})
         return self._chunks(deltas, "tool_calls", ctx)
 
-    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
-        call = {"id": reply.call_id, "type": "function",
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue:
+        call: dict[str, JsonValue] = {"id": reply.call_id, "type": "function",
                 "function": {"name": reply.target.name, "arguments": dumps(reply.target.arguments)}}
-        message = {"role": "assistant", "content": reply.preamble or None, "tool_calls": [call]}
+        message: dict[str, JsonValue] = {"role": "assistant", "content": reply.preamble or None, "tool_calls": [call]}
         return self._completion(message, "tool_calls", ctx)
 
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
         return self._chunks([{"role": "assistant", "content": ""}, {"content": text}], "stop", ctx)
 
-    def text_body(self, text: str, ctx: RenderContext) -> Json:
+    def text_body(self, text: str, ctx: RenderContext) -> JsonValue:
         return self._completion({"role": "assistant", "content": text}, "stop", ctx)
 
-    def _completion(self, message: dict[str, Any], finish: str, ctx: RenderContext) -> dict[str, Any]:
+    def _completion(self, message: dict[str, JsonValue], finish: str, ctx: RenderContext) -> dict[str, JsonValue]:
         if self.thinking(ctx.body):
             message = {**message, "reasoning_content": REASONING_TEXT}
         return {
@@ -176,7 +173,7 @@ class OpenAIChat(Dialect):
             "usage": self._usage(ctx),
         }
 
-    def error_body(self, status: int, message: str) -> Json:
+    def error_body(self, status: int, message: str) -> JsonValue:
         kind = "server_error" if status >= 500 else "invalid_request_error"  # the types the real API sends
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 

@@ -23,12 +23,10 @@ Evidence (``reference/vendor-clis.md``, Codex 0.169.0 against a scripted server)
 
 from __future__ import annotations
 
-from typing import Any
-
 from runner.model.dialects.base import (
     OUTPUT_TOKENS,
     Dialect,
-    Json,
+    JsonValue,
     RenderContext,
     RequestInfo,
     as_dict,
@@ -46,36 +44,37 @@ class OpenAIResponses(Dialect):
     def match_path(self, method: str, path: str) -> bool:
         return method == "POST" and (path.rstrip("/").endswith("/responses") or path.rstrip("/") == "responses")
 
-    def looks_like(self, body: Json) -> bool:
+    def looks_like(self, body: JsonValue) -> bool:
         return isinstance(body, dict) and "input" in body and "messages" not in body and "contents" not in body
 
-    def count_tool_results(self, body: Json) -> int:
+    def count_tool_results(self, body: JsonValue) -> int:
         return sum(
             1
             for item in as_list(as_dict(body).get("input"))
             if isinstance(item, dict) and str(item.get("type", "")).endswith("_output")
         )
 
-    def exposed_tools(self, body: Json) -> list[ExposedTool]:
+    def exposed_tools(self, body: JsonValue) -> list[ExposedTool]:
         out: list[ExposedTool] = []
         for tool in as_list(as_dict(body).get("tools")):
             if not isinstance(tool, dict):
                 continue
-            if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            name = tool.get("name")
+            if tool.get("type") == "namespace" and isinstance(name, str):
                 for inner in as_list(tool.get("tools")):
-                    if isinstance(inner, dict) and isinstance(inner.get("name"), str):
-                        out.append(ExposedTool(inner["name"], tool["name"]))
-            elif isinstance(tool.get("name"), str):
-                out.append(ExposedTool(tool["name"]))
+                    if isinstance(inner, dict) and isinstance(inner_name := inner.get("name"), str):
+                        out.append(ExposedTool(inner_name, name))
+            elif isinstance(name, str):
+                out.append(ExposedTool(name))
         return out
 
-    def wants_stream(self, info: RequestInfo, body: Json) -> bool:
+    def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _response(self, ctx: RenderContext, status: str, output: list[Json]) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _response(self, ctx: RenderContext, status: str, output: list[JsonValue]) -> dict[str, JsonValue]:
+        body: dict[str, JsonValue] = {
             "id": f"resp_runner_{ctx.step}",
             "object": "response",
             "created_at": ctx.created,
@@ -97,13 +96,15 @@ class OpenAIResponses(Dialect):
         return body
 
     @staticmethod
-    def _message(text: str, item_id: str, status: str = "completed") -> dict[str, Any]:
-        content = [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+    def _message(text: str, item_id: str, status: str = "completed") -> dict[str, JsonValue]:
+        content: list[JsonValue] = (
+            [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+        )
         return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
     @staticmethod
-    def _function_call(reply: ToolCallReply, status: str = "completed") -> dict[str, Any]:
-        item: dict[str, Any] = {
+    def _function_call(reply: ToolCallReply, status: str = "completed") -> dict[str, JsonValue]:
+        item: dict[str, JsonValue] = {
             "type": "function_call",
             "id": f"fc_runner_{reply.step}",
             "call_id": reply.call_id,
@@ -115,8 +116,8 @@ class OpenAIResponses(Dialect):
             item["namespace"] = reply.target.namespace
         return item
 
-    def _items(self, reply: ToolCallReply | None, text: str | None, ctx: RenderContext) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
+    def _items(self, reply: ToolCallReply | None, text: str | None, ctx: RenderContext) -> list[JsonValue]:
+        items: list[JsonValue] = []
         if text is not None:
             items.append(self._message(text, f"msg_runner_{ctx.step}"))
         if reply is not None:
@@ -126,15 +127,15 @@ class OpenAIResponses(Dialect):
     def _events(self, reply: ToolCallReply | None, text: str | None, ctx: RenderContext) -> list[SseEvent]:
         events: list[SseEvent] = []
 
-        def emit(kind: str, **fields: Any) -> None:
+        def emit(kind: str, **fields: JsonValue) -> None:
             events.append(SseEvent.json({"type": kind, "sequence_number": len(events), **fields}, kind))
 
         emit("response.created", response=self._response(ctx, "in_progress", []))
         emit("response.in_progress", response=self._response(ctx, "in_progress", []))
-        done: list[dict[str, Any]] = []
+        done: list[JsonValue] = []
         if text is not None:
             index, item_id = len(done), f"msg_runner_{ctx.step}"
-            part = {"type": "output_text", "text": text, "annotations": []}
+            part: dict[str, JsonValue] = {"type": "output_text", "text": text, "annotations": []}
             emit("response.output_item.added", output_index=index, item=self._message(text, item_id, "in_progress"))
             emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0,
                  part={**part, "text": ""})
@@ -160,16 +161,16 @@ class OpenAIResponses(Dialect):
     def tool_call_events(self, reply: ToolCallReply, ctx: RenderContext) -> list[SseEvent]:
         return self._events(reply, reply.preamble or None, ctx)
 
-    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> Json:
+    def tool_call_body(self, reply: ToolCallReply, ctx: RenderContext) -> JsonValue:
         return self._response(ctx, "completed", self._items(reply, reply.preamble or None, ctx))
 
     def text_events(self, text: str, ctx: RenderContext) -> list[SseEvent]:
         return self._events(None, text, ctx)
 
-    def text_body(self, text: str, ctx: RenderContext) -> Json:
+    def text_body(self, text: str, ctx: RenderContext) -> JsonValue:
         return self._response(ctx, "completed", self._items(None, text, ctx))
 
-    def error_body(self, status: int, message: str) -> Json:
+    def error_body(self, status: int, message: str) -> JsonValue:
         kind = "server_error" if status >= 500 else "invalid_request_error"  # the types the real API sends
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 

@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
@@ -25,12 +24,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from runner.core.outcomes import JsonValue
 from runner.model.config import ModelMode
 from runner.model.dialects import Dialect
 
 logger = logging.getLogger("runner.model.server")  # the endpoint's one logger, whichever module logs
 
-Finish = Callable[[dict[str, Any], str], None]  # (the logged response, how the exchange ended)
+Finish = Callable[[dict[str, JsonValue], str], None]  # (the logged response, how the exchange ended)
 JSON_TYPE = {"content_type": "application/json"}
 
 
@@ -50,7 +50,7 @@ class ModelEndpointHandle:
     upstream_errors: int = 0
     last_step: int | None = None
     replayed: int = 0  # replay: recorded exchanges served
-    divergence: dict[str, Any] | None = None  # replay: {"step", "path", "what", "field"?} of the first divergence
+    divergence: dict[str, JsonValue] | None = None  # replay: {"step", "path", "what", "field"?} of the first divergence
     faults: int = 0  # scripted: requests answered with the injected fault
     stopping: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
@@ -62,9 +62,9 @@ class Exchange:
     request: Request
     raw: bytes  # the body as received (still content-encoded, if it was)
     headers: list[tuple[str, str]]  # as received, decoded latin-1, in order
-    body: Any  # the (decoded) body's JSON, or None
+    body: JsonValue  # the (decoded) body's JSON, or None
     dialect: Dialect | None  # by the request's path
-    record: dict[str, Any]  # the exchange-log record; the handler adds what it decided
+    record: dict[str, JsonValue]  # the exchange-log record; the handler adds what it decided
     finish: Finish  # write the record with its response; called exactly once
 
 
@@ -129,6 +129,7 @@ class ObservedStream(StreamingResponse):
             with anyio.CancelScope(shield=True):
                 for iterator in (self.body_iterator, self._source):
                     with contextlib.suppress(Exception):
+                        # both are async generators, which starlette and __init__ type as plain async iterators
                         await iterator.aclose()  # type: ignore[attr-defined]
                 if self._close is not None:
                     with contextlib.suppress(Exception):
@@ -139,7 +140,7 @@ class ObservedStream(StreamingResponse):
                     logger.exception("could not log a model exchange")
 
 
-def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+def json_response(status: int, body: JsonValue, headers: dict[str, str] | None = None) -> Response:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -152,7 +153,7 @@ async def stalled(
     ended = await _hold(handle, request)
     if ended == "server_stopped":
         message = f"{who}: the endpoint stopped while this answer was held back"
-        error = dialect.error_body(503, message) if dialect else {"error": {"message": message}}
+        error: JsonValue = dialect.error_body(503, message) if dialect else {"error": {"message": message}}
         finish({"status": 503, "stalled": True}, ended)
         return json_response(503, error)
     finish({"status": None, "stalled": True}, ended)

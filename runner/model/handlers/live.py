@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import httpx2
 from starlette.responses import Response
 
+from runner.core.outcomes import JsonValue
 from runner.model.exchange_log import Capture, redact_headers
 from runner.model.handlers.base import (
     JSON_TYPE,
@@ -43,7 +44,7 @@ class LiveHandler(ModelHandler):
         except httpx2.HTTPError as err:
             self.handle.upstream_errors += 1
             message = f"runner live model: the upstream could not be reached: {type(err).__name__}: {err}"
-            error = dialect.error_body(502, message) if dialect else {"error": {"message": message}}
+            error: JsonValue = dialect.error_body(502, message) if dialect else {"error": {"message": message}}
             finish({"status": 502, **JSON_TYPE, "body": error}, "upstream_error")
             return json_response(502, error)
         content_type = upstream.headers.get("content-type", "")
@@ -59,7 +60,7 @@ class LiveHandler(ModelHandler):
 
         def done(ended: str) -> None:
             finish({"status": upstream.status_code, "content_type": content_type or None,
-                    "headers": redact_headers(response_headers), "stream": capture.sse, **capture.to_json()}, ended)
+                    "headers": {**redact_headers(response_headers)}, "stream": capture.sse, **capture.to_json()}, ended)
 
         return ObservedStream(
             source(), done, status_code=upstream.status_code, headers=response_headers, close=upstream.aclose

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 from starlette.responses import Response
 
+from runner.core.outcomes import JsonValue
 from runner.model.exchange_log import Capture, ExchangeLog
 from runner.model.handlers.base import (
     JSON_TYPE,
@@ -39,7 +40,10 @@ class ReplayHandler(ModelHandler):
     async def answer(self, exchange: Exchange) -> Response:
         request, dialect, record, finish = exchange.request, exchange.dialect, exchange.record, exchange.finish
         replayer = self.replayer
-        received = self.log.scrub_value({k: record["request"][k] for k in ("method", "path", "query", "body")})
+        logged = record["request"]
+        if not isinstance(logged, dict):  # never: the router logs every request as an object (server.py)
+            raise TypeError("the exchange record holds no request object")
+        received = self.log.scrub_value({k: logged[k] for k in ("method", "path", "query", "body")})
         outcome = replayer.take(received, dialect.name if dialect else None)
         if isinstance(outcome, Divergence):
             divergence = outcome.to_json()
@@ -47,7 +51,7 @@ class ReplayHandler(ModelHandler):
             record["divergence"] = divergence
             message = (f"runner replay: request {outcome.step} ({outcome.path}) diverged from the recording, "
                        f"so the replay stopped: {outcome.what}")
-            error = dialect.error_body(DIVERGENCE_STATUS, message) if dialect else {
+            error: JsonValue = dialect.error_body(DIVERGENCE_STATUS, message) if dialect else {
                 "error": {"message": message, "type": "replay_divergence"}}
             finish({"status": DIVERGENCE_STATUS, **JSON_TYPE, "body": error}, "complete")
             return json_response(DIVERGENCE_STATUS, error, {"x-should-retry": "false"})

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response
 
+from runner.core.outcomes import JsonValue
 from runner.model.config import ModelEndpointConfig
 from runner.model.dialects import Dialect, RenderContext, RequestInfo
 from runner.model.dialects.base import Rendered, estimate_tokens
@@ -75,7 +76,7 @@ class ScriptedHandler(ModelHandler):
         method, path = request.method, request.url.path
         if dialect is None:
             message = f"runner scripted model: no endpoint for {method} {path}"
-            error = {"error": {"message": message, "type": "not_found"}}
+            error: JsonValue = {"error": {"message": message, "type": "not_found"}}
             finish({"status": 404, **JSON_TYPE, "body": error}, "complete")
             return json_response(404, error)
         info = RequestInfo(method, path, dict(request.query_params))
@@ -141,7 +142,7 @@ class ScriptedHandler(ModelHandler):
 
         def done(ended: str) -> None:
             finish({"status": rendered.status, "content_type": response.headers.get("content-type"),
-                    "headers": headers, "stream": True, **capture.to_json()}, ended)
+                    "headers": {**headers}, "stream": True, **capture.to_json()}, ended)
 
         response = ObservedStream(
             source(), done, status_code=rendered.status, headers=headers, media_type="text/event-stream",
@@ -170,7 +171,7 @@ def cut_short(rendered: Rendered, finish: Finish) -> Response:
         raise InjectedClose("the injected early-close fault drops the connection here")
 
     def done(ended: str) -> None:
-        finish({"status": rendered.status, "content_type": media_type, "headers": headers,
+        finish({"status": rendered.status, "content_type": media_type, "headers": {**headers},
                 "stream": rendered.events is not None, **capture.to_json(),
                 "cut_after": cut},
                "closed_early" if ended in ("error", "complete") else ended)
