@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 
 class ModelMode(StrEnum):
@@ -79,7 +78,7 @@ class ModelFault:
         """The canonical ``KIND@STEP`` text (what a repro command carries)."""
         return f"{self.kind.value}@{AFTER_ASK if self.after_ask else self.step}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str]:
         return {"kind": self.kind.value, "spec": self.spec,
                 "at": AFTER_ASK if self.after_ask else f"request {self.step}"}
 
