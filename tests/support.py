@@ -56,8 +56,19 @@ def meta(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def exchanges(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The turn's model exchanges in the order the requests arrived (``request_seq``). The log is written in
+    completion order, and a CLI's concurrent requests (a title request beside a conversation request) arrive and
+    finish in either order: only the conversation's own requests, which a CLI sends one after another, have an
+    order a test may rely on (:func:`conversation`)."""
     path = Path(report["files"]["modelExchanges"])
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    logged = [json.loads(line) for line in path.read_text().splitlines()]
+    return sorted(logged, key=lambda r: r["request_seq"])
+
+
+def conversation(logged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation requests of ``logged`` (the ones the scripted model played a step for), in its order:
+    not the side requests (titles), nor the auxiliary ones (token counts, model lists, preconnects)."""
+    return [r for r in logged if "decision" in r and r["decision"]["reply"] != "side"]
 
 
 def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[str, Any]:
@@ -68,12 +79,22 @@ def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[
 
 
 def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | None = None) -> None:
+    """The fault took the conversation down from its request on, and nothing else: whatever the order in which
+    concurrent requests reached the endpoint (runner.model.faults)."""
     logged = exchanges(report)
     faulted = [r for r in logged if "fault" in r]
     assert faulted, "the exchange log records the injected fault"
     assert all(r["fault"]["spec"] == spec and r["fault"]["injected"] is True for r in faulted)
-    # nothing before the fault was faulted, and everything from it on was
-    first = logged.index(faulted[0])
-    assert faulted == logged[first:]
+    talk = conversation(logged)
+    # only conversation requests are faulted: a side request is answered, whenever it came
+    assert [r["request_seq"] for r in faulted if r not in talk] == []
+    # nothing before the fault was faulted, and every conversation request from it on was
+    first = talk.index(faulted[0])
+    assert faulted == talk[first:]
+    assert [r["fault"]["request"] for r in faulted] == list(range(first + 1, len(talk) + 1))
+    assert {r["fault"]["fired_at_request"] for r in faulted} == {first + 1}
+    fault = ModelFault.parse(spec)
+    if not fault.after_ask:
+        assert first + 1 == fault.step, f"the fault fired on conversation request {first + 1}, not {fault.step}"
     if ended is not None:
         assert {r["ended"] for r in faulted} == {ended}
