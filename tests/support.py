@@ -18,14 +18,25 @@ from runner.model.faults import ModelFault
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
 
 
+# Runs a command and writes the peak resident set (KiB) of it and its descendants to argv[1]: measured on this
+# one process tree, not on every child the test process has waited for so far (RUSAGE_CHILDREN of pytest itself
+# would carry whatever an earlier test ran, so a memory bound read there depends on the order tests run in).
+_PEAK_OF = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
+            "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+            "sys.exit(code)")
+
+
 def runner_exec(
-    tmp_path: Path, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None
+    tmp_path: Path, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None, peak_to: Path | None = None
 ) -> dict[str, Any]:
+    """``runner exec --json`` as a user runs it; ``peak_to``: where to write the run's peak RSS in KiB
+    (:func:`peak_mib`)."""
     turn_tmp = tmp_path / "tmp"
     turn_tmp.mkdir(exist_ok=True)
     env = {**os.environ, **(env or {}), "TMPDIR": str(turn_tmp)}
+    measured = [sys.executable, "-c", _PEAK_OF, str(peak_to)] if peak_to is not None else []
     proc = subprocess.run(
-        [RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
+        [*measured, RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
         capture_output=True, text=True, env=env, timeout=240,
     )
     assert proc.returncode == expect_exit, proc.stderr
@@ -34,6 +45,11 @@ def runner_exec(
     # no per-turn socket directory survives the turn
     assert list(turn_tmp.iterdir()) == []
     return json.loads(lines[0])
+
+
+def peak_mib(peak_to: Path) -> float:
+    """The peak RSS :func:`runner_exec` wrote to ``peak_to``, in MiB."""
+    return int(peak_to.read_text()) / 1024
 
 
 def no_containers_left(engine: docker.DockerClient, report: dict[str, Any]) -> None:
