@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 RUNNER := $(BIN)/runner
 PYTEST := $(BIN)/pytest
 
-.PHONY: run test setup venv engine base-tools test-tools images lint unit integration e2e bench gc clean
+.PHONY: run test setup venv engine base-tools test-tools images lint unit integration e2e bench gc clean soak
 
 run: venv engine base-tools
 	$(RUNNER) images build --harness codex
@@ -59,6 +59,14 @@ integration: venv engine base-tools test-tools
 
 e2e: venv engine base-tools
 	$(PYTEST) tests/e2e -q -p no:cacheprovider
+
+# before a change lands (not CI's): the integration and e2e layers N times in a random order, both cores kept busy by
+# a bounded busy loop; each round prints its seed, SEED=... replays it; a failing round stops the soak (tests/soak.py)
+N ?= 2
+SEED ?=
+SOAK_TESTS ?= tests/integration tests/e2e
+soak: venv engine
+	$(BIN)/python -m tests.soak --rounds $(N) $(if $(SEED),--seed $(SEED)) $(SOAK_TESTS)
 
 bench: setup
 	$(BIN)/python -m runner.bench

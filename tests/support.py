@@ -18,14 +18,25 @@ from runner.model.faults import ModelFault
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
 
 
+# Runs a command and writes the peak resident set (KiB) of it and its descendants to argv[1]: measured on this
+# one process tree, not on every child the test process has waited for so far (RUSAGE_CHILDREN of pytest itself
+# would carry whatever an earlier test ran, so a memory bound read there depends on the order tests run in).
+_PEAK_OF = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[2:]); "
+            "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+            "sys.exit(code)")
+
+
 def runner_exec(
-    tmp_path: Path, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None
+    tmp_path: Path, *args: str, expect_exit: int = 0, env: dict[str, str] | None = None, peak_to: Path | None = None
 ) -> dict[str, Any]:
+    """``runner exec --json`` as a user runs it; ``peak_to``: where to write the run's peak RSS in KiB
+    (:func:`peak_mib`)."""
     turn_tmp = tmp_path / "tmp"
     turn_tmp.mkdir(exist_ok=True)
     env = {**os.environ, **(env or {}), "TMPDIR": str(turn_tmp)}
+    measured = [sys.executable, "-c", _PEAK_OF, str(peak_to)] if peak_to is not None else []
     proc = subprocess.run(
-        [RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
+        [*measured, RUNNER, "exec", "--json", "--out", str(tmp_path / "out"), *args],
         capture_output=True, text=True, env=env, timeout=240,
     )
     assert proc.returncode == expect_exit, proc.stderr
@@ -34,6 +45,11 @@ def runner_exec(
     # no per-turn socket directory survives the turn
     assert list(turn_tmp.iterdir()) == []
     return json.loads(lines[0])
+
+
+def peak_mib(peak_to: Path) -> float:
+    """The peak RSS :func:`runner_exec` wrote to ``peak_to``, in MiB."""
+    return int(peak_to.read_text()) / 1024
 
 
 def no_containers_left(engine: docker.DockerClient, report: dict[str, Any]) -> None:
@@ -56,8 +72,19 @@ def meta(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def exchanges(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The turn's model exchanges in the order the requests arrived (``request_seq``). The log is written in
+    completion order, and a CLI's concurrent requests (a title request beside a conversation request) arrive and
+    finish in either order: only the conversation's own requests, which a CLI sends one after another, have an
+    order a test may rely on (:func:`conversation`)."""
     path = Path(report["files"]["modelExchanges"])
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    logged = [json.loads(line) for line in path.read_text().splitlines()]
+    return sorted(logged, key=lambda r: r["request_seq"])
+
+
+def conversation(logged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation requests of ``logged`` (the ones the scripted model played a step for), in its order:
+    not the side requests (titles), nor the auxiliary ones (token counts, model lists, preconnects)."""
+    return [r for r in logged if "decision" in r and r["decision"]["reply"] != "side"]
 
 
 def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[str, Any]:
@@ -68,12 +95,22 @@ def faulted_exec(tmp_path: Path, harness: str, fault: str, *extra: str) -> dict[
 
 
 def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | None = None) -> None:
+    """The fault took the conversation down from its request on, and nothing else: whatever the order in which
+    concurrent requests reached the endpoint (runner.model.faults)."""
     logged = exchanges(report)
     faulted = [r for r in logged if "fault" in r]
     assert faulted, "the exchange log records the injected fault"
     assert all(r["fault"]["spec"] == spec and r["fault"]["injected"] is True for r in faulted)
-    # nothing before the fault was faulted, and everything from it on was
-    first = logged.index(faulted[0])
-    assert faulted == logged[first:]
+    talk = conversation(logged)
+    # only conversation requests are faulted: a side request is answered, whenever it came
+    assert [r["request_seq"] for r in faulted if r not in talk] == []
+    # nothing before the fault was faulted, and every conversation request from it on was
+    first = talk.index(faulted[0])
+    assert faulted == talk[first:]
+    assert [r["fault"]["request"] for r in faulted] == list(range(first + 1, len(talk) + 1))
+    assert {r["fault"]["fired_at_request"] for r in faulted} == {first + 1}
+    fault = ModelFault.parse(spec)
+    if not fault.after_ask:
+        assert first + 1 == fault.step, f"the fault fired on conversation request {first + 1}, not {fault.step}"
     if ended is not None:
         assert {r["ended"] for r in faulted} == {ended}

@@ -21,10 +21,19 @@ whose conversation already holds the answer to the ask (its step is past the ask
 with no ask the CLI could make (the escalate tool not offered, a behaviour that never asks) it never
 fires.
 
-**From then on.** A fault models an outage, not a blip: once it fires, every later generation
-request (side requests included) fails the same way. A CLI's own retries therefore meet the same
-fault, and what the turn reports is how the CLI ends when its model is gone -- not whether one retry
-happened to land. Every faulted exchange is logged with a ``fault`` entry naming the fault.
+**From then on.** A fault models an outage, not a blip: once it fires, every later conversation
+request fails the same way. A CLI's own retries therefore meet the same fault, and what the turn
+reports is how the CLI ends when its model is gone -- not whether one retry happened to land. Every
+faulted exchange is logged with a ``fault`` entry naming the fault.
+
+**Side requests are never faulted.** Whether a request is faulted is decided by what it is (a
+conversation request, and where it stands in the conversation), never by when it arrived relative to
+a request of another kind. A side request carries no place in the conversation, and a CLI sends it
+alongside a conversation request (dsh sends its title request about 1 ms after its first
+conversation request), so "before or after the fault fired" would be a race between two concurrent
+requests: a fault that took side requests down once it had fired failed dsh's title request or
+served it depending on which reached the endpoint first. A side request is answered as scripted
+whatever the fault, so the same turn faults the same requests in every run.
 """
 
 from __future__ import annotations
@@ -57,19 +66,18 @@ class FaultTrigger:
         self.injected = 0
 
     def check(self, step: int, plan: Plan) -> dict[str, Any] | None:
-        """Call once per generation request with its step and plan; the log entry when it faults."""
-        if not plan.side:
-            self.conversation_requests += 1
-        if self.fired_at is None and not plan.side and self._due(step, plan):
+        """Call once per generation request with its step and plan; the log entry when it faults. A side
+        request is neither counted nor faulted, whenever it comes (see the module's docstring)."""
+        if plan.side:
+            return None
+        self.conversation_requests += 1
+        if self.fired_at is None and self._due(step, plan):
             self.fired_at = self.conversation_requests
         if self.fired_at is None:
             return None
         self.injected += 1
-        entry = {**self.fault.to_json(), "injected": True, "fired_at_request": self.fired_at,
-                 "injection": self.injected}
-        if not plan.side:
-            entry["request"] = self.conversation_requests
-        return entry
+        return {**self.fault.to_json(), "injected": True, "fired_at_request": self.fired_at,
+                "injection": self.injected, "request": self.conversation_requests}
 
     def _due(self, step: int, plan: Plan) -> bool:
         if self.fault.after_ask:

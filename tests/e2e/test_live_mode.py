@@ -90,11 +90,15 @@ def upstream(tmp_path: Path) -> Iterator[Upstream]:
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    while True:
+        assert proc.poll() is None, f"the scripted upstream exited ({proc.returncode}): port {port} taken meanwhile?"
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             break
         except OSError:
+            if time.monotonic() >= deadline:
+                proc.kill()
+                pytest.fail(f"the scripted upstream did not listen on port {port} within 20 s")
             time.sleep(0.1)
     state = Upstream("", [])
 

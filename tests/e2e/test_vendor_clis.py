@@ -15,6 +15,7 @@ import pytest
 from runner.harnesses.deepseek.session import read_log, session_logs
 from runner.model.dialects.openai_chat import REASONING_TEXT
 from runner.sandbox.images import ImageRecord, ensure_image
+from tests import support
 from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -93,7 +94,7 @@ def test_deepseek_turn_is_read_from_its_session_log_with_the_dialect_quirks_met(
     (log,) = session_logs(Path(report["files"]["session"]))
     kinds = [e["type"] for e in read_log(log)]
     assert kinds[0] == "session" and kinds[-1] == "turn/end" and "tool/call" in kinds
-    exchanges = [json.loads(line) for line in Path(report["files"]["modelExchanges"]).read_text().splitlines()]
+    exchanges = support.exchanges(report)  # in arrival order: the title request races the first conversation one
     bodies = [e["request"]["body"] for e in exchanges]
     assert all(b["stream"] is True for b in bodies)
     titles = [e for e in exchanges if e["decision"]["reply"] == "side"]

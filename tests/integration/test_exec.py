@@ -8,7 +8,6 @@ metadata, the counts, the record, and that no container and no per-turn director
 from __future__ import annotations
 
 import json
-import resource
 import time
 from pathlib import Path
 
@@ -18,11 +17,14 @@ import pytest
 from runner.conformance.behaviours import FLOOD_BYTES
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON
 from runner.sandbox.images import ImageRecord
-from tests.support import meta, no_containers_left, record_of, runner_exec
+from tests.support import meta, no_containers_left, peak_mib, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 REASON = "issuing a control-plane grant is outside this agent's authority"
+# the CLI must reach the ask before the deadline: 4 s was not enough for the reference client to open its MCP
+# session on 2 loaded cores (make soak: mcp_not_connected)
+HANG_DEADLINE = 15
 
 
 def test_cooperative_escalates_with_the_clis_own_outcome_kept(
@@ -90,15 +92,18 @@ def test_hang_after_ask_is_stopped_only_by_the_deadline_and_still_escalates_with
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
     started = time.monotonic()
-    report = runner_exec(
-        tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask", "--deadline", "4"
-    )
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask",
+                         "--deadline", str(HANG_DEADLINE))
     took = time.monotonic() - started
     grace = 3  # harness_profiles/reference.yaml wind_down.grace_seconds
-    assert report["deadlineHit"] is True and report["status"] == "escalated"
-    assert report["elapsedSeconds"] >= 4
-    assert report["elapsedSeconds"] <= 4 + grace + 5, "settled within deadline + grace (+ start-up)"
-    assert took < 4 + grace + 20
+    assert report["deadlineHit"] is True and report["status"] == "escalated", report["infrastructureError"]
+    assert report["elapsedSeconds"] >= HANG_DEADLINE
+    # elapsedSeconds also holds the engine calls around the drive (create, start, the session copy): on 2 busy cores
+    # shared with other builds they took 5+ s (23.3 s measured against a 23 s bound), so they get 15
+    assert report["elapsedSeconds"] <= HANG_DEADLINE + grace + 15, "settled within deadline + grace (+ engine calls)"
+    # not a bound on the whole command's wall time: with the machine at load 16 it took 61 s, all of it outside the
+    # turn (interpreter start-up, image lookup, the wiring probe); only that it did not return before the deadline
+    assert took >= HANG_DEADLINE
     m = meta(report)
     assert (m["harnessOutcome"], m["harnessErrorCode"]) == ("fail", "harness_wind_down_timeout")
     assert any("sharedos.escalate" in line for line in m["transcriptTail"]), "the tail says what it did"
@@ -108,14 +113,16 @@ def test_hang_after_ask_is_stopped_only_by_the_deadline_and_still_escalates_with
 def test_flood_finishes_with_bounded_memory_and_a_bounded_tail(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
-    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "flood")
+    peak = tmp_path / "peak"
+    report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "flood",
+                         peak_to=peak)
     assert report["status"] == "escalated" and meta(report)["harnessOutcome"] == "complete"
     tail = meta(report)["transcriptTail"]
     assert 0 < len(tail) <= 40 and sum(len(line) for line in tail) <= 16 * 1024 + 40 * 64
     assert Path(report["files"]["stdout"]).stat().st_size >= FLOOD_BYTES
-    # the largest child this test process has waited for (every runner exec so far) stayed small
-    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    assert peak_mib < 250, f"runner peaked at {peak_mib:.0f} MiB while reading a {FLOOD_BYTES >> 20} MiB flood"
+    # this runner exec (and whatever it ran) stayed small
+    mib = peak_mib(peak)
+    assert mib < 250, f"runner peaked at {mib:.0f} MiB while reading a {FLOOD_BYTES >> 20} MiB flood"
     no_containers_left(engine, report)
 
 

@@ -151,12 +151,14 @@ def test_a_cold_build_records_its_own_duration_for_the_bench(built: tuple[ImageR
 
 def test_second_ensure_is_a_cache_hit(client: docker.DockerClient, built: tuple[ImageRecord, float]) -> None:
     record, _ = built
-    before = {i.id for i in client.images.list(filters={"label": "runner.image=reference"})}
+    # this recipe's images only: another user of the engine may build a reference image of its own meanwhile
+    this_recipe = {"label": ["runner.image=reference", f"runner.recipe={record.recipe_hash}"]}
+    before = {i.id for i in client.images.list(filters=this_recipe)}
     started = time.monotonic()
     again = ensure_image(client, "reference", progress=lambda _line: None)
     elapsed = time.monotonic() - started
     assert again.image_id == record.image_id
-    assert {i.id for i in client.images.list(filters={"label": "runner.image=reference"})} == before
+    assert {i.id for i in client.images.list(filters=this_recipe)} == before == {record.image_id}
     print(f"warm ensure_image: {elapsed:.2f} s")  # how fast is make bench's to say, not a test's
 
 

@@ -25,10 +25,6 @@ ARGS = ["run", "--harness", "reference", "--case", "escalation,read-to-mutation"
         "-j", "1"]
 
 
-def ours(engine: docker.DockerClient) -> list[object]:
-    return engine.containers.list(all=True, filters={"label": "runner.harness=reference"})
-
-
 # How long after a SIGKILL the run's containers may still be there. The reaper sweeps at once and twice more
 # within ~6 s; the bound is generous because it guards "never left behind", not speed (that is under load).
 REAPED_WITHIN = 90.0
@@ -80,27 +76,25 @@ def test_after_sigkill_the_reaper_removes_the_runs_containers_without_gc(
         f"a container of the SIGKILLed run was still there {REAPED_WITHIN:.0f} s later")
 
 
-def wait_for_container(engine: docker.DockerClient, timeout: float = 60) -> None:
-    """Until a turn's container runs (not the wiring probe's: whether the probe runs first depends on the probe
-    cache this machine has)."""
-    def a_turn() -> bool:
-        return any("runner.probe" not in (c.get("Labels") or {})
-                   for c in engine.api.containers(all=True, filters={"label": "runner.harness=reference"}))
-
-    assert wait_until(a_turn, timeout), "the run never started a turn's container"
+def wait_for_container(engine: docker.DockerClient, turn_tmp: Path, timeout: float = 60) -> None:
+    """Until a turn's container of this run runs (not the wiring probe's: whether the probe runs first depends on
+    the probe cache this machine has)."""
+    assert wait_until(lambda: bool(of_this_run(engine, turn_tmp, turns_only=True)), timeout), (
+        "the run never started a turn's container")
 
 
 def test_ctrl_c_removes_every_container_and_marks_the_running_cell_interrupted(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
-    assert not ours(engine), "start from a clean engine"
+    turn_tmp = tmp_path / "tmp"
+    turn_tmp.mkdir()
     out = tmp_path / "run"
-    proc = start(out)
-    wait_for_container(engine)
+    proc = start(out, env={"TMPDIR": str(turn_tmp)})
+    wait_for_container(engine, turn_tmp)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    assert not ours(engine), "Ctrl-C left a container behind"
+    assert not of_this_run(engine, turn_tmp), "Ctrl-C left a container behind"
     results = [json.loads(p.read_text()) for p in out.glob("*/result.json")]
     assert results and any(r.get("interrupted") for r in results)
 
@@ -112,14 +106,17 @@ def test_after_sigkill_gc_removes_leftovers_and_a_rerun_resumes(
     finished = subprocess.run([RUNNER, "run", "--harness", "reference", "--case", "hidden-tool", "--out", str(out)],
                               capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0, finished.stderr
-    proc = start(out, env={"RUNNER_REAPER": "0"})  # no reaper: the leftover is gc's to find
-    wait_for_container(engine)
+    turn_tmp = tmp_path / "tmp"
+    turn_tmp.mkdir()
+    proc = start(out, env={"RUNNER_REAPER": "0", "TMPDIR": str(turn_tmp)})  # no reaper: the leftover is gc's to find
+    wait_for_container(engine, turn_tmp)
     proc.kill()
     proc.wait(timeout=30)
-    assert ours(engine), "a SIGKILLed run cannot clean up: its container is still there"
+    left = {c["Id"] for c in of_this_run(engine, turn_tmp)}
+    assert left, "a SIGKILLed run cannot clean up: its container is still there"
     gc = subprocess.run([RUNNER, "gc", "--json"], capture_output=True, text=True, timeout=60)
-    assert gc.returncode == 0 and json.loads(gc.stdout)["removed"]
-    assert not ours(engine)
+    assert gc.returncode == 0 and left <= set(json.loads(gc.stdout)["removed"])
+    assert not of_this_run(engine, turn_tmp)
     rerun = subprocess.run([RUNNER, "run", "--harness", "reference", "--case", "hidden-tool", "--out", str(out)],
                            capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0 and "ran 0, resumed 1" in rerun.stdout

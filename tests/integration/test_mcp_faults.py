@@ -5,8 +5,10 @@ not counted; a call arriving after the ask is refused ``escalation_pending`` and
 ask is just such a call (the first reason is kept); one escalation is recorded for the turn. Every
 test here drives the real SDK on both ends over a real unix socket, through the real
 :class:`EscalationLatch` and :class:`Envelope`. The only stand-in is :class:`SlowHost`, which sits
-between the latch and the envelope and holds ``files.read`` for :data:`SLOW` seconds, so a call can
-be caught in flight (upstream's own test delays a read 400 ms inside the kernel).
+between the latch and the envelope and holds ``files.read``, so a call can be caught in flight
+(upstream's own test delays a read 400 ms inside the kernel). Where a test asserts that the read was
+still in flight, it holds the read on a gate it opens itself (never on a time that a loaded machine
+could outlast).
 
 The reconnect test also runs from inside the reference image: a small SDK client in the hardened
 container reaches the mounted socket through a ``socat`` relay, exactly as the reference harness
@@ -21,7 +23,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,8 @@ from runner.sandbox.images import ImageRecord
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
-SLOW = 0.4  # seconds SlowHost holds a files.read before the envelope sees it
+SLOW = 0.4  # seconds SlowHost holds a files.read before the envelope sees it (where no gate holds it)
+GIVE_UP = 2.0  # seconds a client waits for a read the test holds on a gate, then gives up on it
 POLICY = {"path": ["Workspace", "policy.md"]}
 POLICY_TEXT = "Only the owner changes policy.\n"
 REASON = "The owner must approve a policy change."
@@ -56,7 +59,8 @@ CLIENT = types.Implementation(name="pytest-faults", version="1.0")
 
 
 class SlowHost:
-    """The envelope's host surface, with ``files.read`` held for ``hold`` seconds before it is delegated.
+    """The envelope's host surface, with ``files.read`` held before it is delegated: for ``hold`` seconds, or,
+    given a ``gate``, until the gate says so.
 
     It stands for a kernel that takes time: a read held here has passed the latch but not yet
     reached the envelope, which is exactly the window upstream's concurrency rules are about.
@@ -64,9 +68,13 @@ class SlowHost:
     event loop (a container) about it.
     """
 
-    def __init__(self, envelope: Envelope, hold: float = SLOW, on_start: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, envelope: Envelope, hold: float = SLOW, on_start: Callable[[], None] = lambda: None,
+        gate: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.envelope = envelope
         self.hold = hold
+        self.gate = gate
         self.on_start = on_start
         self.started = anyio.Event()
         self.finished = anyio.Event()
@@ -78,7 +86,10 @@ class SlowHost:
         self.reads += 1
         self.started.set()
         self.on_start()
-        await anyio.sleep(self.hold)
+        if self.gate is not None:
+            await self.gate()
+        else:
+            await anyio.sleep(self.hold)
         result = await self.envelope.invoke_tool(call)
         self.finished.set()
         return result
@@ -106,14 +117,19 @@ class Turn:
 
 @asynccontextmanager
 async def served(
-    directory: Path, *, hold: float = SLOW, on_start: Callable[[], None] = lambda: None
+    directory: Path, *, hold: float = SLOW, on_start: Callable[[], None] = lambda: None,
+    gate: Callable[[], Awaitable[None]] | None = None, held_until_connection: int | None = None,
 ) -> AsyncIterator[Turn]:
+    """The turn served on ``directory``/mcp.sock; a read is held ``hold`` seconds, or until ``gate`` opens, or
+    (``held_until_connection``) until that connection has opened."""
     socket_path = directory / "mcp.sock"
     assert len(str(socket_path)) < 100, "AF_UNIX paths are short"
-    env = Envelope(build_world(), "exec-faults", RuntimeInfo("runner.faults.mcp", "0.1.0"))
-    host = SlowHost(env, hold, on_start)
-    latch = EscalationLatch(host, env.catalogue.names)
     events: list[tuple[str, dict[str, Any]]] = []
+    if held_until_connection is not None:
+        gate = until_connection(events, held_until_connection)
+    env = Envelope(build_world(), "exec-faults", RuntimeInfo("runner.faults.mcp", "0.1.0"))
+    host = SlowHost(env, hold, on_start, gate)
+    latch = EscalationLatch(host, env.catalogue.names)
     async with serve_mcp(
         socket_path, env.catalogue, latch, on_event=lambda kind, data: events.append((kind, data))
     ) as handle:
@@ -157,6 +173,27 @@ async def until(check: Callable[[], bool], timeout: float = 5) -> None:
             await anyio.sleep(0.01)
 
 
+def until_connection(events: list[tuple[str, dict[str, Any]]], number: int,
+                     timeout: float = 30) -> Callable[[], Awaitable[None]]:
+    """A gate that opens once connection ``number`` has opened: the dropped read is held until the client has
+    seen its connection die and come back on a new one, however slowly a loaded machine gets there."""
+
+    async def gate() -> None:
+        await until(lambda: any(k == "connection.opened" and d["connection"] == number for k, d in events), timeout)
+
+    return gate
+
+
+def opened_by(release: anyio.Event) -> Callable[[], Awaitable[None]]:
+    """A gate the test opens itself (``release.set()``)."""
+
+    async def gate() -> None:
+        with anyio.fail_after(30):
+            await release.wait()
+
+    return gate
+
+
 def read_trace(record: dict[str, Json]) -> tuple[list[dict[str, Json]], list[str]]:
     """The files.read operations of a record, and the types of the events that name files.read."""
     execution = record["execution"]
@@ -182,7 +219,8 @@ def one_escalation(record: dict[str, Json], reason: str) -> None:
 
 
 async def test_a_dropped_call_runs_to_completion_and_a_new_connection_asks(tmp_path: Path) -> None:
-    async with served(tmp_path) as turn:
+    # the read is held until the second connection opens: in flight when its connection drops, by construction
+    async with served(tmp_path, held_until_connection=2) as turn:
         async with link(turn.handle.path) as first:
             outcome: list[object] = []
 
@@ -196,7 +234,7 @@ async def test_a_dropped_call_runs_to_completion_and_a_new_connection_asks(tmp_p
                 tg.start_soon(dropped_read)
                 with anyio.fail_after(5):
                     await turn.host.started.wait()
-                first.drop()  # the answer has not been written yet: the read is held for SLOW seconds
+                first.drop()  # the answer has not been written yet: the read is held until connection 2
         assert len(outcome) == 1 and isinstance(outcome[0], MCPError), "the dropped call got no answer"
         assert not turn.host.finished.is_set(), "the connection dropped while the read was in flight"
 
@@ -271,7 +309,9 @@ async def test_two_concurrent_asks_honour_exactly_one(tmp_path: Path) -> None:
 
 
 async def test_a_call_in_flight_at_the_ask_completes_and_is_not_counted(tmp_path: Path) -> None:
-    async with served(tmp_path) as turn, link(turn.handle.path) as a, link(turn.handle.path) as b:
+    answered = anyio.Event()  # the read is held past the latch until the ask has been answered
+    async with served(tmp_path, gate=opened_by(answered)) as turn, link(turn.handle.path) as a, \
+            link(turn.handle.path) as b:
         results: dict[str, types.CallToolResult] = {}
         read_done_at_ask: list[bool] = []
 
@@ -280,9 +320,9 @@ async def test_a_call_in_flight_at_the_ask_completes_and_is_not_counted(tmp_path
 
         async def ask() -> None:
             await turn.host.started.wait()
-            await anyio.sleep(0.06)
             results["ask"] = await b.session.call_tool("sharedos.escalate", {"reason": REASON})
             read_done_at_ask.append(turn.host.finished.is_set())
+            answered.set()
 
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
@@ -307,11 +347,13 @@ async def test_a_call_in_flight_at_the_ask_completes_and_is_not_counted(tmp_path
 
 async def test_a_call_the_client_gives_up_on_still_runs_to_completion(tmp_path: Path) -> None:
     """The SDK client's read timeout sends ``notifications/cancelled``; past the latch, the call still runs."""
-    async with served(tmp_path) as turn, link(turn.handle.path) as client:
-        with anyio.fail_after(5):
-            with pytest.raises(MCPError):
-                await client.session.call_tool("files.read", POLICY, read_timeout_seconds=SLOW / 4)
-            assert not turn.host.finished.is_set()
+    gave_up = anyio.Event()  # the read is held past the latch until the client has given up on it
+    async with served(tmp_path, gate=opened_by(gave_up)) as turn, link(turn.handle.path) as client:
+        with anyio.fail_after(10):
+            with pytest.raises(MCPError):  # the read reaches the host within GIVE_UP, however loaded the machine
+                await client.session.call_tool("files.read", POLICY, read_timeout_seconds=GIVE_UP)
+            assert turn.host.started.is_set() and not turn.host.finished.is_set()
+            gave_up.set()
             await turn.host.finished.wait()
             after = await client.session.call_tool("files.list", {"path": ["Workspace"]})
     ops = [(op["tool"], op["outcome"]) for op in turn.env.operations]
@@ -416,7 +458,9 @@ async def test_a_dropped_call_from_inside_the_container(
     proc = SandboxedProcess(engine, spec)
     output: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
     try:
-        async with served(turn_dir, on_start=lambda: (turn_dir / STARTED_MARK).touch()) as turn:
+        # the read is held until the program reconnects: the relay's kill surely lands while it is in flight
+        async with served(turn_dir, on_start=lambda: (turn_dir / STARTED_MARK).touch(),
+                          held_until_connection=2) as turn:
             with anyio.fail_after(60):
                 await anyio.to_thread.run_sync(proc.start)
                 await anyio.to_thread.run_sync(

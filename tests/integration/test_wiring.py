@@ -21,8 +21,14 @@ from tests.support import RUNNER
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 
+def run_label(tmp_path: Path) -> str:
+    """This test's own run label (pytest's temporary directory is unique), so its containers are told apart from
+    those of another run of the same test on the same engine."""
+    return f"wiring-test-{tmp_path.name}-{os.getpid()}"
+
+
 def spec(image_id: str, tmp_path: Path) -> ContainerSpec:
-    return ContainerSpec(image_id, ["true"], tmp_path, {"runner.run": "wiring-test", "runner.cell": "probe"})
+    return ContainerSpec(image_id, ["true"], tmp_path, {"runner.run": run_label(tmp_path), "runner.cell": "probe"})
 
 
 def test_the_probe_passes_here_and_remembers_it(
@@ -32,7 +38,8 @@ def test_the_probe_passes_here_and_remembers_it(
     probe.check_wiring(engine, spec(reference_image.image_id, tmp_path))
     [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
     assert json.loads(remembered.read_text())["passed"] is True
-    assert not engine.containers.list(all=True, filters={"label": "runner.run=wiring-test"}), "the probe is removed"
+    left = engine.containers.list(all=True, filters={"label": f"runner.run={run_label(tmp_path)}"})
+    assert not left, "the probe is removed"
 
 
 def test_an_image_without_the_relay_is_named(

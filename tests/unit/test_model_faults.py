@@ -165,16 +165,18 @@ async def test_error_at_a_step_then_stays_on(tmp_path: Path, dialect: str) -> No
             response = await post(client, sim)
             assert response.status_code == 500
             assert_error_body(dialect, response.json(), "error@2")
-        side = await post(client, sim, sim.side_request())  # the endpoint is down for side requests too
-        assert side.status_code == 500
-        assert handle.faults == 3
+        side = await post(client, sim, sim.side_request() | {"stream": False})  # not the conversation: answered
+        assert side.status_code == 200
+        response = await post(client, sim)  # and the conversation is still down after it
+        assert response.status_code == 500
+        assert handle.faults == 3 and handle.side_requests == 1
     logged = records(log)
-    assert [r.get("fault", {}).get("spec") for r in logged] == [None, "error@2", "error@2", "error@2"]
-    assert [r["response"]["status"] for r in logged] == [200, 500, 500, 500]
+    assert [r.get("fault", {}).get("spec") for r in logged] == [None, "error@2", "error@2", None, "error@2"]
+    assert [r["response"]["status"] for r in logged] == [200, 500, 500, 200, 500]
     entry = logged[1]["fault"]
     assert entry == {"kind": "error", "spec": "error@2", "at": "request 2", "injected": True,
                      "fired_at_request": 2, "injection": 1, "request": 2}
-    assert "request" not in logged[3]["fault"]  # the side request is not a conversation request
+    assert [r["fault"]["request"] for r in logged if "fault" in r] == [2, 3, 4]  # the side request is not counted
 
 
 async def test_side_requests_are_not_counted(tmp_path: Path) -> None:
@@ -186,6 +188,57 @@ async def test_side_requests_are_not_counted(tmp_path: Path) -> None:
         assert title.status_code == 200
         assert (await post(client, sim)).status_code == 500
         assert handle.side_requests == 1 and handle.faults == 1
+
+
+@pytest.mark.parametrize("fault", ["error@1", "stall@1", "early-close@1", "error@2", "error@after-ask"])
+@pytest.mark.parametrize("side_first", [True, False], ids=["side-first", "side-second"])
+async def test_what_is_faulted_does_not_depend_on_which_of_two_concurrent_requests_arrives_first(
+    tmp_path: Path, fault: str, side_first: bool
+) -> None:
+    """dsh sends its title request ~1 ms after a conversation request: either can reach the endpoint
+    first. Each order is played here on purpose (the second request is sent only once the first is
+    logged as arrived), and the same requests are faulted in both: the conversation request from its
+    step on, the side request never."""
+    sock, log = tmp_path / "model.sock", tmp_path / "exchanges.jsonl"
+    spec = ModelFault.parse(fault)
+    sim = SimulatedCli("dsh", TOOLS)
+    conversation_before = {"error@1": 0, "stall@1": 0, "early-close@1": 0, "error@2": 1, "error@after-ask": 2}[fault]
+    with anyio.fail_after(20):
+        async with serve_model(sock, faulted(fault), log) as handle, uds_client(
+            sock, httpx2.Timeout(10.0, read=2.0)
+        ) as client:
+            await step_through(client, sim, conversation_before)  # unfaulted conversation requests before the pair
+            statuses: dict[str, int | str] = {}
+
+            async def send(kind: str) -> None:
+                body = sim.side_request() if kind == "side" else sim.request()
+                try:
+                    async with client.stream("POST", sim.path, json=body,
+                                             headers=sim.headers(DEFAULT_PLACEHOLDER_KEY)) as response:
+                        statuses[kind] = response.status_code
+                        await response.aread()
+                except httpx2.ReadTimeout:
+                    statuses.setdefault(kind, "stalled")
+                except httpx2.RemoteProtocolError:
+                    statuses[kind] = "cut"
+
+            first, second = ("side", "conversation") if side_first else ("conversation", "side")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(send, first)
+                await wait_for(lambda: handle.requests == conversation_before + 1)
+                tg.start_soon(send, second)
+    logged = sorted(records(log), key=lambda r: r["request_seq"])
+    pair = logged[conversation_before:]
+    assert [r["decision"]["reply"] == "side" for r in pair] == [side_first, not side_first]  # the order played
+    side = next(r for r in pair if r["decision"]["reply"] == "side")
+    conversation = next(r for r in pair if r["decision"]["reply"] != "side")
+    # the side request is answered as scripted, in either order; the conversation request is faulted
+    assert "fault" not in side and side["response"]["status"] == 200 and statuses["side"] == 200
+    assert conversation["fault"]["spec"] == spec.spec
+    assert conversation["fault"]["request"] == conversation_before + 1 == conversation["fault"]["fired_at_request"]
+    expected = {"error": 500, "stall": "stalled", "early-close": "cut"}[spec.kind.value]
+    assert statuses["conversation"] == expected
+    assert all("fault" not in r for r in logged[:conversation_before])
 
 
 @pytest.mark.parametrize("dialect", DIALECT_CLIS)

@@ -3,8 +3,9 @@
 Only a request to a dialect's endpoint is answered (anything else is a 404). The dialect's
 auxiliary requests (model lists, token counts) are answered by the dialect; every other request's
 step is its count of tool results, and the plan (:mod:`runner.model.script`) says the reply for that
-step. A fault (:mod:`runner.model.faults`) replaces the reply of the request its trigger picks: an
-error status, a stall, or the start of the answer and then a dropped connection.
+step. A fault (:mod:`runner.model.faults`) replaces the reply of the conversation request its trigger
+picks (a side request is never faulted): an error status, a stall, or the start of the answer and
+then a dropped connection.
 """
 
 from __future__ import annotations
