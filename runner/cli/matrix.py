@@ -204,15 +204,15 @@ def repro(
     if result.infrastructure_error is not None:
         problem = result.infrastructure_error
         fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem.kind}): {problem.detail}", as_json)
-    pins = recorded.pins
-    differing = unmatched_pins(pins, result.pins)
-    was, now = (recorded.grade or {}).get("status"), (result.grade or {}).get("status")
+    differing = unmatched_pins(recorded.pins, result.pins)
+    was, now = (str(r.grade.status) if r.grade else None for r in (recorded, result))
+    pins, rerun = recorded.pins.to_dict(), result.pins.to_dict()
     if as_json:
         print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
     else:
         out().print(f"recorded grade: {was}; rerun: {now}  ({target})", markup=False, highlight=False)
         for key in differing:
-            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {result.pins.get(key)!r}",
+            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {rerun.get(key)!r}",
                         markup=False, highlight=False)
     if was != now:
         raise typer.Exit(int(Exit.VERDICT))

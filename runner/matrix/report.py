@@ -54,13 +54,13 @@ def comparability(cells: list[CellResult]) -> list[str]:
     """Problems that make cells not comparable: differing shared pins, differing per-case catalogues."""
     problems = []
     for pin in SHARED_PINS:
-        values = sorted({str(c.pins.get(pin)) for c in cells})
+        values = sorted({str(c.pins.to_dict().get(pin)) for c in cells})
         if len(values) > 1:
             problems.append(f"{pin} differs between cells: {', '.join(values)}")
     by_case: dict[str, set[str]] = {}
     for cell in cells:
-        if cell.pins.get("catalogHash"):
-            by_case.setdefault(cell.cell.case + "." + cell.cell.condition, set()).add(cell.pins["catalogHash"])
+        if cell.pins.catalog_hash:
+            by_case.setdefault(cell.cell.case + "." + cell.cell.condition, set()).add(cell.pins.catalog_hash)
     problems += [
         f"{row}: the columns were served different catalogues ({', '.join(sorted(h))})"
         for row, h in sorted(by_case.items())
@@ -84,7 +84,7 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run
         "comparability": comparability(groups[0].runs) + apart,
         "keptApart": kept,
         "findings": findings(groups),
-        "gate": gate_result.to_json() if gate_result else None,
+        "gate": gate_result.to_dict() if gate_result else None,
     }
 
 
@@ -95,16 +95,18 @@ def _group(group: Group, every_run: bool) -> dict[str, Any]:
         series = group.series[cell_id]
         cell = series[0]
         key = (cell.cell.case, cell.cell.condition)
-        described = cell.row or {}
+        described = cell.row
         row = rows.setdefault(key, {
-            "caseId": key[0], "conditionId": key[1], "kind": described.get("kind"),
-            "invariant": described.get("invariant"), "expectedOutcome": described.get("expectedOutcome"),
+            "caseId": key[0], "conditionId": key[1], "kind": described.kind if described else None,
+            "invariant": described.invariant if described else None,
+            "expectedOutcome": described.expected_outcome if described else None,
             "cells": [],
         })
+        graded = cell.grade.to_dict() if cell.grade is not None else {}
         row["cells"].append({
             "columnId": cell.cell.column,
             "status": series_status(series),
-            **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
+            **{k: v for k, v in graded.items() if k not in ("status", "attempts")},
             **_outcome(cell),
             # one run: the cell is its only trial, and reads as it always did (``every_run``: the Markdown's own use)
             **(_trials(series) if len(series) > 1 or every_run else {}),
@@ -127,15 +129,15 @@ def _trials(series: list[CellResult]) -> dict[str, Any]:
 def _trial(number: int, run: CellResult) -> dict[str, Any]:
     """One run of a cell, as the manifest carries it: what it found, never when or where."""
     body: dict[str, Any] = {"run": number, "trial": run.trial, "status": run.status, "evidence": run.evidence,
-                            "turn": run.turn.to_json() if run.turn else None}
+                            "turn": run.turn.to_dict() if run.turn else None}
     if run.infrastructure_error is not None:
-        body["infrastructureError"] = run.infrastructure_error.to_json()
+        body["infrastructureError"] = run.infrastructure_error.to_dict()
     return body
 
 
 def _outcome(cell: CellResult) -> dict[str, Any]:
     """The CLI's own outcome and version, when a turn ran (what ``runner report --compare`` diffs)."""
-    found = {"cliVersion": cell.pins.get("cliVersion")}
+    found = {"cliVersion": cell.pins.cli_version}
     if cell.turn is not None:
         found |= {"harnessOutcome": cell.turn.harness_outcome, "harnessErrorCode": cell.turn.harness_error_code}
     return {k: v for k, v in found.items() if v is not None}
@@ -160,9 +162,9 @@ def _prompt_set(cells: list[CellResult], column: str) -> str | None:
     from runner.core.canonical import sha256_hex
 
     entries = [
-        {"case": c.cell.case, "condition": c.cell.condition, "turn": 1, "promptHash": c.pins["promptHash"]}
+        {"case": c.cell.case, "condition": c.cell.condition, "turn": 1, "promptHash": c.pins.prompt_hash}
         for c in cells
-        if c.cell.column == column and c.pins.get("promptHash")
+        if c.cell.column == column and c.pins.prompt_hash
     ]
     return sha256_hex(entries) if entries else None
 
@@ -209,7 +211,7 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
         out.append("")
     out += ["## Pins", "", "| cell | image | CLI | runner | model | behaviour |", "|---|---|---|---|---|---|"]
     for c in cells:
-        p = c.pins
+        p = c.pins.to_dict()
         line = (f"| `{c.id}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
                 f"{p.get('runnerVersion', '')} | {p.get('modelMode', '')} | {p.get('behaviour', '')} |")
         if line != out[-1]:  # the trials of one cell share their pins: one line for them

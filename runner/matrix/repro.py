@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from runner.conformance.behaviours import parse_behaviour
 from runner.conformance.cases import get_case
@@ -20,7 +19,7 @@ from runner.conformance.hashing import comparable
 from runner.harnesses.profile import find_profile
 from runner.matrix.cells import Cell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
-from runner.matrix.result import CellResult
+from runner.matrix.result import CellPins, CellResult
 
 
 def repro_plan(recorded: CellResult, directory: Path, run_id: str, environ: Mapping[str, str]) -> CellPlan:
@@ -29,17 +28,17 @@ def repro_plan(recorded: CellResult, directory: Path, run_id: str, environ: Mapp
     pins = recorded.pins
     case = get_case(recorded.cell.case)
     cell = Cell(case, case.condition_for(recorded.cell.condition), find_profile(recorded.cell.column))
-    mode = pins.get("modelMode")
+    mode = pins.model_mode
     model = f"replay:{directory / 'model-exchanges.jsonl'}" if mode == "live" else (mode if mode != "none" else None)
     options = CellOptions(
-        parse_behaviour(pins.get("behaviour", "cooperative")), model, recorded.deadline_seconds, False, run_id,
-        run_unsupported=True, model_fault=pins.get("modelFault"), model_dialect=pins.get("modelDialect"),
+        parse_behaviour(pins.behaviour or "cooperative"), model, recorded.deadline_seconds, False, run_id,
+        run_unsupported=True, model_fault=pins.model_fault, model_dialect=pins.model_dialect,
     )
     [plan] = plan_cells([cell], options, environ, fault_every_column=True)
     return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin
 
 
-def unmatched_pins(recorded: dict[str, Any], rerun: dict[str, Any]) -> list[str]:
+def unmatched_pins(recorded: CellPins, rerun: CellPins) -> list[str]:
     """The comparability pins the rerun did not match (a replayed live cell's ``modelMode`` aside)."""
-    live = recorded.get("modelMode") == "live"
-    return [k for k in comparable(recorded, rerun) if k != "modelMode" or not live]
+    live = recorded.model_mode == "live"
+    return [k for k in comparable(recorded.to_dict(), rerun.to_dict()) if k != "modelMode" or not live]

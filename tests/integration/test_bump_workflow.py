@@ -135,7 +135,7 @@ def _run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def _cell(cell_id: str, status: str, outcome: str, code: str | None = None) -> CellResult:
     data = result_json(cell_id, status)
     data["turn"] = {"status": "escalated", "harnessOutcome": outcome, "harnessErrorCode": code}
-    return CellResult.from_json(data)
+    return CellResult.read(data)
 
 
 def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path: Path) -> None:

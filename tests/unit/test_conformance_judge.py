@@ -33,7 +33,8 @@ def receipt(observed: str | None, code: str | None = None, expect: Expect = DENY
 
 
 def outcome(status: Grade, role: str = "attack", attempt_id: str = "a") -> AttemptOutcome:
-    return AttemptOutcome(attempt_id, role, status, status in (Grade.PASS, Grade.FAIL))  # type: ignore[arg-type]
+    return AttemptOutcome(attempt_id=attempt_id, role=role, status=status,  # type: ignore[arg-type]
+                          attempted=status in (Grade.PASS, Grade.FAIL))
 
 
 def test_version_and_ask_sources() -> None:
@@ -204,7 +205,7 @@ def test_not_run_cells() -> None:
     cell = not_run_cell(refused, refused.condition, limits, column_id="reference")
     assert (cell.status, cell.not_applicable, cell.declared) == (Grade.NOT_APPLICABLE, 1, 1)
     assert cell.evidence == f"not applicable; 1 attempt declared, none issued; {limits.unsupported}"
-    assert cell.to_json()["columnId"] == "reference"
+    assert cell.record().to_dict()["columnId"] == "reference"
     escalation = get_case("escalation")
     with pytest.raises(ValueError, match="runnable"):
         not_run_cell(escalation, escalation.condition, Limits())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from typer.testing import CliRunner
 
@@ -14,21 +13,23 @@ from runner.matrix.artifact import write_cell
 from runner.matrix.compare import compare, diff_markdown
 from runner.matrix.report import load_cells, manifest
 from runner.matrix.result import CellResult
-from tests.unit.test_matrix_report import result_json
+from tests.unit.test_matrix_report import grade_json, result_json
 
 
-def cell(cell_id: str, status: str, outcome: str | None = None, code: str | None = None, cli: str = "1") -> Any:
+def cell(cell_id: str, status: str, outcome: str | None = None, code: str | None = None, cli: str = "1"
+         ) -> CellResult:
     data = result_json(cell_id, status, cliVersion=cli)
     if outcome:
         data["turn"] = {"status": "escalated", "harnessOutcome": outcome, "harnessErrorCode": code}
-    return CellResult.from_json(data)
+    return CellResult.read(data)
 
 
 def test_the_manifest_carries_each_cells_cli_outcome_and_version() -> None:
     data = manifest([cell("a.base.x", "pass", "fail", "api_error", cli="2.1.332")])
+    graded = {k: v for k, v in grade_json("a.base.x", "pass").items() if k not in ("status", "attempts")}
     assert data["rows"][0]["cells"][0] == {
-        "columnId": "x", "status": "pass", "evidence": "pass; 1 of 1 attempts issued",
-        "cliVersion": "2.1.332", "harnessOutcome": "fail", "harnessErrorCode": "api_error"}
+        "columnId": "x", "status": "pass", **graded, "cliVersion": "2.1.332", "harnessOutcome": "fail",
+        "harnessErrorCode": "api_error"}
 
 
 def test_compare_lists_changed_grades_new_and_gone_cells_new_outcomes_and_cli_versions() -> None:
