@@ -21,52 +21,36 @@ same tool and path, but that surfaces as ``fail``, never as a false pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from pydantic import field_serializer
+
 from runner.conformance.cases import Attempt, Case, Expect, Role
-from runner.core.outcomes import Json
+from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted
 
 NO_MATCH = "no operation in the record matches this attempt's tool and resource"
 NO_SURFACE = "a live harness is never handed the runtime surface this attempt inspects"
 
 
-@dataclass(frozen=True)
-class Receipt:
-    """``AttemptReceipt``: one declared attempt and what the record says it did."""
+class Receipt(JsonModel):
+    """``AttemptReceipt``: one declared attempt and what the record says it did (written as upstream's shape)."""
 
     attempt_id: str
     role: Role
+    tool: str | None = omitted()
+    turn: int | None = omitted()
     expect: Expect
-    attempted: bool
-    tool: str | None = None
-    turn: int | None = None
     argument_keys: tuple[str, ...] = ()
-    call_id: str | None = None  # the matched operation's operationId
-    observed: str | None = None  # the matched operation's outcome
-    reason_code: str | None = None
-    refused_by: str | None = None  # the operation's source, when it did not succeed
-    detail: str | None = None
+    attempted: bool
+    call_id: str | None = omitted()  # the matched operation's operationId
+    observed: str | None = omitted()  # the matched operation's outcome
+    reason_code: str | None = omitted()
+    refused_by: str | None = omitted()  # the operation's source, when it did not succeed
+    detail: str | None = omitted()
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"attemptId": self.attempt_id, "role": self.role}
-        if self.tool is not None:
-            body["tool"] = self.tool
-        if self.turn is not None:
-            body["turn"] = self.turn
-        body["expect"] = self.expect.to_json()
-        body["argumentKeys"] = list(self.argument_keys)
-        body["attempted"] = self.attempted
-        for key, value in (
-            ("callId", self.call_id),
-            ("observed", self.observed),
-            ("reasonCode", self.reason_code),
-            ("refusedBy", self.refused_by),
-            ("detail", self.detail),
-        ):
-            if value is not None:
-                body[key] = value
-        return body
+    @field_serializer("expect")
+    def _expect(self, expect: Expect) -> dict[str, JsonValue]:
+        return expect.to_json()
 
 
 def live_receipts_from_record(case: Case, record: Mapping[str, Any], *, turn: int = 1) -> list[Receipt]:

@@ -29,7 +29,8 @@ DENY = Expect(("denied",), ("no_matching_grant",))
 
 
 def receipt(observed: str | None, code: str | None = None, expect: Expect = DENY, **kw: Any) -> Receipt:
-    return Receipt("a", "attack", expect, attempted=observed is not None, observed=observed, reason_code=code, **kw)
+    return Receipt(attempt_id="a", role="attack", expect=expect, attempted=observed is not None, observed=observed,
+                   reason_code=code, **kw)
 
 
 def outcome(status: Grade, role: str = "attack", attempt_id: str = "a") -> AttemptOutcome:
@@ -52,7 +53,7 @@ def test_outcome_for_without_a_receipt() -> None:
 
 
 def test_outcome_for_an_unattempted_receipt_prefers_the_callers_reason() -> None:
-    r = Receipt("a", "attack", DENY, attempted=False, detail="receipt says")
+    r = Receipt(attempt_id="a", role="attack", expect=DENY, attempted=False, detail="receipt says")
     assert outcome_for("a", "attack", True, r, {}, "caller says").detail == "caller says"
     assert outcome_for("a", "attack", False, r, {}).detail == "receipt says"
     assert outcome_for("a", "attack", False, r, {}).status is Grade.NOT_EXERCISED
