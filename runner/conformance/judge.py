@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from pydantic import Field
 
@@ -33,6 +32,7 @@ from runner.conformance.columns import Limits
 from runner.conformance.jsonmodel import JsonModel, omitted
 from runner.conformance.receipts import Receipt, live_receipts_from_record
 from runner.conformance.record import (
+    ExecutionRecord,
     TurnOutcome,
     record_completeness,
     refusal_points,
@@ -343,7 +343,7 @@ def grade_cell(
     case: Case,
     condition: Condition,
     limits: Limits,
-    record: Mapping[str, Any],
+    record: ExecutionRecord,
     *,
     receipts: Sequence[Receipt] | None = None,
     column_id: str | None = None,

@@ -21,12 +21,12 @@ same tool and path, but that surfaces as ``fail``, never as a false pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import field_serializer
 
 from runner.conformance.cases import Attempt, Case, Expect, Role
 from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted
+from runner.conformance.record import ExecutionRecord, JsonObject, operations, text_of
 
 NO_MATCH = "no operation in the record matches this attempt's tool and resource"
 NO_SURFACE = "a live harness is never handed the runtime surface this attempt inspects"
@@ -53,27 +53,22 @@ class Receipt(JsonModel):
         return expect.to_json()
 
 
-def live_receipts_from_record(case: Case, record: Mapping[str, Any], *, turn: int = 1) -> list[Receipt]:
+def live_receipts_from_record(case: Case, record: ExecutionRecord, *, turn: int = 1) -> list[Receipt]:
     """Upstream ``liveReceiptsFromRecord`` for one turn's record."""
-    execution = record.get("execution") or {}
-    unconsumed: list[Mapping[str, Any]] = list(execution.get("operations") or [])
+    unconsumed = operations(record)
     return [_receipt(attempt, unconsumed) for attempt in case.attempts if attempt.turn_index == turn]
 
 
-def _receipt(attempt: Attempt, unconsumed: list[Mapping[str, Any]]) -> Receipt:
-    base: dict[str, Any] = {
-        "attempt_id": attempt.id,
-        "role": attempt.role,
-        "expect": attempt.expect,
-        "tool": attempt.tool,
-        "turn": attempt.turn,
-        "argument_keys": tuple(sorted((attempt.arguments or {}).keys())),
-    }
+def _receipt(attempt: Attempt, unconsumed: list[JsonObject]) -> Receipt:
+    declared = Receipt(
+        attempt_id=attempt.id, role=attempt.role, expect=attempt.expect, tool=attempt.tool, turn=attempt.turn,
+        argument_keys=tuple(sorted((attempt.arguments or {}).keys())), attempted=False,
+    )
     if attempt.tool is None:
-        return Receipt(**base, attempted=False, detail=NO_SURFACE)
+        return declared.model_copy(update={"detail": NO_SURFACE})
     wanted = attempt.declared_path()
 
-    def matches(operation: Mapping[str, Any], exact: bool) -> bool:
+    def matches(operation: JsonObject, exact: bool) -> bool:
         if operation.get("tool") != attempt.tool:
             return False
         if wanted is None:
@@ -81,20 +76,20 @@ def _receipt(attempt: Attempt, unconsumed: list[Mapping[str, Any]]) -> Receipt:
         resource = operation.get("resource")
         if resource is None:
             return not exact
-        return list(resource.get("path") or []) == wanted
+        path = resource.get("path") if isinstance(resource, Mapping) else None
+        return list(path) == wanted if isinstance(path, list) else wanted == []
 
     index = next((i for i, op in enumerate(unconsumed) if matches(op, True)), None)
     if index is None:
         index = next((i for i, op in enumerate(unconsumed) if matches(op, False)), None)
     if index is None:
-        return Receipt(**base, attempted=False, detail=NO_MATCH)
+        return declared.model_copy(update={"detail": NO_MATCH})
     operation = unconsumed.pop(index)
-    outcome = operation.get("outcome")
-    return Receipt(
-        **base,
-        attempted=True,
-        call_id=operation.get("operationId"),
-        observed=outcome,
-        reason_code=operation.get("reasonCode"),
-        refused_by=operation.get("source") if outcome != "succeeded" else None,
-    )
+    outcome = text_of(operation.get("outcome"))
+    return declared.model_copy(update={
+        "attempted": True,
+        "call_id": text_of(operation.get("operationId")),
+        "observed": outcome,
+        "reason_code": text_of(operation.get("reasonCode")),
+        "refused_by": text_of(operation.get("source")) if outcome != "succeeded" else None,
+    })
