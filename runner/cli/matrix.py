@@ -157,7 +157,7 @@ def report(
             markdown.write_text(text)
         else:
             print(text)
-    data = rep.manifest(loaded, verdict) if compare is not None or manifest else {}
+    data = rep.manifest(loaded, verdict)
     if compare is not None:
         body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
         if diff:
@@ -167,7 +167,7 @@ def report(
     if junit:
         junit.write_text(rep.junit(loaded))
     if manifest:
-        manifest.write_text(json.dumps(data, indent=2) + "\n")
+        manifest.write_text(json.dumps(data.to_dict(), indent=2) + "\n")
     err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
                 f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
     if not verdict.passed:

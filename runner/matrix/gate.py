@@ -66,7 +66,8 @@ def load_expected(path: Path) -> list[Expected]:
 class Gate(JsonModel):
     """The verdict, as the manifest's ``gate`` writes it: ``passed`` first, then the cells by kind."""
 
-    model_config = ConfigDict(frozen=False)  # filled in as the cells are read (the rest is JsonModel's)
+    # filled in as the cells are read; read back from an earlier manifest, its written ``passed`` is recomputed
+    model_config = ConfigDict(frozen=False, extra="ignore")
 
     new: list[str] = Field(default_factory=list)
     known: list[str] = Field(default_factory=list)

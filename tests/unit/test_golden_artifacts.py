@@ -24,6 +24,7 @@ from runner.core.catalogue import resolve_catalogue
 from runner.core.world import build_world
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import RESULT, load_result, write_cell
+from runner.matrix.compare import load_manifest
 from runner.matrix.report import write_reports
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -63,6 +64,14 @@ def test_the_reports_are_merged_again_byte_for_byte(run: Path, tmp_path: Path) -
     write_reports(tmp_path, cells)
     for name in ("manifest.json", "report.md", "junit.xml"):
         assert (tmp_path / name).read_text() == (run / name).read_text(), name
+
+
+@pytest.mark.parametrize("run", REPORTED, ids=_id)
+def test_a_manifest_is_read_back_as_it_was_written(run: Path) -> None:
+    # what ``runner report --compare`` reads from an earlier run
+    read = load_manifest(run / "manifest.json")
+    assert read is not None
+    assert json.dumps(read.to_dict(), indent=2) + "\n" == (run / "manifest.json").read_text()
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=_id)

@@ -78,7 +78,7 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
     for cell in [result("a.base.x", "pass"), result("a.base.y", "fail", catalogHash="sha256:other")]:
         write_cell(tmp_path / cell.id, cell)
     loaded = load_cells([tmp_path])
-    data = manifest(loaded)
+    data = manifest(loaded).to_dict()
     assert [c["id"] for c in data["columns"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])
     text = markdown(loaded, gate(loaded, []))
@@ -169,7 +169,7 @@ def test_an_unstable_entry_must_say_why(tmp_path: Path) -> None:
 def test_runs_of_one_cell_on_another_catalogue_are_kept_apart_columns_of_one_row_are_not() -> None:
     runs = [trial("a.base.x", "pass", 1), trial("a.base.x", "pass", 2, catalogHash="sha256:other"),
             trial("a.base.y", "pass", 1, catalogHash="sha256:other")]
-    data = manifest(runs)
+    data = manifest(runs).to_dict()
     assert [c["columnId"] for c in data["rows"][0]["cells"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])  # reported, as it always was
     [kept] = data["keptApart"]
@@ -232,6 +232,6 @@ def test_an_interrupted_run_that_never_knew_its_pins_is_not_kept_apart() -> None
     graded = trial("a.base.x", "pass", 1)
     cut = CellResult.read({"version": 1, "cell": graded.cell.to_dict(), "interrupted": True, "pins": {},
                            "grade": {"status": "interrupted", "evidence": "interrupted"}, "repro": ""})
-    data = manifest([cut, graded])
+    data = manifest([cut, graded]).to_dict()
     assert data["keptApart"] == [] and data["caseSetHash"] == "c" * 64
     assert data["rows"][0]["cells"][0]["stability"] == "1/2 pass, 1/2 interrupted"
