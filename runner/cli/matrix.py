@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,6 +25,10 @@ from runner.cli.turn import (
     new_run_id,
 )
 from runner.errors import Exit
+
+if TYPE_CHECKING:
+    from runner.matrix.plan import CellPlan
+    from runner.matrix.result import CellResult
 
 
 def run(
@@ -93,7 +97,7 @@ def run(
         task = bar.add_task(counted, total=len(plans))
         running: set[str] = set()
 
-        def events(kind: str, cell: Any, result: Any) -> None:
+        def events(kind: str, cell: CellPlan, result: CellResult | None) -> None:
             if kind == "started":
                 running.add(cell.label)
             elif kind in ("finished", "reused"):
@@ -105,7 +109,7 @@ def run(
                 err().print(f"  {cell.label}: infrastructure error, retrying", highlight=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
-        async def one(plan: Any, directory: Path) -> Any:
+        async def one(plan: CellPlan, directory: Path) -> CellResult:
             # the image ImagePins resolved for this cell's resume check: found once per image, not once per cell
             result, _ = await run_cell(client, plan, directory, image=planned.images.get(plan.cell.profile.image))
             return result

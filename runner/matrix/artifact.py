@@ -61,7 +61,7 @@ def load_result(file: Path) -> CellResult:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ResultError(f"{file}: not a cell result ({err})") from None
-    return CellResult.read(data, str(file)).read_from(file.parent)
+    return CellResult.read(data, str(file))
 
 
 def read_cell(directory: Path) -> CellResult | None:

@@ -25,7 +25,6 @@ writes that one as ``turn`` (absent when none ran), as it always has. A cell of 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -182,7 +181,6 @@ class CellResult(JsonModel):
     files: dict[str, str] | None = omitted()
     elapsed_seconds: float | None = omitted()
     transport: str | None = omitted()  # mount or stream: how the container reached the turn's files and sockets
-    directory: Path | None = Field(default=None, exclude=True)  # where it was read from; never written
 
     @field_validator("turns", mode="before")
     @classmethod
@@ -249,10 +247,6 @@ class CellResult(JsonModel):
 
     def failing_attempts(self) -> set[str]:
         return self.grade.failing_attempts() if self.grade is not None else set()
-
-    def read_from(self, directory: Path) -> CellResult:
-        """This result, knowing the directory it was read from."""
-        return self.model_copy(update={"directory": directory})
 
     def finished(self, elapsed_seconds: float) -> CellResult:
         return self.model_copy(update={"elapsed_seconds": elapsed_seconds})
