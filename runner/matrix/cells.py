@@ -26,9 +26,6 @@ class Cell:
     def id(self) -> str:
         return f"{self.case.id}.{self.condition.id}.{self.profile.id}"
 
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "case": self.case.id, "condition": self.condition.id, "column": self.profile.id}
-
 
 def runs_a_turn(cell: Cell) -> bool:
     """True when the matrix runs a turn for this cell; False when its grade is declared (no engine needed)."""
