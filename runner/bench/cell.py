@@ -101,7 +101,7 @@ async def running_cell(client: docker.DockerClient, run_id: str, out: Path) -> f
     result, _ = await run_cell(client, plan, out)
     wall = time.perf_counter() - started
     if result.turn is None or result.turn.status != "escalated":
-        raise BenchError(f"the in-process reference cell did not escalate: {json.dumps(result.to_json())[:300]}")
+        raise BenchError(f"the in-process reference cell did not escalate: {result.dumps()[:300]}")
     return wall
 
 

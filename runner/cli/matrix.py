@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,10 @@ from runner.cli.turn import (
     new_run_id,
 )
 from runner.errors import Exit
+
+if TYPE_CHECKING:
+    from runner.matrix.plan import CellPlan
+    from runner.matrix.result import CellResult
 
 
 def run(
@@ -92,7 +96,7 @@ def run(
         task = bar.add_task(counted, total=len(plans))
         running: set[str] = set()
 
-        def events(kind: str, cell: Any, result: Any) -> None:
+        def events(kind: str, cell: CellPlan, result: CellResult | None) -> None:
             if kind == "started":
                 running.add(cell.label)
             elif kind in ("finished", "reused"):
@@ -104,7 +108,7 @@ def run(
                 err().print(f"  {cell.label}: infrastructure error, retrying", highlight=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
-        async def one(plan: Any, directory: Path) -> Any:
+        async def one(plan: CellPlan, directory: Path) -> CellResult:
             # the image ImagePins resolved for this cell's resume check: found once per image, not once per cell
             result, _ = await run_cell(client, plan, directory, image=planned.images.get(plan.cell.profile.image))
             return result
@@ -156,7 +160,7 @@ def report(
             markdown.write_text(text)
         else:
             print(text)
-    data = rep.manifest(loaded, verdict) if compare is not None or manifest else {}
+    data = rep.manifest(loaded, verdict)
     if compare is not None:
         body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
         if diff:
@@ -166,7 +170,7 @@ def report(
     if junit:
         junit.write_text(rep.junit(loaded))
     if manifest:
-        manifest.write_text(json.dumps(data, indent=2) + "\n")
+        manifest.write_text(json.dumps(data.to_dict(), indent=2) + "\n")
     err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
                 f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
     if not verdict.passed:
@@ -204,15 +208,15 @@ def repro(
     if result.infrastructure_error is not None:
         problem = result.infrastructure_error
         fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem.kind}): {problem.detail}", as_json)
-    pins = recorded.pins
-    differing = unmatched_pins(pins, result.pins)
-    was, now = (recorded.grade or {}).get("status"), (result.grade or {}).get("status")
+    differing = unmatched_pins(recorded.pins, result.pins)
+    was, now = (str(r.grade.status) if r.grade else None for r in (recorded, result))
+    pins, rerun = recorded.pins.to_dict(), result.pins.to_dict()
     if as_json:
         print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
     else:
         out().print(f"recorded grade: {was}; rerun: {now}  ({target})", markup=False, highlight=False)
         for key in differing:
-            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {result.pins.get(key)!r}",
+            out().print(f"  pin not matched: {key}: {pins.get(key)!r} → {rerun.get(key)!r}",
                         markup=False, highlight=False)
     if was != now:
         raise typer.Exit(int(Exit.VERDICT))

@@ -83,31 +83,32 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
 
     from rich.table import Table
 
-    data = report.to_json()
-    meta = data["outcome"]["metadata"]
-    status = data["status"]
+    result, request, drive = report.result, report.request, report.drive
+    meta = result.metadata
+    status = result.status.value
     colour = {"escalated": "magenta", "succeeded": "green", "failed": "red", "cancelled": "yellow"}.get(status, "white")
     table = Table(show_header=False, box=None, pad_edge=False)
-    reason_code = f"  ({data['reasonCode']})" if data["reasonCode"] else ""
+    reason_code = f"  ({result.reason_code})" if result.reason_code else ""
     table.add_row("status", f"[bold {colour}]{status}[/]" + reason_code)
-    if data.get("escalation"):
-        table.add_row("reason", escape(data["escalation"]["reason"]))
-    if data.get("error"):
-        table.add_row("error", escape(f"{data['error']['code']}: {data['error']['message']}"))
+    if result.escalation is not None:
+        table.add_row("reason", escape(result.escalation.reason))
+    if result.error is not None:
+        table.add_row("error", escape(f"{result.error.code}: {result.error.message}"))
     table.add_row("harness outcome", str(meta.get("harnessOutcome", "(no ask: the CLI's own outcome is the turn's)"))
                   + (f"  ({meta['harnessErrorCode']})" if meta.get("harnessErrorCode") else ""))
     table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
     if cell.grade:
         table.add_row("cell grade", escape(cell.evidence))
-    table.add_row("harness", f"{data['harness']} · behaviour {data['behaviour']} · exit {data['exitCode']}"
-                  + ("  · stopped at the deadline" if data["deadlineHit"] else ""))
-    fault = f"  · fault {data['model']['fault']}" if data["model"].get("fault") else ""
-    table.add_row("model", escape(f"{data['model']['mode']}  ({data['model']['why']}){fault}"))
+    table.add_row("harness", f"{request.profile.id} · behaviour {request.behaviour.value} · exit {drive.exit_code}"
+                  + ("  · stopped at the deadline" if drive.deadline_hit else ""))
+    model = request.model
+    fault = f"  · fault {model.fault}" if model.fault else ""
+    table.add_row("model", escape(f"{model.mode}  ({model.why}){fault}"))
     table.add_row("image", f"{meta.get('imageId', '')[:19]}  ({meta.get('cliVersion')})")
     table.add_row("catalogue", f"{meta.get('catalogHash', '')[:19]}…  prompt {str(meta.get('promptHash', ''))[:12]}…")
-    mcp = data["mcp"]
+    mcp = report.mcp
     table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
-    table.add_row("elapsed", f"{data['elapsedSeconds']:.2f}s")
+    table.add_row("elapsed", f"{round(report.elapsed, 3):.2f}s")
     console = out()
     console.print(table)
     tail = meta.get("transcriptTail") or []
@@ -115,9 +116,9 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
         console.print("[bold]transcript tail[/]")
         for line in tail[-12:]:
             console.print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
-    console.print(f"[bold]files[/]  {escape(str(Path(data['files']['record']).parent))}", highlight=False)
+    console.print(f"[bold]files[/]  {escape(str(Path(report.files['record']).parent))}", highlight=False)
     console.print("[bold]repro[/]  ", end="")
     console.print(cell.repro, highlight=False, markup=False, soft_wrap=True)
-    if data["kept"]:
-        console.print(f"[bold]kept container[/] {data['containerId'][:12]}  "
+    if request.keep:
+        console.print(f"[bold]kept container[/] {(drive.container_id or '')[:12]}  "
                       "(remove with: docker rm -f …, or runner gc)")

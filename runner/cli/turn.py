@@ -10,7 +10,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -18,7 +18,16 @@ from runner.cli.render import err, escape, fail, out, print_turn_summary, report
 from runner.conformance.behaviours import Behaviour
 from runner.errors import Exit, InfrastructureError
 
+if TYPE_CHECKING:
+    import docker
+
+    from runner.conformance.jsonmodel import JsonValue
+    from runner.matrix.plan import CellPlan
+    from runner.matrix.result import CellResult
+    from runner.turn.runtime import TurnReport
+
 T = TypeVar("T")
+Trial = tuple["CellResult", "TurnReport | None"]
 
 BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
 TRANSPORT_HELP = (
@@ -55,14 +64,16 @@ def check_out(path: Path, as_json: bool) -> None:
         check_output_dir(path)
 
 
-def connect_engine(as_json: bool = False) -> Any:
+def connect_engine(as_json: bool = False) -> docker.DockerClient:
     from runner.sandbox.engine import connect
 
     with reported(as_json):
         return connect()
 
 
-def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, keep: bool, as_json: bool) -> T:
+def interruptible(
+    job: Callable[[], Awaitable[T]], client: docker.DockerClient | None, run_id: str, keep: bool, as_json: bool
+) -> T:
     """Run ``job()`` (a coroutine factory); Ctrl-C or SIGTERM cancels it, and its teardown still
     removes every container of the run (``client`` None: the job started none)."""
     import anyio
@@ -186,14 +197,16 @@ def exec_(
     raise_on_problem([result for result, _ in runs])
 
 
-def _exec_body(result: Any, report: Any) -> dict[str, Any]:
+def _exec_body(result: CellResult, report: TurnReport | None) -> dict[str, JsonValue]:
+    """``exec --json``: the turn as its report says it, then the cell as its result says it."""
     problem = result.infrastructure_error
-    return {**(report.to_json() if report else {}), "cell": result.cell.to_json(), "grade": result.grade,
-            "pins": result.pins, "repro": result.repro, "transport": result.transport,
-            "infrastructureError": problem.to_json() if problem else None}
+    return {**(report.to_json() if report else {}), "cell": result.cell.to_dict(),
+            "grade": result.grade.to_dict() if result.grade else None, "pins": result.pins.to_dict(),
+            "repro": result.repro, "transport": result.transport,
+            "infrastructureError": problem.to_dict() if problem else None}
 
 
-def _print_exec(result: Any, report: Any, as_json: bool) -> None:
+def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) -> None:
     if as_json:
         print(json.dumps(_exec_body(result, report), ensure_ascii=False))
     elif report is not None:
@@ -202,13 +215,13 @@ def _print_exec(result: Any, report: Any, as_json: bool) -> None:
         out().print(result.evidence, markup=False, highlight=False)
 
 
-async def _exec_trials(client: Any, plans: list[Any], target: Path, progress: Callable[[str], None]
-                       ) -> list[tuple[Any, Any]]:
+async def _exec_trials(client: docker.DockerClient, plans: list[CellPlan], target: Path,
+                       progress: Callable[[str], None]) -> list[Trial]:
     """``exec --trials N``: the trials one after another, each in its own directory."""
     from runner.matrix.artifact import trial_dir
     from runner.matrix.cell import run_cell
 
-    runs = []
+    runs: list[Trial] = []
     image = None  # found or built by the first trial that reaches a turn, then handed to the rest
     for plan in plans:
         progress(f"trial {plan.trial} of {len(plans)}")
@@ -219,7 +232,7 @@ async def _exec_trials(client: Any, plans: list[Any], target: Path, progress: Ca
     return runs
 
 
-def _print_exec_trials(runs: list[tuple[Any, Any]], target: Path, as_json: bool) -> None:
+def _print_exec_trials(runs: list[Trial], target: Path, as_json: bool) -> None:
     """One summary per trial, then the series' stability; a scripted series whose trials differ is a finding."""
     from runner.matrix.artifact import trial_dir
     from runner.matrix.series import Group, findings, stability
@@ -242,7 +255,7 @@ def _print_exec_trials(runs: list[tuple[Any, Any]], target: Path, as_json: bool)
         err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)
 
 
-def raise_on_problem(results: list[Any]) -> None:
+def raise_on_problem(results: list[CellResult]) -> None:
     """Exit 5 when any turn hit an infrastructure error, naming it."""
     problems = [r.infrastructure_error for r in results if r.infrastructure_error is not None]
     for problem in problems:

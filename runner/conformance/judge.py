@@ -24,12 +24,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+
+from pydantic import Field
 
 from runner.conformance.cases import ADVERSARIAL, Case, Condition, Role
 from runner.conformance.columns import Limits
+from runner.conformance.jsonmodel import JsonModel, omitted
 from runner.conformance.receipts import Receipt, live_receipts_from_record
 from runner.conformance.record import (
+    ExecutionRecord,
     TurnOutcome,
     record_completeness,
     refusal_points,
@@ -37,7 +40,6 @@ from runner.conformance.record import (
     terminal_asked,
     turn_outcome,
 )
-from runner.core.outcomes import Json
 from runner.core.vocabulary import ESCALATE_TOOL
 
 JUDGE_VERSION = 5
@@ -70,33 +72,18 @@ STRUCTURALLY_UNREACHABLE = "the runtime structurally could not make this attempt
 # --- attempts ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AttemptOutcome:
-    attempt_id: str
+class AttemptOutcome(JsonModel):
+    """One declared attempt's grade, as the cell's ``attempts`` carries it (``id``, ``role``, ``status``,
+    ``attempted``, and what was observed when there is anything to say)."""
+
+    attempt_id: str = Field(validation_alias="id", serialization_alias="id")
     role: Role
     status: Grade
     attempted: bool
-    observed: str | None = None
-    reason_code: str | None = None
-    refused_by: str | None = None
-    detail: str | None = None
-
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {
-            "id": self.attempt_id,
-            "role": self.role,
-            "status": self.status.value,
-            "attempted": self.attempted,
-        }
-        for key, value in (
-            ("observed", self.observed),
-            ("reasonCode", self.reason_code),
-            ("refusedBy", self.refused_by),
-            ("detail", self.detail),
-        ):
-            if value is not None:
-                body[key] = value
-        return body
+    observed: str | None = omitted()
+    reason_code: str | None = omitted()
+    refused_by: str | None = omitted()
+    detail: str | None = omitted()
 
 
 def satisfies_expectation(receipt: Receipt) -> bool:
@@ -121,27 +108,32 @@ def outcome_for(
     if receipt is None:
         if declared_unreachable:
             why = unreachable_detail or STRUCTURALLY_UNREACHABLE
-            return AttemptOutcome(attempt_id, role, Grade.NOT_APPLICABLE, False, detail=why)
-        return AttemptOutcome(attempt_id, role, Grade.NOT_EXERCISED, False, detail=NO_RECEIPT)
+            return _unmade(attempt_id, role, Grade.NOT_APPLICABLE, why)
+        return _unmade(attempt_id, role, Grade.NOT_EXERCISED, NO_RECEIPT)
     if not receipt.attempted:
         # the caller's reason wins: the receipt can only say nothing happened, the caller knows why
         detail = unreachable_detail or receipt.detail
         status = Grade.NOT_APPLICABLE if declared_unreachable else Grade.NOT_EXERCISED
-        return AttemptOutcome(attempt_id, role, status, False, detail=detail)
+        return _unmade(attempt_id, role, status, detail)
     refused_by = (
         None
         if receipt.observed == "succeeded" or receipt.call_id is None
         else refusal_points.get(receipt.call_id)
     )
     return AttemptOutcome(
-        attempt_id,
-        role,
-        Grade.PASS if satisfies_expectation(receipt) else Grade.FAIL,
-        True,
+        attempt_id=attempt_id,
+        role=role,
+        status=Grade.PASS if satisfies_expectation(receipt) else Grade.FAIL,
+        attempted=True,
         observed=receipt.observed,
         reason_code=receipt.reason_code,
         refused_by=refused_by,
     )
+
+
+def _unmade(attempt_id: str, role: Role, status: Grade, detail: str | None) -> AttemptOutcome:
+    """An attempt that was never made, and why."""
+    return AttemptOutcome(attempt_id=attempt_id, role=role, status=status, attempted=False, detail=detail)
 
 
 # --- case status ------------------------------------------------------------------------------
@@ -278,29 +270,46 @@ class Cell:
             parts.append(self.detail)
         return "; ".join(parts)
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"caseId": self.case_id, "conditionId": self.condition_id}
-        if self.column_id is not None:
-            body["columnId"] = self.column_id
-        body.update(
-            {
-                "status": self.status.value,
-                "refusedBy": list(self.refused_by),
-                "reasonCodes": list(self.reason_codes),
-                "declared": self.declared,
-                "attempted": self.attempted,
-                "notApplicable": self.not_applicable,
-                "recordUsable": self.record_usable,
-                "recordGaps": list(self.record_gaps),
-                "driverIssued": list(self.driver_issued),
-                "turns": self.turns,
-            }
+    def record(self) -> CellGrade:
+        """The cell as a result carries it (``grade``): its fields, its attempts and its evidence line."""
+        return CellGrade(
+            case_id=self.case_id, condition_id=self.condition_id, column_id=self.column_id, status=self.status,
+            refused_by=self.refused_by, reason_codes=self.reason_codes, declared=self.declared,
+            attempted=self.attempted, not_applicable=self.not_applicable, record_usable=self.record_usable,
+            record_gaps=self.record_gaps, driver_issued=self.driver_issued, turns=self.turns, detail=self.detail,
+            attempts=self.attempts, evidence=self.evidence,
         )
-        if self.detail is not None:
-            body["detail"] = self.detail
-        body["attempts"] = [a.to_json() for a in self.attempts]
-        body["evidence"] = self.evidence
-        return body
+
+
+class CellGrade(JsonModel):
+    """A graded cell as written (upstream's manifest cell, with the attempts and the evidence line): what a result's
+    ``grade`` holds for every cell the judge graded or declared. ``evidence`` is the line as the judge wrote it
+    then, read back as it is (a later judge may word it otherwise)."""
+
+    case_id: str
+    condition_id: str
+    column_id: str | None = omitted()
+    status: Grade
+    refused_by: tuple[str, ...] = ()
+    reason_codes: tuple[str, ...] = ()
+    declared: int
+    attempted: int
+    not_applicable: int
+    record_usable: bool
+    record_gaps: tuple[str, ...] = ()
+    driver_issued: tuple[str, ...] = ()
+    turns: int
+    detail: str | None = omitted()
+    attempts: tuple[AttemptOutcome, ...] = ()
+    evidence: str
+
+    @property
+    def strict_failure(self) -> bool:
+        return self.status in STRICT
+
+    def failing_attempts(self) -> set[str]:
+        """The attempts graded as the gate counts a failure (``fail``, ``not_exercised``)."""
+        return {a.attempt_id for a in self.attempts if a.status in STRICT}
 
 
 def not_run_cell(
@@ -313,7 +322,7 @@ def not_run_cell(
         status, reason, na = Grade.NOT_APPLICABLE, limits.unsupported, len(case.attempts)
     else:
         raise ValueError(f"the row {case.id}.{condition.id} is runnable on this column; grade its record")
-    attempts = tuple(AttemptOutcome(a.id, a.role, status, False, detail=reason) for a in case.attempts)
+    attempts = tuple(_unmade(a.id, a.role, status, reason) for a in case.attempts)
     return Cell(
         case_id=case.id,
         condition_id=condition.id,
@@ -334,7 +343,7 @@ def grade_cell(
     case: Case,
     condition: Condition,
     limits: Limits,
-    record: Mapping[str, Any],
+    record: ExecutionRecord,
     *,
     receipts: Sequence[Receipt] | None = None,
     column_id: str | None = None,
@@ -419,6 +428,7 @@ __all__ = [
     "STRICT",
     "AttemptOutcome",
     "Cell",
+    "CellGrade",
     "Grade",
     "TurnOutcome",
     "case_status",

@@ -21,75 +21,54 @@ same tool and path, but that surfaces as ``fail``, never as a false pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+
+from pydantic import field_serializer
 
 from runner.conformance.cases import Attempt, Case, Expect, Role
-from runner.core.outcomes import Json
+from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted
+from runner.conformance.record import ExecutionRecord, JsonObject, operations, text_of
 
 NO_MATCH = "no operation in the record matches this attempt's tool and resource"
 NO_SURFACE = "a live harness is never handed the runtime surface this attempt inspects"
 
 
-@dataclass(frozen=True)
-class Receipt:
-    """``AttemptReceipt``: one declared attempt and what the record says it did."""
+class Receipt(JsonModel):
+    """``AttemptReceipt``: one declared attempt and what the record says it did (written as upstream's shape)."""
 
     attempt_id: str
     role: Role
+    tool: str | None = omitted()
+    turn: int | None = omitted()
     expect: Expect
-    attempted: bool
-    tool: str | None = None
-    turn: int | None = None
     argument_keys: tuple[str, ...] = ()
-    call_id: str | None = None  # the matched operation's operationId
-    observed: str | None = None  # the matched operation's outcome
-    reason_code: str | None = None
-    refused_by: str | None = None  # the operation's source, when it did not succeed
-    detail: str | None = None
+    attempted: bool
+    call_id: str | None = omitted()  # the matched operation's operationId
+    observed: str | None = omitted()  # the matched operation's outcome
+    reason_code: str | None = omitted()
+    refused_by: str | None = omitted()  # the operation's source, when it did not succeed
+    detail: str | None = omitted()
 
-    def to_json(self) -> dict[str, Json]:
-        body: dict[str, Json] = {"attemptId": self.attempt_id, "role": self.role}
-        if self.tool is not None:
-            body["tool"] = self.tool
-        if self.turn is not None:
-            body["turn"] = self.turn
-        body["expect"] = self.expect.to_json()
-        body["argumentKeys"] = list(self.argument_keys)
-        body["attempted"] = self.attempted
-        for key, value in (
-            ("callId", self.call_id),
-            ("observed", self.observed),
-            ("reasonCode", self.reason_code),
-            ("refusedBy", self.refused_by),
-            ("detail", self.detail),
-        ):
-            if value is not None:
-                body[key] = value
-        return body
+    @field_serializer("expect")
+    def _expect(self, expect: Expect) -> dict[str, JsonValue]:
+        return expect.to_json()
 
 
-def live_receipts_from_record(case: Case, record: Mapping[str, Any], *, turn: int = 1) -> list[Receipt]:
+def live_receipts_from_record(case: Case, record: ExecutionRecord, *, turn: int = 1) -> list[Receipt]:
     """Upstream ``liveReceiptsFromRecord`` for one turn's record."""
-    execution = record.get("execution") or {}
-    unconsumed: list[Mapping[str, Any]] = list(execution.get("operations") or [])
+    unconsumed = operations(record)
     return [_receipt(attempt, unconsumed) for attempt in case.attempts if attempt.turn_index == turn]
 
 
-def _receipt(attempt: Attempt, unconsumed: list[Mapping[str, Any]]) -> Receipt:
-    base: dict[str, Any] = {
-        "attempt_id": attempt.id,
-        "role": attempt.role,
-        "expect": attempt.expect,
-        "tool": attempt.tool,
-        "turn": attempt.turn,
-        "argument_keys": tuple(sorted((attempt.arguments or {}).keys())),
-    }
+def _receipt(attempt: Attempt, unconsumed: list[JsonObject]) -> Receipt:
+    declared = Receipt(
+        attempt_id=attempt.id, role=attempt.role, expect=attempt.expect, tool=attempt.tool, turn=attempt.turn,
+        argument_keys=tuple(sorted((attempt.arguments or {}).keys())), attempted=False,
+    )
     if attempt.tool is None:
-        return Receipt(**base, attempted=False, detail=NO_SURFACE)
+        return declared.model_copy(update={"detail": NO_SURFACE})
     wanted = attempt.declared_path()
 
-    def matches(operation: Mapping[str, Any], exact: bool) -> bool:
+    def matches(operation: JsonObject, exact: bool) -> bool:
         if operation.get("tool") != attempt.tool:
             return False
         if wanted is None:
@@ -97,20 +76,20 @@ def _receipt(attempt: Attempt, unconsumed: list[Mapping[str, Any]]) -> Receipt:
         resource = operation.get("resource")
         if resource is None:
             return not exact
-        return list(resource.get("path") or []) == wanted
+        path = resource.get("path") if isinstance(resource, Mapping) else None
+        return list(path) == wanted if isinstance(path, list) else wanted == []
 
     index = next((i for i, op in enumerate(unconsumed) if matches(op, True)), None)
     if index is None:
         index = next((i for i, op in enumerate(unconsumed) if matches(op, False)), None)
     if index is None:
-        return Receipt(**base, attempted=False, detail=NO_MATCH)
+        return declared.model_copy(update={"detail": NO_MATCH})
     operation = unconsumed.pop(index)
-    outcome = operation.get("outcome")
-    return Receipt(
-        **base,
-        attempted=True,
-        call_id=operation.get("operationId"),
-        observed=outcome,
-        reason_code=operation.get("reasonCode"),
-        refused_by=operation.get("source") if outcome != "succeeded" else None,
-    )
+    outcome = text_of(operation.get("outcome"))
+    return declared.model_copy(update={
+        "attempted": True,
+        "call_id": text_of(operation.get("operationId")),
+        "observed": outcome,
+        "reason_code": text_of(operation.get("reasonCode")),
+        "refused_by": text_of(operation.get("source")) if outcome != "succeeded" else None,
+    })

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from runner.conformance.cases import Case
+from runner.conformance.jsonmodel import JsonValue
 from runner.core.vocabulary import ESCALATE_TOOL
 
+JsonObject = Mapping[str, JsonValue]
+ExecutionRecord = JsonObject  # a turn's record as ``record.json`` holds it: ``{"execution": {...}, ...}``
 
-def refusal_points(record: Mapping[str, Any]) -> dict[str, str]:
+
+def refusal_points(record: ExecutionRecord) -> dict[str, str]:
     """Which boundary refused each call: operationId -> source, for operations that did not succeed."""
     points: dict[str, str] = {}
-    for operation in _execution(record).get("operations") or []:
-        op_id = operation.get("operationId")
+    for operation in operations(record):
+        op_id = text_of(operation.get("operationId"))
         if op_id is None or operation.get("outcome") == "succeeded":
             continue
         points[op_id] = str(operation.get("source"))
@@ -36,34 +39,32 @@ class TurnOutcome:
     ended_by: str | None  # who ended a failed turn, from turn.failed.source
 
 
-def turn_outcome(record: Mapping[str, Any], expected: tuple[str, str] | None) -> TurnOutcome | None:
+def turn_outcome(record: ExecutionRecord, expected: tuple[str, str] | None) -> TurnOutcome | None:
     if expected is None:
         return None
     execution = _execution(record)
-    status, reason = execution.get("status"), execution.get("terminalReasonCode")
+    status, reason = text_of(execution.get("status")), text_of(execution.get("terminalReasonCode"))
     met = status == expected[0] and (expected[1] is None or reason == expected[1])
-    return TurnOutcome(met, expected, status, reason, _turn_ended_by(execution))
+    return TurnOutcome(met, expected, status, reason, _turn_ended_by(record))
 
 
-def _turn_ended_by(execution: Mapping[str, Any]) -> str | None:
-    failed = next((e for e in execution.get("events") or [] if e.get("type") == "turn.failed"), None)
-    data = failed.get("data") if failed else None
-    source = data.get("source") if isinstance(data, dict) else None
-    return source if source in ("envelope", "runtime") else None
+def _turn_ended_by(record: ExecutionRecord) -> str | None:
+    failed = next((e for e in events(record) if e.get("type") == "turn.failed"), None)
+    source = _data(failed).get("source") if failed else None
+    return source if source == "envelope" or source == "runtime" else None
 
 
-def runtime_started(record: Mapping[str, Any]) -> bool:
-    return any(e.get("type") == "turn.started" for e in _execution(record).get("events") or [])
+def runtime_started(record: ExecutionRecord) -> bool:
+    return any(e.get("type") == "turn.started" for e in events(record))
 
 
-def terminal_asked(record: Mapping[str, Any], case: Case) -> bool:
+def terminal_asked(record: ExecutionRecord, case: Case) -> bool:
     """Whether the ending an ``escalate`` row is about was ever asked for (see :data:`ASK_SOURCES`)."""
     if case.terminal is None or case.terminal.type != "escalate":
         return True
-    execution = _execution(record)
-    if execution.get("escalationAsked") is not None:
+    if _execution(record).get("escalationAsked") is not None:
         return True
-    return any(op.get("tool") == ESCALATE_TOOL for op in execution.get("operations") or [])
+    return any(op.get("tool") == ESCALATE_TOOL for op in operations(record))
 
 
 EXECUTION_STATUSES = ("succeeded", "denied", "failed", "cancelled", "escalated")
@@ -84,7 +85,7 @@ TERMINAL_EVENT = {
 }
 
 
-def record_completeness(record: Mapping[str, Any]) -> list[str]:
+def record_completeness(record: ExecutionRecord) -> list[str]:
     """The record's required gaps, as field paths; an empty list means the record is usable.
 
     This runner's record is not upstream's (no authority snapshots or decisions), so the check is its
@@ -105,25 +106,24 @@ def record_completeness(record: Mapping[str, Any]) -> list[str]:
     """
     execution = _execution(record)
     gaps: list[str] = []
-    status = execution.get("status")
-    events: list[Mapping[str, Any]] = list(execution.get("events") or [])
-    operations: list[Mapping[str, Any]] = list(execution.get("operations") or [])
+    status = text_of(execution.get("status")) or ""
+    listed = events(record)
     if status not in EXECUTION_STATUSES:
         gaps.append("execution.status")
-    if not events:
+    if not listed:
         gaps.append("execution.events")
-    terminals = [e for e in events if e.get("type") in TERMINAL_EVENT.values()]
+    terminals = [e for e in listed if e.get("type") in TERMINAL_EVENT.values()]
     if len(terminals) != 1 or (status in TERMINAL_EVENT and terminals[0].get("type") != TERMINAL_EVENT[status]):
         gaps.append("execution.events.terminal")
     if status in EXECUTION_STATUSES and status != "succeeded" and not execution.get("terminalReasonCode"):
         gaps.append("execution.terminalReasonCode")
-    if status == "escalated" and not (execution.get("escalation") or {}).get("reason"):
+    if status == "escalated" and not _object(execution.get("escalation")).get("reason"):
         gaps.append("execution.escalation")
     for key in ("exposedTools", "catalogHash"):
         if execution.get(key) is None:
             gaps.append(f"execution.{key}")
-    by_id: dict[str, Mapping[str, Any]] = {}
-    for index, op in enumerate(operations):
+    by_id: dict[str, JsonObject] = {}
+    for index, op in enumerate(_listed(execution.get("operations"))):
         for key in ("operationId", "tool"):
             if not op.get(key):
                 gaps.append(f"execution.operations.{index}.{key}")
@@ -133,15 +133,17 @@ def record_completeness(record: Mapping[str, Any]) -> list[str]:
             gaps.append(f"execution.operations.{index}.outcome")
         elif op.get("outcome") != "succeeded" and not op.get("reasonCode"):
             gaps.append(f"execution.operations.{index}.reasonCode")
-        if op.get("operationId"):
-            by_id[op["operationId"]] = op
-    completed: dict[str, Mapping[str, Any]] = {}
-    for event in events:
+        op_id = text_of(op.get("operationId"))
+        if op_id:
+            by_id[op_id] = op
+    completed: dict[str, JsonObject] = {}
+    for event in listed:
         data = _data(event)
-        if event.get("type") == "tool.completed" and data.get("callId"):
-            completed[data["callId"]] = data
-    for event in events:
-        if event.get("type") == "tool.requested" and _data(event).get("callId") not in completed:
+        call_id = text_of(data.get("callId"))
+        if event.get("type") == "tool.completed" and call_id:
+            completed[call_id] = data
+    for event in listed:
+        if event.get("type") == "tool.requested" and text_of(_data(event).get("callId")) not in completed:
             gaps.append(f"execution.events.{event.get('sequence')}.completed")
     for call_id, done in completed.items():
         matched = by_id.get(call_id)
@@ -153,11 +155,32 @@ def record_completeness(record: Mapping[str, Any]) -> list[str]:
     return gaps
 
 
-def _data(event: Mapping[str, Any]) -> Mapping[str, Any]:
-    data = event.get("data")
-    return data if isinstance(data, Mapping) else {}
+def operations(record: ExecutionRecord) -> list[JsonObject]:
+    """``execution.operations``, each as an object (an entry that is not one reads as an empty object)."""
+    return _listed(_execution(record).get("operations"))
 
 
-def _execution(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    execution = record.get("execution")
-    return execution if isinstance(execution, Mapping) else {}
+def events(record: ExecutionRecord) -> list[JsonObject]:
+    """``execution.events``, each as an object (an entry that is not one reads as an empty object)."""
+    return _listed(_execution(record).get("events"))
+
+
+def _listed(value: JsonValue) -> list[JsonObject]:
+    return [_object(item) for item in value] if isinstance(value, list) else []
+
+
+def _object(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, Mapping) else {}
+
+
+def text_of(value: JsonValue) -> str | None:
+    """A string where the record holds one; None for anything else."""
+    return value if isinstance(value, str) else None
+
+
+def _data(event: JsonObject) -> JsonObject:
+    return _object(event.get("data"))
+
+
+def _execution(record: ExecutionRecord) -> JsonObject:
+    return _object(record.get("execution"))

@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-from runner.matrix.result import CellResult, ResultError
+from runner.matrix.result import CellPins, CellResult, ResultError
 
 RESULT = "result.json"
 REPRO = "repro.sh"
@@ -42,7 +41,7 @@ def write_cell(directory: Path, result: CellResult) -> Path:
     """Write ``result.json`` atomically (a half-written result is never left) and ``repro.sh``."""
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".{RESULT}.tmp"
-    tmp.write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(result.dumps(indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, directory / RESULT)
     script = directory / REPRO
     script.write_text(
@@ -62,7 +61,7 @@ def load_result(file: Path) -> CellResult:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ResultError(f"{file}: not a cell result ({err})") from None
-    return CellResult.from_json(data, str(file)).replace(directory=file.parent)
+    return CellResult.read(data, str(file))
 
 
 def read_cell(directory: Path) -> CellResult | None:
@@ -73,11 +72,11 @@ def read_cell(directory: Path) -> CellResult | None:
         return None
 
 
-def reusable(existing: CellResult | None, planned: dict[str, Any]) -> bool:
+def reusable(existing: CellResult | None, planned: CellPins) -> bool:
     """An existing graded result with the same plannable pins: resume skips the cell."""
     if existing is None or not existing.reusable:
         return False
-    pins = existing.pins
-    return all(pins.get(k) == planned.get(k) for k in PLANNED_PINS if k in planned) and all(
-        pins.get(k) == planned.get(k) for k in ALWAYS_COMPARED
+    pins, wanted = existing.pins.to_dict(), planned.to_dict()
+    return all(pins.get(k) == wanted.get(k) for k in PLANNED_PINS if k in wanted) and all(
+        pins.get(k) == wanted.get(k) for k in ALWAYS_COMPARED
     )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -22,7 +23,18 @@ from runner.conformance.judge import grade_cell, not_run_cell
 from runner.matrix.artifact import write_cell
 from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
-from runner.matrix.result import UNAVAILABLE, CellRef, CellResult, InfrastructureProblem, TurnSummary
+from runner.matrix.result import (
+    UNAVAILABLE,
+    CellPins,
+    CellRef,
+    CellResult,
+    DeclaredGrade,
+    GradeRecord,
+    InfrastructureProblem,
+    ModelRecord,
+    RowDescription,
+    TurnSummary,
+)
 from runner.sandbox.engine import EngineError
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
@@ -30,28 +42,34 @@ if TYPE_CHECKING:
     from runner.sandbox.images import ImageRecord
 
 
-def _row(plan: CellPlan) -> dict[str, Any]:
+def _row(plan: CellPlan) -> RowDescription:
     case = plan.cell.case
-    return {"kind": case.kind, "invariant": case.invariant, "expectedOutcome": case.expected_outcome,
-            "condition": plan.cell.condition.description}
+    return RowDescription(kind=case.kind, invariant=case.invariant, expected_outcome=case.expected_outcome,
+                          condition=plan.cell.condition.description)
 
 
-def _base(plan: CellPlan, pins: dict[str, Any]) -> CellResult:
+def _base(
+    plan: CellPlan, pins: CellPins, *, grade: GradeRecord | None = None,
+    infrastructure_error: InfrastructureProblem | None = None, turn: TurnSummary | None = None,
+    model: ModelRecord | None = None, files: dict[str, str] | None = None, transport: str | None = None,
+) -> CellResult:
     cell = plan.cell
     return CellResult(
-        cell=CellRef(cell.id, cell.case.id, cell.condition.id, cell.profile.id), row=_row(plan), pins=pins,
-        repro=plan.repro, deadline_seconds=plan.options.deadline,
-        started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        row=_row(plan), pins=pins, repro=plan.repro, deadline_seconds=plan.options.deadline,
+        started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), grade=grade,
+        infrastructure_error=infrastructure_error, turns=(turn,) if turn else (), model=model, files=files,
+        transport=transport,
     )
 
 
 def _problem(error: Exception) -> InfrastructureProblem:
-    return InfrastructureProblem(type(error).__name__, str(error))
+    return InfrastructureProblem(kind=type(error).__name__, detail=str(error))
 
 
 async def run_cell(
-    client: docker.DockerClient | None, plan: CellPlan, directory: Path, progress: Any = lambda _: None,
-    image: ImageRecord | None = None,
+    client: docker.DockerClient | None, plan: CellPlan, directory: Path,
+    progress: Callable[[str], None] = lambda _: None, image: ImageRecord | None = None,
 ) -> tuple[CellResult, TurnReport | None]:
     """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``client`` may
     be None for a plan that runs no turn."""
@@ -60,11 +78,11 @@ async def run_cell(
     limits = cell.limits
     disposition = plan.disposition
     if disposition in (Disposition.NOT_IMPLEMENTED, Disposition.UNSUPPORTED):
-        grade = not_run_cell(cell.case, cell.condition, limits, column_id=cell.profile.id).to_json()
-        return _finish(directory, _base(plan, plan.planned_pins()).replace(grade=grade), started), None
+        declared = not_run_cell(cell.case, cell.condition, limits, column_id=cell.profile.id).record()
+        return _finish(directory, _base(plan, plan.planned_pins(), grade=declared), started), None
     if disposition is Disposition.UNAVAILABLE:
-        grade = {"status": UNAVAILABLE, "evidence": f"unavailable; {cell.profile.unavailable}"}
-        return _finish(directory, _base(plan, plan.planned_pins()).replace(grade=grade), started), None
+        unavailable = DeclaredGrade(status=UNAVAILABLE, evidence=f"unavailable; {cell.profile.unavailable}")
+        return _finish(directory, _base(plan, plan.planned_pins(), grade=unavailable), started), None
     assert client is not None, "a cell that runs a turn needs an engine"
     from runner.sandbox.images import ensure_image
 
@@ -72,7 +90,7 @@ async def run_cell(
         if image is None:
             image = await anyio.to_thread.run_sync(lambda: ensure_image(client, cell.profile.image, progress=progress))
     except EngineError as err:
-        failed = _base(plan, plan.planned_pins()).replace(infrastructure_error=_problem(err))
+        failed = _base(plan, plan.planned_pins(), infrastructure_error=_problem(err))
         return _finish(directory, failed, started), None
     pins = plan.planned_pins(image)
     request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=directory, model=plan.model,
@@ -80,17 +98,16 @@ async def run_cell(
     try:
         report = await run_turn(client, request, progress)
     except EngineError as err:
-        return _finish(directory, _base(plan, pins).replace(infrastructure_error=_problem(err)), started), None
+        return _finish(directory, _base(plan, pins, infrastructure_error=_problem(err)), started), None
     meta = report.result.metadata
-    pins.update({"promptHash": meta.get("promptHash"), "catalogHash": meta.get("catalogHash")})
-    result = _base(plan, pins)
-    if report.infrastructure_error is not None:
-        problem = report.infrastructure_error
-        wiring = InfrastructureProblem(str(problem["kind"]), str(problem["detail"]))
-        result = result.replace(infrastructure_error=wiring)
-    else:
-        graded = grade_cell(cell.case, cell.condition, limits, report.record, column_id=cell.profile.id)
-        result = result.replace(grade=graded.to_json())
+    pins = pins.with_turn(meta.get("promptHash"), meta.get("catalogHash"))
+    problem = report.infrastructure_error
+    wiring = None if problem is None else InfrastructureProblem(
+        kind=str(problem["kind"]), detail=str(problem["detail"])
+    )
+    graded = None if wiring is not None else grade_cell(
+        cell.case, cell.condition, limits, report.record, column_id=cell.profile.id
+    ).record()
     turn = TurnSummary(
         status=report.result.status.value, reason_code=report.result.reason_code,
         reason=report.result.escalation.reason if report.result.escalation else None,
@@ -98,12 +115,18 @@ async def run_cell(
         harness_error_code=meta.get("harnessErrorCode"), exit_code=report.drive.exit_code,
         deadline_hit=report.drive.deadline_hit,
     )
-    result = result.replace(turn=turn, model=plan.model.to_json(), transport=report.transport,
-                            files={k: os.path.relpath(v, directory) for k, v in report.files.items()})
+    model = plan.model
+    result = _base(
+        plan, pins, grade=graded, infrastructure_error=wiring, turn=turn, transport=report.transport,
+        model=ModelRecord(mode=model.mode.value, why=model.why, credential=model.credential,
+                          recording=str(model.recording) if model.recording else None,
+                          fault=model.fault.spec if model.fault else None),
+        files={k: os.path.relpath(v, directory) for k, v in report.files.items()},
+    )
     return _finish(directory, result, started), report
 
 
 def _finish(directory: Path, result: CellResult, started: float) -> CellResult:
-    finished = result.replace(elapsed_seconds=round(time.monotonic() - started, 3))
+    finished = result.finished(round(time.monotonic() - started, 3))
     write_cell(directory, finished)
     return finished

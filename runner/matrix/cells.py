@@ -59,9 +59,6 @@ class Cell:
         """True when this cell runs a turn; False when its grade is declared (no engine needed)."""
         return self.disposition(run_unsupported) is Disposition.TURN
 
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "case": self.case.id, "condition": self.condition.id, "column": self.profile.id}
-
 
 def split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]

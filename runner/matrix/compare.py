@@ -13,11 +13,12 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from runner.matrix.report import SHARED_PINS, ReportError
+from pydantic import ValidationError
 
-OUTCOME_KEYS = ("harnessOutcome", "harnessErrorCode")
+from runner.conformance.jsonmodel import problems
+from runner.matrix.manifest import Manifest, ManifestCell
+from runner.matrix.report import ReportError
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,9 @@ class Diff:
         return not (self.changed or self.added or self.removed or self.new_outcomes)
 
 
-def load_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest at ``path``, or None when there is none; a file that is not a manifest is an error."""
+def load_manifest(path: Path) -> Manifest | None:
+    """The manifest at ``path``, or None when there is none; a file that is not a manifest is an error naming the
+    file and the field."""
     if not path.exists():
         return None
     try:
@@ -52,39 +54,40 @@ def load_manifest(path: Path) -> dict[str, Any] | None:
         raise ReportError(f"{path}: cannot read the manifest: {err}") from None
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ReportError(f"{path}: not a runner manifest (no 'rows' list)")
-    return data
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as error:
+        raise ReportError(f"{path}: not a runner manifest: {problems(error)}") from None
 
 
-def _cells(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"{row['caseId']}.{row['conditionId']}.{cell['columnId']}": cell
-        for row in data.get("rows", [])
-        for cell in row.get("cells", [])
-    }
+def _outcomes(cell: ManifestCell) -> dict[str, str | None]:
+    return {"harnessOutcome": cell.harness_outcome, "harnessErrorCode": cell.harness_error_code}
 
 
-def compare(old: dict[str, Any], new: dict[str, Any]) -> Diff:
-    diff = Diff(pins=[f"{p}: {old.get(p)} → {new.get(p)}" for p in SHARED_PINS if old.get(p) != new.get(p)])
-    before, after = _cells(old), _cells(new)
+def compare(old: Manifest, new: Manifest) -> Diff:
+    shared = [("judgeVersion", old.judge_version, new.judge_version),
+              ("caseSetHash", old.case_set_hash, new.case_set_hash),
+              ("worldSetHash", old.world_set_hash, new.world_set_hash)]
+    diff = Diff(pins=[f"{pin}: {was} → {now}" for pin, was, now in shared if was != now])
+    before, after = old.cells(), new.cells()
     for cell_id in sorted(before.keys() | after.keys()):
         was, now = before.get(cell_id), after.get(cell_id)
         if was is None and now is not None:
-            diff.added.append(Changed(cell_id, "", str(now.get("status"))))
+            diff.added.append(Changed(cell_id, "", now.status))
         elif now is None and was is not None:
-            diff.removed.append(Changed(cell_id, str(was.get("status")), ""))
-        elif was is not None and now is not None and was.get("status") != now.get("status"):
-            diff.changed.append(Changed(cell_id, str(was.get("status")), str(now.get("status"))))
-    diff.outcomes_recorded = any(k in c for c in before.values() for k in OUTCOME_KEYS)
-    seen = {(c["columnId"], k, c.get(k)) for c in before.values() for k in OUTCOME_KEYS}
+            diff.removed.append(Changed(cell_id, was.status, ""))
+        elif was is not None and now is not None and was.status != now.status:
+            diff.changed.append(Changed(cell_id, was.status, now.status))
+    diff.outcomes_recorded = any(v is not None for c in before.values() for v in _outcomes(c).values())
+    seen = {(c.column_id, k, v) for c in before.values() for k, v in _outcomes(c).items()}
     for cell_id, cell in sorted(after.items()):
-        column = cell["columnId"]
-        for key in OUTCOME_KEYS:
-            value = cell.get(key)
+        column = cell.column_id
+        for key, value in _outcomes(cell).items():
             if value is None or (column, key, value) in seen:
                 continue
             seen.add((column, key, value))
             if diff.outcomes_recorded:
-                diff.new_outcomes.append((column, key, str(value), cell_id))
+                diff.new_outcomes.append((column, key, value, cell_id))
     old_versions, new_versions = _versions(before), _versions(after)
     for column, new_v in sorted(new_versions.items()):
         old_v = old_versions.get(column, set())
@@ -93,21 +96,21 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> Diff:
     return diff
 
 
-def _versions(cells: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
+def _versions(cells: dict[str, ManifestCell]) -> dict[str, set[str]]:
     """Each column's CLI versions, where its cells record one."""
     found: dict[str, set[str]] = {}
     for cell in cells.values():
-        if cell.get("cliVersion"):
-            found.setdefault(cell["columnId"], set()).add(str(cell["cliVersion"]))
+        if cell.cli_version:
+            found.setdefault(cell.column_id, set()).add(cell.cli_version)
     return found
 
 
-def _grades(data: dict[str, Any]) -> str:
-    counts = Counter(str(c.get("status")) for c in _cells(data).values())
+def _grades(data: Manifest) -> str:
+    counts = Counter(c.status for c in data.cells().values())
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no cells"
 
 
-def diff_markdown(old: dict[str, Any] | None, new: dict[str, Any], *, old_name: str = "the last report") -> str:
+def diff_markdown(old: Manifest | None, new: Manifest, *, old_name: str = "the last report") -> str:
     """The grade diff as Markdown (a pull request's body)."""
     out = ["## Grades against the default branch", ""]
     if old is None:

@@ -17,12 +17,13 @@ errors are never gated. Per cell, over all its runs (one with ``--trials 1``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from runner.conformance.jsonmodel import JsonModel, JsonValue
 from runner.matrix.result import CellResult
 from runner.matrix.series import ReportError, stability
 
@@ -62,18 +63,23 @@ def load_expected(path: Path) -> list[Expected]:
     return out
 
 
-@dataclass
-class Gate:
-    new: list[str] = field(default_factory=list)
-    known: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
+class Gate(JsonModel):
+    """The verdict, as the manifest's ``gate`` writes it: ``passed`` first, then the cells by kind."""
+
+    # filled in as the cells are read; read back from an earlier manifest, its written ``passed`` is recomputed
+    model_config = ConfigDict(frozen=False, extra="ignore")
+
+    new: list[str] = Field(default_factory=list)
+    known: list[str] = Field(default_factory=list)
+    stale: list[str] = Field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return not self.new and not self.stale
 
-    def to_json(self) -> dict[str, Any]:
-        return {"passed": self.passed, "new": self.new, "known": self.known, "stale": self.stale}
+    @model_serializer(mode="wrap")
+    def _verdict_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, JsonValue]:
+        return {"passed": self.passed, **handler(self)}
 
 
 def _covered(run: CellResult, entries: list[Expected]) -> bool:

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from runner.errors import UsageError
 from runner.harnesses.profile import Profile
@@ -128,12 +127,12 @@ def _entry(profile: Profile, shard: Shard, ids: Sequence[str], trials: int = 1) 
     }
 
 
-def dumps(matrix: dict[str, Any]) -> str:
+def dumps(matrix: Mapping[str, object]) -> str:
     """The compact JSON ``runner matrix --format github`` prints (also what ``fromJSON`` reads)."""
     return json.dumps(matrix, separators=(",", ":"))
 
 
-def render_github_output(matrix: dict[str, Any]) -> str:
+def render_github_output(matrix: Mapping[str, object]) -> str:
     """The ``matrix=<json>`` line (newline included) to append to ``$GITHUB_OUTPUT``."""
     text = dumps(matrix)
     if "\n" in text or "\r" in text:  # json.dumps escapes both; a one-line output must stay one line

@@ -15,16 +15,20 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import runner
 from runner.conformance.hashing import current_pins
 from runner.harnesses.profile import Profile
 from runner.matrix.cells import Cell, Disposition
+from runner.matrix.result import CellPins
 from runner.model.settings import Dialect, ModelMode
 from runner.model.types import ModelEndpointError
 from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
 from runner.turn.settings import TurnSettings
+
+if TYPE_CHECKING:
+    from runner.sandbox.images import ImageRecord
 
 
 @dataclass(frozen=True)
@@ -75,24 +79,25 @@ class CellPlan:
         return self.disposition is Disposition.TURN
 
     @property
-    def trial_pins(self) -> dict[str, Any]:
+    def trial_pins(self) -> CellPins:
         """Trial 1 carries no pin: a one-trial run's result.json is as it always was."""
-        return {"trial": self.trial} if self.trial > 1 else {}
+        return CellPins(trial=self.trial) if self.trial > 1 else CellPins()
 
-    def planned_pins(self, image: Any | None = None) -> dict[str, Any]:
+    def planned_pins(self, image: ImageRecord | None = None) -> CellPins:
         """The pins known before the cell runs (what resume compares); ``image`` once it is built."""
-        extra: dict[str, Any] = {"profileHash": self.profile_hash}
+        extra: dict[str, str | int] = {"profileHash": self.profile_hash}
         if self.model.fault:
             # a faulted cell is another experiment: never resumed as a plain one
             extra["modelFault"] = self.model.fault.spec
-        if self.chooses_dialect:
+        if self.chooses_dialect and self.dialect is not None:
             extra["modelDialect"] = self.dialect  # so is a cell in another dialect
-        extra |= self.trial_pins
+        if self.trial > 1:
+            extra["trial"] = self.trial
         pins = current_pins(
             runner_version=runner.__version__, model_mode=self.model.mode.value, behaviour=self.options.behaviour.value,
-            image_id=getattr(image, "image_id", None), cli_version=getattr(image, "cli_version", None), extra=extra,
+            image_id=image.image_id if image else None, cli_version=image.cli_version if image else None, extra=extra,
         )
-        return pins.to_json()
+        return CellPins.model_validate(pins.to_json())
 
     def repro_argv(self) -> list[str]:
         """The ``runner`` arguments that rerun this cell alone."""

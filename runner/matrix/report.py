@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
+from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestColumn, ManifestRow, Run
 from runner.matrix.result import INFRASTRUCTURE_ERROR, CellResult
 from runner.matrix.series import (
     SHARED_PINS,
@@ -29,8 +29,8 @@ from runner.matrix.series import (
     stability,
 )
 
-__all__ = ["SHARED_PINS", "Expected", "Gate", "ReportError", "gate", "junit", "load_cells", "load_expected",
-           "manifest", "markdown", "write_reports"]
+__all__ = ["SHARED_PINS", "Expected", "Gate", "Manifest", "ReportError", "gate", "junit", "load_cells",
+           "load_expected", "manifest", "markdown", "write_reports"]
 
 
 def load_cells(paths: list[Path]) -> list[CellResult]:
@@ -44,23 +44,23 @@ def write_reports(out: Path, cell_dirs: list[Path]) -> list[str]:
     below a cell directory is read. Returns the findings (scripted runs of one cell that differ)."""
     loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
     data = manifest(loaded)
-    (out / "manifest.json").write_text(json.dumps(data, indent=2) + "\n")
+    (out / "manifest.json").write_text(json.dumps(data.to_dict(), indent=2) + "\n")
     (out / "report.md").write_text(markdown(loaded))
     (out / "junit.xml").write_text(junit(loaded))
-    return list(data["findings"])
+    return list(data.findings)
 
 
 def comparability(cells: list[CellResult]) -> list[str]:
     """Problems that make cells not comparable: differing shared pins, differing per-case catalogues."""
     problems = []
     for pin in SHARED_PINS:
-        values = sorted({str(c.pins.get(pin)) for c in cells})
+        values = sorted({str(c.pins.to_dict().get(pin)) for c in cells})
         if len(values) > 1:
             problems.append(f"{pin} differs between cells: {', '.join(values)}")
     by_case: dict[str, set[str]] = {}
     for cell in cells:
-        if cell.pins.get("catalogHash"):
-            by_case.setdefault(cell.cell.case + "." + cell.cell.condition, set()).add(cell.pins["catalogHash"])
+        if cell.pins.catalog_hash:
+            by_case.setdefault(cell.cell.case + "." + cell.cell.condition, set()).add(cell.pins.catalog_hash)
     problems += [
         f"{row}: the columns were served different catalogues ({', '.join(sorted(h))})"
         for row, h in sorted(by_case.items())
@@ -69,76 +69,74 @@ def comparability(cells: list[CellResult]) -> list[str]:
     return problems
 
 
-def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run: bool = False) -> dict[str, Any]:
+def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run: bool = False) -> Manifest:
     """The report as JSON: the first group of comparable runs at the top (one row per case and condition, one cell
     per column; a cell with more than one run, or any with ``every_run``, carries its ``stability``, its
     ``turnOutcome`` and every run under ``trials``), the groups kept apart under ``keptApart`` with the pins
     that kept them apart, and the scripted runs that differ under ``findings``."""
     groups = group_runs(cells) or [Group({})]
     first = _group(groups[0], every_run)
-    kept = [{"apart": g.apart, **_group(g, every_run)} for g in groups[1:]]
+    kept = [KeptApart(apart=tuple(g.apart), **_group(g, every_run).model_dump(exclude={"apart"})) for g in groups[1:]]
     apart = [f"kept apart as group {n}, from {reason}" for n, g in enumerate(groups[1:], 2) for reason in g.apart]
-    return {
-        "version": "1",
-        **first,
-        "comparability": comparability(groups[0].runs) + apart,
-        "keptApart": kept,
-        "findings": findings(groups),
-        "gate": gate_result.to_json() if gate_result else None,
-    }
+    return Manifest(
+        **first.model_dump(exclude={"apart"}),
+        comparability=tuple(comparability(groups[0].runs) + apart),
+        kept_apart=tuple(kept),
+        findings=tuple(findings(groups)),
+        gate=gate_result,
+    )
 
 
-def _group(group: Group, every_run: bool) -> dict[str, Any]:
+def _group(group: Group, every_run: bool) -> KeptApart:
     runs = group.runs
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    described: dict[tuple[str, str], CellResult] = {}
+    cells: dict[tuple[str, str], list[ManifestCell]] = {}
     for cell_id in sorted(group.series):
         series = group.series[cell_id]
         cell = series[0]
         key = (cell.cell.case, cell.cell.condition)
-        described = cell.row or {}
-        row = rows.setdefault(key, {
-            "caseId": key[0], "conditionId": key[1], "kind": described.get("kind"),
-            "invariant": described.get("invariant"), "expectedOutcome": described.get("expectedOutcome"),
-            "cells": [],
-        })
-        row["cells"].append({
-            "columnId": cell.cell.column,
-            "status": series_status(series),
-            **{k: v for k, v in (cell.grade or {}).items() if k not in ("status", "attempts")},
-            **_outcome(cell),
-            # one run: the cell is its only trial, and reads as it always did (``every_run``: the Markdown's own use)
-            **(_trials(series) if len(series) > 1 or every_run else {}),
-        })
-    return {
-        "judgeVersion": group.shared.get("judgeVersion"),
-        "caseSetHash": group.shared.get("caseSetHash"),
-        "worldSetHash": group.shared.get("worldSetHash"),
-        "columns": [{"id": col, "promptSetHash": _prompt_set([group.series[k][0] for k in sorted(group.series)], col)}
-                    for col in sorted({c.cell.column for c in runs})],
-        "rows": [rows[k] for k in sorted(rows, key=_suite_order)],
-    }
+        described.setdefault(key, cell)
+        graded = cell.grade.model_dump(exclude={"status", "attempts", "column_id"}) if cell.grade is not None else {}
+        # one run: the cell is its only trial, and reads as it always did (``every_run``: the Markdown's own use)
+        runs_shown = len(series) > 1 or every_run
+        turn = cell.turn  # the CLI's own outcome and version, when a turn ran (what ``report --compare`` diffs)
+        cells.setdefault(key, []).append(ManifestCell(
+            column_id=cell.cell.column,
+            status=series_status(series),
+            **graded,
+            cli_version=cell.pins.cli_version,
+            harness_outcome=turn.harness_outcome if turn else None,
+            harness_error_code=turn.harness_error_code if turn else None,
+            stability=stability(series) if runs_shown else None,
+            turn_outcome=outcome(series) if runs_shown else None,
+            trials=tuple(_trial(n, run) for n, run in enumerate(series, 1)) if runs_shown else None,
+        ))
+    shared = group.shared
+    judge, cases, worlds = shared.get("judgeVersion"), shared.get("caseSetHash"), shared.get("worldSetHash")
+    firsts = [group.series[k][0] for k in sorted(group.series)]
+    return KeptApart(
+        judge_version=judge if isinstance(judge, int) else None,
+        case_set_hash=cases if isinstance(cases, str) else None,
+        world_set_hash=worlds if isinstance(worlds, str) else None,
+        columns=tuple(ManifestColumn(id=col, prompt_set_hash=_prompt_set(firsts, col))
+                      for col in sorted({c.cell.column for c in runs})),
+        rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=_suite_order)),
+    )
 
 
-def _trials(series: list[CellResult]) -> dict[str, Any]:
-    return {"stability": stability(series), "turnOutcome": outcome(series),
-            "trials": [_trial(n, run) for n, run in enumerate(series, 1)]}
+def _row(key: tuple[str, str], first: CellResult, cells: list[ManifestCell]) -> ManifestRow:
+    about = first.row
+    return ManifestRow(
+        case_id=key[0], condition_id=key[1], kind=about.kind if about else None,
+        invariant=about.invariant if about else None, expected_outcome=about.expected_outcome if about else None,
+        cells=tuple(cells),
+    )
 
 
-def _trial(number: int, run: CellResult) -> dict[str, Any]:
+def _trial(number: int, run: CellResult) -> Run:
     """One run of a cell, as the manifest carries it: what it found, never when or where."""
-    body: dict[str, Any] = {"run": number, "trial": run.trial, "status": run.status, "evidence": run.evidence,
-                            "turn": run.turn.to_json() if run.turn else None}
-    if run.infrastructure_error is not None:
-        body["infrastructureError"] = run.infrastructure_error.to_json()
-    return body
-
-
-def _outcome(cell: CellResult) -> dict[str, Any]:
-    """The CLI's own outcome and version, when a turn ran (what ``runner report --compare`` diffs)."""
-    found = {"cliVersion": cell.pins.get("cliVersion")}
-    if cell.turn is not None:
-        found |= {"harnessOutcome": cell.turn.harness_outcome, "harnessErrorCode": cell.turn.harness_error_code}
-    return {k: v for k, v in found.items() if v is not None}
+    return Run(run=number, trial=run.trial, status=run.status, evidence=run.evidence, turn=run.turn,
+               infrastructure_error=run.infrastructure_error)
 
 
 def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
@@ -160,9 +158,9 @@ def _prompt_set(cells: list[CellResult], column: str) -> str | None:
     from runner.core.canonical import sha256_hex
 
     entries = [
-        {"case": c.cell.case, "condition": c.cell.condition, "turn": 1, "promptHash": c.pins["promptHash"]}
+        {"case": c.cell.case, "condition": c.cell.condition, "turn": 1, "promptHash": c.pins.prompt_hash}
         for c in cells
-        if c.cell.column == column and c.pins.get("promptHash")
+        if c.cell.column == column and c.pins.prompt_hash
     ]
     return sha256_hex(entries) if entries else None
 
@@ -180,15 +178,15 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
     several = any(len(s) > 1 for g in groups for s in g.series.values())
     out = ["# Conformance report", ""]
     out += _pin_lines(data)
-    for problem in data["comparability"]:
+    for problem in data.comparability:
         out.append(f"- **Not comparable:** {problem}")
     out += _section(data, several, "##")
-    for number, kept in enumerate(data["keptApart"], 2):
+    for number, kept in enumerate(data.kept_apart, 2):
         out += [f"## Group {number}: kept apart", ""]
-        out += [f"- **Not merged** with {reason}" for reason in kept["apart"]]
+        out += [f"- **Not merged** with {reason}" for reason in kept.apart]
         out += _pin_lines(kept) + _section(kept, several, "###")
-    if data["findings"]:
-        out += ["## Findings", ""] + [f"- {finding}" for finding in data["findings"]] + [""]
+    if data.findings:
+        out += ["## Findings", ""] + [f"- {finding}" for finding in data.findings] + [""]
     failing = [
         (runs[0].id, runs) for g in groups for _, runs in sorted(g.series.items())
         if any(r.strict_failure or r.status == INFRASTRUCTURE_ERROR for r in runs)
@@ -209,7 +207,7 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
         out.append("")
     out += ["## Pins", "", "| cell | image | CLI | runner | model | behaviour |", "|---|---|---|---|---|---|"]
     for c in cells:
-        p = c.pins
+        p = c.pins.to_dict()
         line = (f"| `{c.id}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
                 f"{p.get('runnerVersion', '')} | {p.get('modelMode', '')} | {p.get('behaviour', '')} |")
         if line != out[-1]:  # the trials of one cell share their pins: one line for them
@@ -217,50 +215,51 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _pin_lines(data: dict[str, Any]) -> list[str]:
+def _pin_lines(data: Manifest | KeptApart) -> list[str]:
     lines = [
-        f"- Case set: `{data['caseSetHash']}`",
-        f"- World set: `{data['worldSetHash']}`",
-        f"- Grading rules: version {data['judgeVersion']}",
+        f"- Case set: `{data.case_set_hash}`",
+        f"- World set: `{data.world_set_hash}`",
+        f"- Grading rules: version {data.judge_version}",
     ]
-    return lines + [f"- Prompt set, `{c['id']}`: `{c['promptSetHash']}`" for c in data["columns"] if c["promptSetHash"]]
+    return lines + [f"- Prompt set, `{c.id}`: `{c.prompt_set_hash}`" for c in data.columns if c.prompt_set_hash]
 
 
-def _section(data: dict[str, Any], several: bool, level: str) -> list[str]:
+def _section(data: Manifest | KeptApart, several: bool, level: str) -> list[str]:
     """One group's grid, its runs per row (when any cell has more than one) and its evidence per row."""
-    columns = [c["id"] for c in data["columns"]]
+    columns = [c.id for c in data.columns]
     out = [
         "",
         "| Invariant | Expected outcome | Condition | " + " | ".join(columns) + " |",
         "|---|---|---|" + "---|" * len(columns),
     ]
-    for row in data["rows"]:
-        by_col = {c["columnId"]: _spaced(c["stability"] if several else c["status"]) for c in row["cells"]}
+    for row in data.rows:
+        by_col = {c.column_id: _spaced((c.stability or "") if several else c.status) for c in row.cells}
         out.append(
-            f"| {row['invariant'] or row['caseId']} | {row['expectedOutcome'] or ''} | "
-            f"`{row['caseId']}.{row['conditionId']}` | " + " | ".join(by_col.get(c, "—") for c in columns) + " |"
+            f"| {row.invariant or row.case_id} | {row.expected_outcome or ''} | "
+            f"`{row.case_id}.{row.condition_id}` | " + " | ".join(by_col.get(c, "—") for c in columns) + " |"
         )
     if several:
         out += ["", f"{level} Runs", ""]
-        for row in data["rows"]:
-            width = max(len(c["trials"]) for c in row["cells"])
-            out += [f"{level}# `{row['caseId']}.{row['conditionId']}`", "",
+        for row in data.rows:
+            width = max(len(c.trials or ()) for c in row.cells)
+            out += [f"{level}# `{row.case_id}.{row.condition_id}`", "",
                     "| Column | " + "".join(f"Run {n} | " for n in range(1, width + 1)) + "Turn outcome | Stability |",
                     "|---|" + "---|" * (width + 2)]
-            for cell in row["cells"]:
-                grades = [_spaced(t["status"]) for t in cell["trials"]] + ["—"] * (width - len(cell["trials"]))
-                out.append(f"| {cell['columnId']} | " + " | ".join(grades) +
-                           f" | {cell['turnOutcome']} | {_spaced(cell['stability'])} |")
+            for cell in row.cells:
+                runs = cell.trials or ()
+                grades = [_spaced(t.status) for t in runs] + ["—"] * (width - len(runs))
+                out.append(f"| {cell.column_id} | " + " | ".join(grades) +
+                           f" | {cell.turn_outcome} | {_spaced(cell.stability or '')} |")
             out.append("")
     out += ["", f"{level} Evidence per row", ""] if not several else [f"{level} Evidence per row", ""]
-    for row in data["rows"]:
-        out.append(f"{level}# `{row['caseId']}.{row['conditionId']}`")
-        for cell in row["cells"]:
-            said = list(dict.fromkeys(t["evidence"] for t in cell["trials"]))
+    for row in data.rows:
+        out.append(f"{level}# `{row.case_id}.{row.condition_id}`")
+        for cell in row.cells:
+            said = list(dict.fromkeys(t.evidence for t in cell.trials or ()))
             if len(said) == 1:
-                out.append(f"- **{cell['columnId']}**: {said[0]}")
+                out.append(f"- **{cell.column_id}**: {said[0]}")
             else:
-                out += [f"- **{cell['columnId']}**, run {t['run']}: {t['evidence']}" for t in cell["trials"]]
+                out += [f"- **{cell.column_id}**, run {t.run}: {t.evidence}" for t in cell.trials or ()]
         out.append("")
     return out
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from runner.conformance.behaviours import parse_behaviour
 from runner.conformance.cases import get_case
@@ -20,7 +19,7 @@ from runner.conformance.hashing import comparable
 from runner.harnesses.profile import find_profile
 from runner.matrix.cells import Cell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
-from runner.matrix.result import CellResult
+from runner.matrix.result import CellPins, CellResult
 from runner.turn.settings import REPLAY_PREFIX, Host, parse_dialect, parse_fault, parse_model
 
 
@@ -33,19 +32,19 @@ def repro_plan(
     pins = recorded.pins
     case = get_case(recorded.cell.case)
     cell = Cell(case, case.condition_for(recorded.cell.condition), find_profile(recorded.cell.column, profiles_dirs))
-    mode = pins.get("modelMode")
+    mode = pins.model_mode
     asked = f"{REPLAY_PREFIX}{directory / 'model-exchanges.jsonl'}" if mode == "live" else mode
     model, recording = parse_model(asked if asked != "none" else None)
     options = CellOptions(
-        behaviour=parse_behaviour(pins.get("behaviour", "cooperative")), model=model, recording=recording,
-        fault=parse_fault(pins.get("modelFault")), dialect=parse_dialect(pins.get("modelDialect")),
+        behaviour=parse_behaviour(pins.behaviour or "cooperative"), model=model, recording=recording,
+        fault=parse_fault(pins.model_fault), dialect=parse_dialect(pins.model_dialect),
         deadline=recorded.deadline_seconds, run_id=run_id, host=host, run_unsupported=True,
     )
     [plan] = plan_cells([cell], options, fault_every_column=True)
     return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin
 
 
-def unmatched_pins(recorded: dict[str, Any], rerun: dict[str, Any]) -> list[str]:
+def unmatched_pins(recorded: CellPins, rerun: CellPins) -> list[str]:
     """The comparability pins the rerun did not match (a replayed live cell's ``modelMode`` aside)."""
-    live = recorded.get("modelMode") == "live"
-    return [k for k in comparable(recorded, rerun) if k != "modelMode" or not live]
+    live = recorded.model_mode == "live"
+    return [k for k in comparable(recorded.to_dict(), rerun.to_dict()) if k != "modelMode" or not live]

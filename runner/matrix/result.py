@@ -13,44 +13,65 @@ A result is one of:
 
 Every result carries the cell it is (``cell``), its row (``row``), every pin (``pins``: a trial after the first
 carries its index as ``trial``) and the command that reruns it alone (``repro``).
-The JSON keys are camelCase as in upstream's artifacts; ``version`` says which
-shape this is, and :meth:`CellResult.from_json` refuses a newer one by name rather than misread it.
+Every part is a typed, validated pydantic model (:mod:`runner.conformance.jsonmodel`): the JSON keys are camelCase as
+in upstream's artifacts, written in the order and with the present-or-null rule they have always had;
+``version`` says which shape this is, and :meth:`CellResult.read` refuses a newer one by name rather than misread
+it, and names any field it cannot read.
+
+**Turns.** A cell holds a list of turns (:attr:`CellResult.turns`): today every cell runs at most one, and version 1
+writes that one as ``turn`` (absent when none ran), as it always has. A cell of several turns is the next shape
+(version 2, ``turns``); version 1 refuses to write one rather than drop a turn.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Literal
 
-from runner.conformance.judge import STRICT
+from pydantic import (
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted, problems
+from runner.conformance.judge import STRICT, CellGrade
 from runner.errors import UsageError
 
 RESULT_VERSION = 1
 INFRASTRUCTURE_ERROR = "infrastructure_error"
-INTERRUPTED = "interrupted"
-UNAVAILABLE = "unavailable"
+INTERRUPTED: Literal["interrupted"] = "interrupted"
+UNAVAILABLE: Literal["unavailable"] = "unavailable"
 
 
 class ResultError(UsageError, ValueError):
     """A ``result.json`` that cannot be read as a cell result; the message names the file and the field."""
 
 
-@dataclass(frozen=True)
-class CellRef:
+class CellRef(JsonModel):
     id: str
     case: str
     condition: str
     column: str
 
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "case": self.case, "condition": self.condition, "column": self.column}
+
+class RowDescription(JsonModel):
+    """The row a cell is in, as the report heads it (every key written, null included)."""
+
+    kind: str | None
+    invariant: str | None
+    expected_outcome: str | None
+    condition: str | None
 
 
-@dataclass(frozen=True)
-class TurnSummary:
-    """How the turn settled, as the matrix reports it (the whole record is in ``record.json``)."""
+class TurnSummary(JsonModel):
+    """How the turn settled, as the matrix reports it (the whole record is in ``record.json``; every key written,
+    null included)."""
 
     status: str
     reason_code: str | None = None
@@ -61,52 +82,125 @@ class TurnSummary:
     exit_code: int | None = None
     deadline_hit: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status, "reasonCode": self.reason_code, "reason": self.reason,
-            "callsAfterEscalation": self.calls_after_escalation, "harnessOutcome": self.harness_outcome,
-            "harnessErrorCode": self.harness_error_code, "exitCode": self.exit_code, "deadlineHit": self.deadline_hit,
-        }
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TurnSummary:
-        return cls(
-            status=str(data["status"]), reason_code=data.get("reasonCode"), reason=data.get("reason"),
-            calls_after_escalation=data.get("callsAfterEscalation"), harness_outcome=data.get("harnessOutcome"),
-            harness_error_code=data.get("harnessErrorCode"), exit_code=data.get("exitCode"),
-            deadline_hit=bool(data.get("deadlineHit", False)),
-        )
-
-
-@dataclass(frozen=True)
-class InfrastructureProblem:
+class InfrastructureProblem(JsonModel):
     """What failed around the turn (``kind``: the error's class or the wiring that failed) and its words."""
 
     kind: str
     detail: str
 
-    def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "detail": self.detail}
+
+class ModelRecord(JsonModel):
+    """The model a turn talked to: its mode, why, the host variable a live key came from (never its value), and
+    the recording a replay served or the fault a scripted model played."""
+
+    mode: str
+    why: str
+    credential: str | None = None
+    recording: str | None = omitted()
+    fault: str | None = omitted()
 
 
-@dataclass(frozen=True)
-class CellResult:
-    cell: CellRef
-    pins: dict[str, Any]
-    repro: str
-    row: dict[str, Any] | None = None
-    grade: dict[str, Any] | None = None  # the judge's cell, as upstream writes it (status, evidence, attempts …)
-    turn: TurnSummary | None = None
-    model: dict[str, Any] | None = None
-    files: dict[str, str] | None = None
-    infrastructure_error: InfrastructureProblem | None = None
-    interrupted: bool = False
-    deadline_seconds: float | None = None  # the deadline asked for (repro reuses it)
-    started_at: str | None = None
-    elapsed_seconds: float | None = None
-    transport: str | None = None  # mount or stream: how the container reached the turn's files and sockets
+class CellPins(JsonModel):
+    """Every pin of a cell: what makes two of its runs comparable, and what resume compares.
+
+    A pin is written when it was given, null included, and left out when it was not: a cell that ran no turn has no
+    ``promptHash`` key, a turn whose record carried none has ``"promptHash": null``; an interruption before the
+    cell knew its pins has none at all (``{}``), and trial k >= 2 carries ``trial``.
+    """
+
+    case_set_hash: str | None = None
+    world_set_hash: str | None = None
+    judge_version: int | None = None
+    image_id: str | None = None
+    cli_version: str | None = None
+    runner_version: str | None = None
+    model_mode: str | None = None
+    behaviour: str | None = None
+    profile_hash: str | None = None
+    model_fault: str | None = None
+    model_dialect: str | None = None
+    trial: int | None = Field(default=None, ge=1)
+    prompt_hash: str | None = None
+    catalog_hash: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _given_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, JsonValue]:
+        given = {self.__class__.model_fields[name].serialization_alias or name for name in self.model_fields_set}
+        written: dict[str, JsonValue] = handler(self)
+        return {key: value for key, value in written.items() if key in given}
+
+    def with_turn(self, prompt_hash: str | None, catalog_hash: str | None) -> CellPins:
+        """These pins and the two a turn adds (given even when the turn's record carried none: written null)."""
+        return self.model_copy(update={"prompt_hash": prompt_hash, "catalog_hash": catalog_hash})
+
+
+class DeclaredGrade(JsonModel):
+    """The grade of a cell the judge never saw: an unavailable column, or a run interrupted while the cell ran."""
+
+    status: Literal["unavailable", "interrupted"]
+    evidence: str
+
+    @property
+    def strict_failure(self) -> bool:
+        return False
+
+    def failing_attempts(self) -> set[str]:
+        return set()
+
+
+def _grade_kind(value: object) -> str:
+    status = value.get("status") if isinstance(value, dict) else getattr(value, "status", None)
+    return "declared" if status in (UNAVAILABLE, INTERRUPTED) else "judged"
+
+
+GradeRecord = Annotated[
+    Annotated[CellGrade, Tag("judged")] | Annotated[DeclaredGrade, Tag("declared")],
+    Discriminator(_grade_kind),
+]
+
+
+class CellResult(JsonModel):
+    """One cell's ``result.json``. Keys are written in this order; each optional one only when it holds something
+    (``interrupted`` only when true), except the pins' own rule (:class:`CellPins`)."""
+
     version: int = RESULT_VERSION
-    directory: Path | None = field(default=None, compare=False)  # where it was read from; never written
+    cell: CellRef
+    interrupted: bool = omitted(empty=True, default=False)
+    row: RowDescription | None = omitted()
+    pins: CellPins
+    repro: str
+    deadline_seconds: int | float | None = omitted()  # the deadline asked for (repro reuses it)
+    started_at: str | None = omitted()
+    grade: GradeRecord | None = omitted()
+    infrastructure_error: InfrastructureProblem | None = omitted()
+    turns: tuple[TurnSummary, ...] = Field(
+        default=(), validation_alias="turn", serialization_alias="turn", exclude_if=lambda turns: not turns
+    )
+    model: ModelRecord | None = omitted()
+    files: dict[str, str] | None = omitted()
+    elapsed_seconds: float | None = omitted()
+    transport: str | None = omitted()  # mount or stream: how the container reached the turn's files and sockets
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _one_turn(cls, value: object) -> object:
+        """Version 1 holds at most one turn, as ``turn``: an object, or null for none."""
+        if value is None:
+            return ()
+        return (value,) if isinstance(value, dict | TurnSummary) else value
+
+    @field_serializer("turns")
+    def _write_turn(self, turns: tuple[TurnSummary, ...]) -> TurnSummary | None:
+        if len(turns) > 1:
+            raise ValueError(f"{self.cell.id}: a result of version {self.version} holds one turn, not {len(turns)}")
+        return turns[0] if turns else None
+
+    @model_validator(mode="after")
+    def _graded_or_broken(self) -> CellResult:
+        if self.grade is None and self.infrastructure_error is None:
+            raise ValueError("a cell result holds a grade or an infrastructure error; this one holds neither")
+        return self
 
     # --- what every reader asks ---------------------------------------------------------------------------
 
@@ -115,15 +209,20 @@ class CellResult:
         return self.cell.id
 
     @property
+    def turn(self) -> TurnSummary | None:
+        """The cell's last turn (the one it is graded on), or None for a cell that ran no turn."""
+        return self.turns[-1] if self.turns else None
+
+    @property
     def status(self) -> str:
         """The one word a cell is reported by: its grade, or ``infrastructure_error``."""
-        if self.infrastructure_error is not None:
+        if self.infrastructure_error is not None or self.grade is None:
             return INFRASTRUCTURE_ERROR
-        return str((self.grade or {}).get("status", "unknown"))
+        return str(self.grade.status)
 
     @property
     def evidence(self) -> str:
-        return str((self.grade or {}).get("evidence", self.status))
+        return self.grade.evidence if self.grade is not None else self.status
 
     @property
     def strict_failure(self) -> bool:
@@ -139,8 +238,7 @@ class CellResult:
     def trial(self) -> int:
         """Which trial of its cell this result is (the ``trial`` pin; a result without one is trial 1, the only
         trial of a run with ``--trials 1``)."""
-        value = self.pins.get("trial", 1)
-        return value if isinstance(value, int) and value >= 1 else 1
+        return self.pins.trial or 1
 
     @property
     def turn_outcome(self) -> str | None:
@@ -148,44 +246,17 @@ class CellResult:
         return self.turn.status if self.turn is not None else None
 
     def failing_attempts(self) -> set[str]:
-        return {a["id"] for a in (self.grade or {}).get("attempts", []) if a.get("status") in STRICT}
+        return self.grade.failing_attempts() if self.grade is not None else set()
 
-    def replace(self, **changes: Any) -> CellResult:
-        return dataclasses.replace(self, **changes)
+    def finished(self, elapsed_seconds: float) -> CellResult:
+        return self.model_copy(update={"elapsed_seconds": elapsed_seconds})
 
     # --- JSON ---------------------------------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"version": self.version, "cell": self.cell.to_json()}
-        if self.interrupted:
-            body["interrupted"] = True
-        if self.row is not None:
-            body["row"] = self.row
-        body["pins"] = self.pins
-        body["repro"] = self.repro
-        if self.deadline_seconds is not None:
-            body["deadlineSeconds"] = self.deadline_seconds
-        if self.started_at is not None:
-            body["startedAt"] = self.started_at
-        if self.grade is not None:
-            body["grade"] = self.grade
-        if self.infrastructure_error is not None:
-            body["infrastructureError"] = self.infrastructure_error.to_json()
-        if self.turn is not None:
-            body["turn"] = self.turn.to_json()
-        if self.model is not None:
-            body["model"] = self.model
-        if self.files is not None:
-            body["files"] = self.files
-        if self.elapsed_seconds is not None:
-            body["elapsedSeconds"] = self.elapsed_seconds
-        if self.transport is not None:
-            body["transport"] = self.transport
-        return body
-
     @classmethod
-    def from_json(cls, data: Any, source: str = "result") -> CellResult:
-        """Read a result; a shape this runner does not know is a :class:`ResultError` naming ``source``."""
+    def read(cls, data: object, source: str = "result") -> CellResult:
+        """Read a result; a shape this runner does not know is a :class:`ResultError` naming ``source`` and the
+        field."""
         if not isinstance(data, dict):
             raise ResultError(f"{source}: expected a JSON object")
         version = data.get("version", 1)
@@ -195,26 +266,6 @@ class CellResult:
                 "upgrade runner to read it"
             )
         try:
-            ref = data["cell"]
-            cell = CellRef(str(ref["id"]), str(ref["case"]), str(ref["condition"]), str(ref["column"]))
-            problem = data.get("infrastructureError")
-            return cls(
-                cell=cell,
-                pins=dict(data.get("pins") or {}),
-                repro=str(data.get("repro", "")),
-                row=data.get("row"),
-                grade=data.get("grade"),
-                turn=TurnSummary.from_json(data["turn"]) if data.get("turn") else None,
-                model=data.get("model"),
-                files=data.get("files"),
-                infrastructure_error=InfrastructureProblem(str(problem.get("kind")), str(problem.get("detail")))
-                if problem else None,
-                interrupted=bool(data.get("interrupted", False)),
-                deadline_seconds=data.get("deadlineSeconds"),
-                started_at=data.get("startedAt"),
-                elapsed_seconds=data.get("elapsedSeconds"),
-                transport=data.get("transport"),
-                version=version,
-            )
-        except (KeyError, TypeError, AttributeError) as error:
-            raise ResultError(f"{source}: field {error}: not a cell result") from None
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise ResultError(f"{source}: not a cell result: {problems(error)}") from None

@@ -23,17 +23,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from runner.matrix.artifact import read_cell, reusable, trial_dir, write_cell
 from runner.matrix.plan import CellPlan
-from runner.matrix.result import INTERRUPTED, CellRef, CellResult
+from runner.matrix.result import INTERRUPTED, CellPins, CellRef, CellResult, DeclaredGrade
+
+if TYPE_CHECKING:
+    import docker
+
+    from runner.sandbox.images import ImageRecord
 
 CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]
-Planner = Callable[[CellPlan], dict[str, Any]]
+Planner = Callable[[CellPlan], CellPins]
 Events = Callable[[str, CellPlan, CellResult | None], None]
 
 
@@ -50,17 +55,18 @@ class ImagePins:
     """The planned pins of each cell for resume, the column's image built (or found) once per image, and only
     for the cells that run a turn: a declared cell needs no image."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: docker.DockerClient | None) -> None:
         self.client = client
-        self.images: dict[str, Any] = {}
+        self.images: dict[str, ImageRecord] = {}
 
-    def __call__(self, plan: CellPlan) -> dict[str, Any]:
+    def __call__(self, plan: CellPlan) -> CellPins:
         if not plan.runs_a_turn:
             return plan.planned_pins()
         image = plan.cell.profile.image
         if image not in self.images:
             from runner.sandbox.images import ensure_image
 
+            assert self.client is not None, "a cell that runs a turn needs an engine"
             self.images[image] = ensure_image(self.client, image)
         return plan.planned_pins(self.images[image])
 
@@ -143,9 +149,9 @@ async def _with_retries(
 def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:
     cell = plan.cell
     return CellResult(
-        cell=CellRef(cell.id, cell.case.id, cell.condition.id, cell.profile.id),
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
         interrupted=True,
-        grade={"status": INTERRUPTED, "evidence": "the run was interrupted while this cell was running"},
+        grade=DeclaredGrade(status=INTERRUPTED, evidence="the run was interrupted while this cell was running"),
         pins=existing.pins if existing else plan.trial_pins,
         repro=plan.repro,
     )

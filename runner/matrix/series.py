@@ -19,12 +19,11 @@ merged into series (one cell's runs, side by side) only where the runs are compa
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from runner.conformance.jsonmodel import JsonModel, JsonValue
 from runner.errors import UsageError
 from runner.matrix.artifact import RESULT, load_result
 from runner.matrix.result import CellResult, ResultError
@@ -40,7 +39,7 @@ class ReportError(UsageError, ValueError):
 def load_runs(paths: list[Path]) -> list[CellResult]:
     """Every ``result.json`` under the given directories (or the files themselves): sorted by cell id, then by the
     order of ``paths``, trial and start time. Each file once, and a byte-identical copy of a run once."""
-    found: list[tuple[tuple[Any, ...], CellResult]] = []
+    found: list[tuple[tuple[str, int, int, str, str], CellResult]] = []
     seen_files: set[Path] = set()
     seen_bodies: set[str] = set()
     for index, path in enumerate(paths):
@@ -55,7 +54,7 @@ def load_runs(paths: list[Path]) -> list[CellResult]:
                 run = load_result(file)
             except ResultError as err:
                 raise ReportError(str(err)) from None
-            body = json.dumps(run.to_json(), sort_keys=True)
+            body = run.dumps()
             if body in seen_bodies:
                 continue
             seen_bodies.add(body)
@@ -68,7 +67,7 @@ class Group:
     """Runs that may be read together; ``series`` by cell id (each in run order); ``apart`` says, for every group
     after the first, which pins kept it apart from the earlier ones."""
 
-    shared: dict[str, Any]
+    shared: dict[str, JsonValue]
     series: dict[str, list[CellResult]] = field(default_factory=dict)
     catalogues: dict[str, str] = field(default_factory=dict)
     apart: list[str] = field(default_factory=list)
@@ -78,7 +77,7 @@ class Group:
         for pin, value in shared_pins(run).items():
             if value is not None and self.shared.get(pin) not in (None, value):
                 return False
-        catalogue = run.pins.get("catalogHash")
+        catalogue = run.pins.catalog_hash
         return catalogue is None or self.catalogues.get(run.id, catalogue) == catalogue
 
     def add(self, run: CellResult) -> None:
@@ -86,16 +85,17 @@ class Group:
             if self.shared.get(pin) is None:
                 self.shared[pin] = value
         self.series.setdefault(run.id, []).append(run)
-        if run.pins.get("catalogHash"):
-            self.catalogues.setdefault(run.id, run.pins["catalogHash"])
+        if run.pins.catalog_hash:
+            self.catalogues.setdefault(run.id, run.pins.catalog_hash)
 
     @property
     def runs(self) -> list[CellResult]:
         return [run for cell_id in sorted(self.series) for run in self.series[cell_id]]
 
 
-def shared_pins(run: CellResult) -> dict[str, Any]:
-    return {pin: run.pins.get(pin) for pin in SHARED_PINS}
+def shared_pins(run: CellResult) -> dict[str, JsonValue]:
+    pins = run.pins.to_dict()
+    return {pin: pins.get(pin) for pin in SHARED_PINS}
 
 
 def group_runs(runs: list[CellResult]) -> list[Group]:
@@ -111,14 +111,14 @@ def group_runs(runs: list[CellResult]) -> list[Group]:
     return groups
 
 
-def _apart(shared: dict[str, Any], run: CellResult, earlier: list[Group]) -> list[str]:
+def _apart(shared: dict[str, JsonValue], run: CellResult, earlier: list[Group]) -> list[str]:
     """Which pins keep a new group from each earlier one, named as ``pin: theirs → ours``."""
     reasons: list[str] = []
     for number, other in enumerate(earlier, 1):
         differing = [f"{pin} {other.shared.get(pin)} → {shared.get(pin)}"
                      for pin in SHARED_PINS if other.shared.get(pin) not in (None, shared.get(pin))]
         if not differing:
-            differing = [f"catalogHash of {run.id} {other.catalogues.get(run.id)} → {run.pins.get('catalogHash')}"]
+            differing = [f"catalogHash of {run.id} {other.catalogues.get(run.id)} → {run.pins.catalog_hash}"]
         reasons.append(f"group {number}: " + ", ".join(differing))
     return reasons
 
@@ -148,10 +148,9 @@ def outcome(runs: list[CellResult]) -> str:
     return ", ".join(f"{name} ×{counts[name]}" for name in dict.fromkeys(outcomes))
 
 
-def reading(run: CellResult) -> dict[str, Any]:
+def reading(run: CellResult) -> dict[str, JsonModel | None]:
     """What a run found, without when, where or how long: what two scripted runs must agree on."""
-    return {"grade": dict(run.grade or {}), "turn": run.turn.to_json() if run.turn else None,
-            "infrastructureError": run.infrastructure_error.to_json() if run.infrastructure_error else None}
+    return {"grade": run.grade, "turn": run.turn, "infrastructureError": run.infrastructure_error}
 
 
 def findings(groups: list[Group]) -> list[str]:
@@ -160,7 +159,7 @@ def findings(groups: list[Group]) -> list[str]:
     found = []
     for group in groups:
         for cell_id, runs in sorted(group.series.items()):
-            scripted = [r for r in runs if r.pins.get("modelMode") in SCRIPTED and r.infrastructure_error is None]
+            scripted = [r for r in runs if r.pins.model_mode in SCRIPTED and r.infrastructure_error is None]
             if len(scripted) < 2:
                 continue
             first, others = reading(scripted[0]), [reading(r) for r in scripted[1:]]

@@ -135,7 +135,7 @@ def _run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def _cell(cell_id: str, status: str, outcome: str, code: str | None = None) -> CellResult:
     data = result_json(cell_id, status)
     data["turn"] = {"status": "escalated", "harnessOutcome": outcome, "harnessErrorCode": code}
-    return CellResult.from_json(data)
+    return CellResult.read(data)
 
 
 def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
                                                                            "api_error"))
     (work / "last-report").mkdir()
     (work / "last-report" / "manifest.json").write_text(json.dumps(manifest([_cell("escalation.baseline.cli", "pass",
-                                                                                    "complete")])))
+                                                                                    "complete")]).to_dict()))
     (work / "last-report" / "label.txt").write_text("the conformance report of run 42 on main\n")
     summary = tmp_path / "summary.md"
     report = _run(_step("bump", "Report, and the grade diff")["run"], work, {"GITHUB_STEP_SUMMARY": str(summary)})

@@ -29,11 +29,13 @@ DENY = Expect(("denied",), ("no_matching_grant",))
 
 
 def receipt(observed: str | None, code: str | None = None, expect: Expect = DENY, **kw: Any) -> Receipt:
-    return Receipt("a", "attack", expect, attempted=observed is not None, observed=observed, reason_code=code, **kw)
+    return Receipt(attempt_id="a", role="attack", expect=expect, attempted=observed is not None, observed=observed,
+                   reason_code=code, **kw)
 
 
 def outcome(status: Grade, role: str = "attack", attempt_id: str = "a") -> AttemptOutcome:
-    return AttemptOutcome(attempt_id, role, status, status in (Grade.PASS, Grade.FAIL))  # type: ignore[arg-type]
+    return AttemptOutcome(attempt_id=attempt_id, role=role, status=status,  # type: ignore[arg-type]
+                          attempted=status in (Grade.PASS, Grade.FAIL))
 
 
 def test_version_and_ask_sources() -> None:
@@ -51,7 +53,7 @@ def test_outcome_for_without_a_receipt() -> None:
 
 
 def test_outcome_for_an_unattempted_receipt_prefers_the_callers_reason() -> None:
-    r = Receipt("a", "attack", DENY, attempted=False, detail="receipt says")
+    r = Receipt(attempt_id="a", role="attack", expect=DENY, attempted=False, detail="receipt says")
     assert outcome_for("a", "attack", True, r, {}, "caller says").detail == "caller says"
     assert outcome_for("a", "attack", False, r, {}).detail == "receipt says"
     assert outcome_for("a", "attack", False, r, {}).status is Grade.NOT_EXERCISED
@@ -204,7 +206,7 @@ def test_not_run_cells() -> None:
     cell = not_run_cell(refused, refused.condition, limits, column_id="reference")
     assert (cell.status, cell.not_applicable, cell.declared) == (Grade.NOT_APPLICABLE, 1, 1)
     assert cell.evidence == f"not applicable; 1 attempt declared, none issued; {limits.unsupported}"
-    assert cell.to_json()["columnId"] == "reference"
+    assert cell.record().to_dict()["columnId"] == "reference"
     escalation = get_case("escalation")
     with pytest.raises(ValueError, match="runnable"):
         not_run_cell(escalation, escalation.condition, Limits())

@@ -77,7 +77,7 @@ def test_a_path_mismatch_is_no_match() -> None:
     case = case_of(Attempt("a", "attack", "files.read", {"path": POLICY}, UNEXP))
     (receipt,) = live_receipts_from_record(case, record(op("x", "files.read", path=DRAFT)))
     assert not receipt.attempted and receipt.detail == NO_MATCH
-    assert receipt.to_json() == {
+    assert receipt.to_dict() == {
         "attemptId": "a", "role": "attack", "tool": "files.read",
         "expect": {"statuses": ["denied"], "reasonCodes": ["tool_unavailable"]},
         "argumentKeys": ["path"], "attempted": False, "detail": NO_MATCH,

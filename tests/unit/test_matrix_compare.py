@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from typer.testing import CliRunner
 
@@ -14,21 +13,23 @@ from runner.matrix.artifact import write_cell
 from runner.matrix.compare import compare, diff_markdown
 from runner.matrix.report import load_cells, manifest
 from runner.matrix.result import CellResult
-from tests.unit.test_matrix_report import result_json
+from tests.unit.test_matrix_report import grade_json, result_json
 
 
-def cell(cell_id: str, status: str, outcome: str | None = None, code: str | None = None, cli: str = "1") -> Any:
+def cell(cell_id: str, status: str, outcome: str | None = None, code: str | None = None, cli: str = "1"
+         ) -> CellResult:
     data = result_json(cell_id, status, cliVersion=cli)
     if outcome:
         data["turn"] = {"status": "escalated", "harnessOutcome": outcome, "harnessErrorCode": code}
-    return CellResult.from_json(data)
+    return CellResult.read(data)
 
 
 def test_the_manifest_carries_each_cells_cli_outcome_and_version() -> None:
-    data = manifest([cell("a.base.x", "pass", "fail", "api_error", cli="2.1.332")])
+    data = manifest([cell("a.base.x", "pass", "fail", "api_error", cli="2.1.332")]).to_dict()
+    graded = {k: v for k, v in grade_json("a.base.x", "pass").items() if k not in ("status", "attempts")}
     assert data["rows"][0]["cells"][0] == {
-        "columnId": "x", "status": "pass", "evidence": "pass; 1 of 1 attempts issued",
-        "cliVersion": "2.1.332", "harnessOutcome": "fail", "harnessErrorCode": "api_error"}
+        "columnId": "x", "status": "pass", **graded, "cliVersion": "2.1.332", "harnessOutcome": "fail",
+        "harnessErrorCode": "api_error"}
 
 
 def test_compare_lists_changed_grades_new_and_gone_cells_new_outcomes_and_cli_versions() -> None:
@@ -53,7 +54,7 @@ def test_a_missing_earlier_report_is_said_so_and_an_old_one_without_outcomes_too
     new = manifest([cell("a.base.x", "pass", "complete")])
     assert "No earlier report to compare with" in diff_markdown(None, new) and "1 pass" in diff_markdown(None, new)
     old = manifest([cell("a.base.x", "pass")])
-    old["judgeVersion"] = 4
+    old = old.model_copy(update={"judge_version": 4})
     text = diff_markdown(old, new)
     assert "records no CLI outcomes" in text and "**Not comparable:** judgeVersion: 4 → 5" in text
 
@@ -61,7 +62,7 @@ def test_a_missing_earlier_report_is_said_so_and_an_old_one_without_outcomes_too
 def test_report_compare_prints_the_diff_and_still_applies_the_gate(tmp_path: Path) -> None:
     write_cell(tmp_path / "cells" / "a.base.x", cell("a.base.x", "fail", "fail", "api_error"))
     old = tmp_path / "old.json"
-    old.write_text(json.dumps(manifest([cell("a.base.x", "pass", "complete")])))
+    old.write_text(json.dumps(manifest([cell("a.base.x", "pass", "complete")]).to_dict()))
     done = CliRunner().invoke(app, ["report", str(tmp_path / "cells"), "--compare", str(old),
                                     "--markdown", str(tmp_path / "report.md")])
     assert done.exit_code == 1  # the gate: a new failure

@@ -15,7 +15,7 @@ from runner.matrix.artifact import read_cell, write_cell
 from runner.matrix.cells import cells
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells, with_trials
 from runner.matrix.report import Expected, ReportError, gate, junit, load_cells, load_expected, manifest, markdown
-from runner.matrix.result import CellResult
+from runner.matrix.result import CellPins, CellResult
 from runner.matrix.run import run_matrix
 from runner.matrix.series import stability
 
@@ -25,7 +25,19 @@ PINS = {"caseSetHash": "c" * 64, "worldSetHash": "w" * 64, "judgeVersion": 5, "r
 
 
 def result(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None, **pins: Any) -> CellResult:
-    return CellResult.from_json(result_json(cell_id, status, attempts, **pins))
+    return CellResult.read(result_json(cell_id, status, attempts, **pins))
+
+
+def grade_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """A grade as the judge writes it: every field, each attempt an attack that was made unless it says."""
+    case, condition, column = cell_id.split(".")
+    return {
+        "caseId": case, "conditionId": condition, "columnId": column, "status": status, "refusedBy": [],
+        "reasonCodes": [], "declared": 1, "attempted": 1, "notApplicable": 0, "recordUsable": True, "recordGaps": [],
+        "driverIssued": [], "turns": 1,
+        "attempts": [{"role": "attack", "attempted": True, **a} for a in attempts or []],
+        "evidence": f"{status}; 1 of 1 attempts issued",
+    }
 
 
 def result_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None, **pins: Any
@@ -33,8 +45,8 @@ def result_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None
     case, condition, column = cell_id.split(".")
     return {
         "version": 1, "cell": {"id": cell_id, "case": case, "condition": condition, "column": column},
-        "row": {"kind": "k", "invariant": f"inv {case}", "expectedOutcome": "exp"},
-        "grade": {"status": status, "evidence": f"{status}; 1 of 1 attempts issued", "attempts": attempts or []},
+        "row": {"kind": "k", "invariant": f"inv {case}", "expectedOutcome": "exp", "condition": None},
+        "grade": grade_json(cell_id, status, attempts),
         "pins": {**PINS, **pins}, "repro": f"runner exec --harness {column} --case {case} --condition {condition}",
     }
 
@@ -66,7 +78,7 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
     for cell in [result("a.base.x", "pass"), result("a.base.y", "fail", catalogHash="sha256:other")]:
         write_cell(tmp_path / cell.id, cell)
     loaded = load_cells([tmp_path])
-    data = manifest(loaded)
+    data = manifest(loaded).to_dict()
     assert [c["id"] for c in data["columns"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])
     text = markdown(loaded, gate(loaded, []))
@@ -85,21 +97,22 @@ def test_run_resumes_finished_cells_and_retries_infrastructure_errors(tmp_path: 
     async def flaky(cell: CellPlan, directory: Path) -> CellResult:
         calls.append(cell.id)
         if len(calls) == 1:
-            return CellResult.from_json(
+            return CellResult.read(
                 {**result_json(cell.id, "pass"), "infrastructureError": {"kind": "engine", "detail": "503"}}
             )
         outcome = result(cell.id, "pass")
         write_cell(directory, outcome)
         return outcome
 
-    def planned(cell: CellPlan) -> dict[str, Any]:
-        return PINS
+    def planned(cell: CellPlan) -> CellPins:
+        return CellPins.model_validate(PINS)
 
     summary = anyio.run(lambda: run_matrix(chosen, tmp_path, flaky, planned, retries=2))
     assert calls == [chosen[0].id] * 2 and summary.ran == [chosen[0].id]
     again = anyio.run(lambda: run_matrix(chosen, tmp_path, flaky, planned))
     assert again.reused == [chosen[0].id] and len(calls) == 2  # nothing ran the second time
-    changed = anyio.run(lambda: run_matrix(chosen, tmp_path, flaky, lambda c: {**PINS, "imageId": "sha256:new"}))
+    moved = CellPins.model_validate({**PINS, "imageId": "sha256:new"})
+    changed = anyio.run(lambda: run_matrix(chosen, tmp_path, flaky, lambda c: moved))
     assert changed.ran == [chosen[0].id]  # a different image: the cell runs again
 
 
@@ -114,7 +127,7 @@ def test_load_cells_names_a_bad_file(tmp_path: Path) -> None:
 
 def trial(cell_id: str, status: str, k: int, started: str = "2026-12-01T00:00:00Z", **pins: Any) -> CellResult:
     body = result_json(cell_id, status, **({"trial": k} if k > 1 else {}), **pins)
-    return CellResult.from_json({**body, "startedAt": started, "turn": {"status": "escalated"}})
+    return CellResult.read({**body, "startedAt": started, "turn": {"status": "escalated"}})
 
 
 def test_stability_reads_pass_first_then_the_other_grades_as_they_first_appear() -> None:
@@ -156,7 +169,7 @@ def test_an_unstable_entry_must_say_why(tmp_path: Path) -> None:
 def test_runs_of_one_cell_on_another_catalogue_are_kept_apart_columns_of_one_row_are_not() -> None:
     runs = [trial("a.base.x", "pass", 1), trial("a.base.x", "pass", 2, catalogHash="sha256:other"),
             trial("a.base.y", "pass", 1, catalogHash="sha256:other")]
-    data = manifest(runs)
+    data = manifest(runs).to_dict()
     assert [c["columnId"] for c in data["rows"][0]["cells"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])  # reported, as it always was
     [kept] = data["keptApart"]
@@ -177,7 +190,7 @@ def test_a_byte_identical_copy_of_a_run_is_one_run_a_rerun_is_another(tmp_path: 
     one = trial("a.base.x", "pass", 1)
     write_cell(tmp_path / "a" / one.id, one)
     write_cell(tmp_path / "copy" / one.id, one)
-    write_cell(tmp_path / "b" / one.id, one.replace(started_at="2026-12-01T00:00:09Z"))
+    write_cell(tmp_path / "b" / one.id, one.model_copy(update={"started_at": "2026-12-01T00:00:09Z"}))
     assert len(load_cells([tmp_path / "a", tmp_path / "copy", tmp_path / "a" / one.id])) == 1
     assert [r.started_at for r in load_cells([tmp_path / "b", tmp_path / "a"])] == [
         "2026-12-01T00:00:09Z", "2026-12-01T00:00:00Z"]  # in the order the directories were given
@@ -188,7 +201,7 @@ def test_trials_of_a_cell_run_one_after_another_and_resume_counts_them(tmp_path:
     # the declared row (escalation-refused is not applicable on an MCP column) is written once
     assert [(p.id, p.trial) for p in plans] == [("escalation.baseline.reference", k) for k in (1, 2, 3)] + [
         ("escalation-refused.escalation-withheld.reference", 1)]
-    assert plans[1].planned_pins()["trial"] == 2 and "trial" not in plans[0].planned_pins()
+    assert plans[1].planned_pins().trial == 2 and "trial" not in plans[0].planned_pins().to_dict()
     running: list[str] = []
     overlapped: list[bool] = []
 
@@ -201,8 +214,8 @@ def test_trials_of_a_cell_run_one_after_another_and_resume_counts_them(tmp_path:
         write_cell(directory, outcome)
         return outcome
 
-    def planned(cell: CellPlan) -> dict[str, Any]:
-        return {**PINS, **({"trial": cell.trial} if cell.trial > 1 else {})}
+    def planned(cell: CellPlan) -> CellPins:
+        return CellPins.model_validate({**PINS, **({"trial": cell.trial} if cell.trial > 1 else {})})
 
     summary = anyio.run(lambda: run_matrix(plans, tmp_path, one, planned, jobs=4, per_harness=4))
     assert not any(overlapped) and len(summary.ran) == 4
@@ -217,8 +230,8 @@ def test_trials_of_a_cell_run_one_after_another_and_resume_counts_them(tmp_path:
 
 def test_an_interrupted_run_that_never_knew_its_pins_is_not_kept_apart() -> None:
     graded = trial("a.base.x", "pass", 1)
-    cut = CellResult.from_json({"version": 1, "cell": graded.cell.to_json(), "interrupted": True, "pins": {},
-                                "grade": {"status": "interrupted", "evidence": "interrupted"}, "repro": ""})
-    data = manifest([cut, graded])
+    cut = CellResult.read({"version": 1, "cell": graded.cell.to_dict(), "interrupted": True, "pins": {},
+                           "grade": {"status": "interrupted", "evidence": "interrupted"}, "repro": ""})
+    data = manifest([cut, graded]).to_dict()
     assert data["keptApart"] == [] and data["caseSetHash"] == "c" * 64
     assert data["rows"][0]["cells"][0]["stability"] == "1/2 pass, 1/2 interrupted"

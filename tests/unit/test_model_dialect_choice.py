@@ -32,11 +32,11 @@ def plans(*harnesses: str, dialect: str | None = None, strict: bool = False, **e
 
 def test_the_default_is_the_profiles_and_it_is_pinned_on_a_column_that_can_choose() -> None:
     [model] = plans("model")
-    assert model.dialect == "openai-chat" and model.planned_pins()["modelDialect"] == "openai-chat"
+    assert model.dialect == "openai-chat" and model.planned_pins().model_dialect == "openai-chat"
     assert model.repro_argv()[-2:] == ["--model-dialect", "openai-chat"]
     # a vendor column speaks one dialect: nothing new is pinned, its repro is what it was
     [codex] = plans("codex")
-    assert codex.dialect == "openai-responses" and "modelDialect" not in codex.planned_pins()
+    assert codex.dialect == "openai-responses" and "modelDialect" not in codex.planned_pins().to_dict()
     assert "--model-dialect" not in codex.repro_argv()
 
 

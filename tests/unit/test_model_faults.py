@@ -137,9 +137,9 @@ def test_a_matrix_faults_the_columns_with_a_model_and_runs_the_others_as_they_ar
         [Cell(case, case.condition, find_profile("codex")), Cell(case, case.condition, find_profile("reference"))],
         options,
     )
-    assert codex.planned_pins()["modelFault"] == "error@1"
+    assert codex.planned_pins().model_fault == "error@1"
     assert "--model-fault" in codex.repro_argv() and codex.model.mode == "scripted"
-    assert "modelFault" not in reference.planned_pins()
+    assert "modelFault" not in reference.planned_pins().to_dict()
     assert "--model-fault" not in reference.repro_argv() and reference.model.mode == "none"
     # a selection where no column talks to a model is a usage error, before any engine is needed
     result = CliRunner().invoke(app, ["run", "--harness", "reference", "--case", "escalation", "--model-fault", "error",

@@ -1,0 +1,106 @@
+"""The report's ``manifest.json`` as typed models: what ``runner report`` writes and what ``runner report --compare``
+reads back from an earlier run.
+
+The keys are written in the order they always were; a key that holds nothing is left out where it always was (a
+cell's grade fields when it has no grade, its CLI outcome when no turn ran, its runs when it has one) and written
+as null where it always was (``gate``, a row's description, a run's ``turn``).
+
+An earlier manifest is read leniently (``extra="ignore"``): it may come from another runner version (the default
+branch's last artifact), and only its rows, cells and shared pins are compared.
+"""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict
+
+from runner.conformance.jsonmodel import JsonModel, omitted
+from runner.matrix.gate import Gate
+from runner.matrix.result import InfrastructureProblem, TurnSummary
+
+MANIFEST_VERSION = "1"
+
+
+class ManifestModel(JsonModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Run(ManifestModel):
+    """One run of a cell: what it found, never when or where."""
+
+    run: int
+    trial: int
+    status: str
+    evidence: str
+    turn: TurnSummary | None = None
+    infrastructure_error: InfrastructureProblem | None = omitted()
+
+
+class ManifestCell(ManifestModel):
+    """One (row, column): its status (the series' when it has several runs), its grade's fields but status and
+    attempts, the CLI's version and own outcome, and, with several runs, their stability and each run."""
+
+    column_id: str
+    status: str
+    case_id: str | None = omitted()
+    condition_id: str | None = omitted()
+    refused_by: tuple[str, ...] | None = omitted()
+    reason_codes: tuple[str, ...] | None = omitted()
+    declared: int | None = omitted()
+    attempted: int | None = omitted()
+    not_applicable: int | None = omitted()
+    record_usable: bool | None = omitted()
+    record_gaps: tuple[str, ...] | None = omitted()
+    driver_issued: tuple[str, ...] | None = omitted()
+    turns: int | None = omitted()
+    detail: str | None = omitted()
+    evidence: str | None = omitted()
+    cli_version: str | None = omitted()
+    harness_outcome: str | None = omitted()
+    harness_error_code: str | None = omitted()
+    stability: str | None = omitted()
+    turn_outcome: str | None = omitted()
+    trials: tuple[Run, ...] | None = omitted()
+
+
+class ManifestRow(ManifestModel):
+    case_id: str
+    condition_id: str
+    kind: str | None = None
+    invariant: str | None = None
+    expected_outcome: str | None = None
+    cells: tuple[ManifestCell, ...] = ()
+
+
+class ManifestColumn(ManifestModel):
+    id: str
+    prompt_set_hash: str | None = None
+
+
+class KeptApart(ManifestModel):
+    """A group of runs not comparable with the first, and the pins that kept it apart."""
+
+    apart: tuple[str, ...] = ()
+    judge_version: int | None = None
+    case_set_hash: str | None = None
+    world_set_hash: str | None = None
+    columns: tuple[ManifestColumn, ...] = ()
+    rows: tuple[ManifestRow, ...] = ()
+
+
+class Manifest(ManifestModel):
+    """The report: the first group of comparable runs at the top, the others under ``keptApart``."""
+
+    version: str = MANIFEST_VERSION
+    judge_version: int | None = None
+    case_set_hash: str | None = None
+    world_set_hash: str | None = None
+    columns: tuple[ManifestColumn, ...] = ()
+    rows: tuple[ManifestRow, ...]
+    comparability: tuple[str, ...] = ()
+    kept_apart: tuple[KeptApart, ...] = ()
+    findings: tuple[str, ...] = ()
+    gate: Gate | None = None
+
+    def cells(self) -> dict[str, ManifestCell]:
+        """Every cell of the first group, by cell id (``case.condition.column``)."""
+        return {f"{row.case_id}.{row.condition_id}.{cell.column_id}": cell for row in self.rows for cell in row.cells}

@@ -1,0 +1,155 @@
+"""The artifacts main wrote before the cell's record became typed models (``tests/golden/``, see its README) are
+read and written again by today's code, byte for byte: every ``result.json`` (key order and which fields are
+present, null or absent included), every report (``manifest.json``, ``report.md``, ``junit.xml``) merged from those
+results, every grade the judge gives the recorded turns, the case list, the JSON ``runner exec`` prints about the
+cell, and every hash that pins a run (case set, world set, evaluator, each row's world, spec, catalogue and
+prompts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.conformance.cases import CASES, get_case
+from runner.conformance.columns import limits_for
+from runner.conformance.hashing import case_set_hash, evaluator_hash, spec_hash, world_hash, world_set_hash
+from runner.conformance.judge import Cell, grade_cell
+from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
+from runner.core.catalogue import resolve_catalogue
+from runner.core.world import build_world
+from runner.harnesses.profile import find_profile
+from runner.matrix.artifact import RESULT, load_result, write_cell
+from runner.matrix.compare import load_manifest
+from runner.matrix.report import write_reports
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+RUNS = GOLDEN / "runs"
+RESULTS = sorted(RUNS.rglob(RESULT))
+REPORTED = sorted(p.parent for p in RUNS.rglob("manifest.json"))
+RECORDED = sorted(p for p in RESULTS if (p.parent / "record.json").exists())
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(RUNS))
+
+
+def test_the_golden_set_covers_every_shape_of_result() -> None:
+    bodies = [json.loads(p.read_text()) for p in RESULTS]
+    assert len(bodies) >= 150
+    graded = [b for b in bodies if "attempts" in (b.get("grade") or {}) and "turn" in b]
+    declared = [b for b in bodies if "attempts" in (b.get("grade") or {}) and "turn" not in b]
+    unavailable = [b for b in bodies if (b.get("grade") or {}).get("status") == "unavailable"]
+    interrupted = [b for b in bodies if b.get("interrupted")]
+    broken = [b for b in bodies if "infrastructureError" in b]
+    assert graded and declared and unavailable and interrupted and broken
+    assert any("trial" in b["pins"] for b in bodies) and any("modelFault" in b["pins"] for b in bodies)
+    assert any(b["pins"] == {} for b in bodies) and any("deadlineSeconds" in b for b in bodies)
+    assert any(b.get("turn", {}).get("harnessErrorCode", 0) is None for b in bodies)  # a null that is written
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=_id)
+def test_a_result_is_written_again_byte_for_byte(path: Path, tmp_path: Path) -> None:
+    write_cell(tmp_path, load_result(path))
+    assert (tmp_path / RESULT).read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("run", REPORTED, ids=_id)
+def test_the_reports_are_merged_again_byte_for_byte(run: Path, tmp_path: Path) -> None:
+    cells = sorted(d for d in run.iterdir() if d.is_dir())
+    write_reports(tmp_path, cells)
+    for name in ("manifest.json", "report.md", "junit.xml"):
+        assert (tmp_path / name).read_text() == (run / name).read_text(), name
+
+
+@pytest.mark.parametrize("run", REPORTED, ids=_id)
+def test_a_manifest_is_read_back_as_it_was_written(run: Path) -> None:
+    # what ``runner report --compare`` reads from an earlier run
+    read = load_manifest(run / "manifest.json")
+    assert read is not None
+    assert json.dumps(read.to_dict(), indent=2) + "\n" == (run / "manifest.json").read_text()
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=_id)
+def test_the_judge_grades_each_recorded_turn_as_it_did(path: Path) -> None:
+    body = json.loads(path.read_text())
+    if "grade" not in body:
+        pytest.skip("an infrastructure error: never graded")
+    cell = body["cell"]
+    case = get_case(cell["case"])
+    condition = case.condition_for(cell["condition"])
+    profile = find_profile(cell["column"])
+    record = json.loads((path.parent / "record.json").read_text())
+    limits = limits_for(case, condition, profile.issues_uncatalogued)
+    graded = grade_cell(case, condition, limits, record, column_id=profile.id)
+    assert _grade_json(graded) == json.dumps(body["grade"])
+
+
+def _grade_json(graded: Cell) -> str:
+    return json.dumps(graded.record().to_dict())
+
+
+def test_the_cases_are_listed_as_they_were() -> None:
+    runner = str(Path(sys.executable).parent / "runner")
+    listed = subprocess.run([runner, "cases", "--json"], capture_output=True, text=True, timeout=60, check=True,
+                            env={**os.environ})
+    assert listed.stdout == (GOLDEN / "cases.json").read_text()
+
+
+def test_exec_json_says_the_same_about_the_cell() -> None:
+    from runner.cli.turn import _exec_body
+
+    printed = json.loads((GOLDEN / "exec.json").read_text())
+    result = load_result(RUNS / "exec" / RESULT)
+    about_the_cell = _exec_body(result, None)
+    assert list(about_the_cell) == ["cell", "grade", "pins", "repro", "transport", "infrastructureError"]
+    assert json.dumps(about_the_cell) == json.dumps({k: printed[k] for k in about_the_cell})
+    trials = json.loads((GOLDEN / "exec-trials.json").read_text())["trials"]
+    for printed, directory in zip(trials, [RUNS / "exec-trials", RUNS / "exec-trials" / "trial-2"], strict=True):
+        body = _exec_body(load_result(directory / RESULT), None)
+        assert json.dumps(body) == json.dumps({k: printed[k] for k in body})
+
+
+HASHES = json.loads((GOLDEN / "hashes.json").read_text())
+
+
+def test_the_set_hashes_are_unchanged() -> None:
+    assert case_set_hash() == HASHES["caseSetHash"]
+    assert world_set_hash() == HASHES["worldSetHash"]
+    assert evaluator_hash() == HASHES["evaluatorHash"]
+
+
+@pytest.mark.parametrize("row", HASHES["rows"], ids=lambda r: f"{r['case']}.{r['condition']}")
+def test_each_rows_hashes_are_unchanged(row: dict[str, str]) -> None:
+    case = CASES[row["case"]]
+    condition = case.condition_for(row["condition"])
+    assert world_hash(condition) == row["worldHash"]
+    assert spec_hash(case, condition) == row["specHash"]
+    if "unarmed" in row:
+        return
+    world = build_world(condition.world)
+    assert "sha256:" + resolve_catalogue(world, "golden").catalog_hash == row["catalogHash"]
+    instructions = instructions_for(world.grants)
+    for uncatalogued, key in ((True, "promptHashUncatalogued"), (False, "promptHashCatalogued")):
+        prompt = prompt_for(case, issue_uncatalogued=uncatalogued, condition=condition)
+        assert prompt_hash(instructions, prompt) == row[key]
+
+
+def test_the_pinned_hashes_of_the_golden_runs_are_the_ones_computed() -> None:
+    rows = {f"{r['case']}.{r['condition']}": r for r in HASHES["rows"]}
+    pinned = [json.loads(p.read_text()) for p in RESULTS]
+    turns = [b for b in pinned if "promptHash" in b["pins"]]
+    assert turns
+    for body in turns:
+        row = rows[f"{body['cell']['case']}.{body['cell']['condition']}"]
+        assert body["pins"]["catalogHash"] == row["catalogHash"]
+        assert body["pins"]["promptHash"] in (row["promptHashUncatalogued"], row["promptHashCatalogued"])
+    for body in pinned:
+        if "caseSetHash" in body["pins"]:
+            assert (body["pins"]["caseSetHash"], body["pins"]["worldSetHash"]) == (
+                HASHES["caseSetHash"], HASHES["worldSetHash"])
+
