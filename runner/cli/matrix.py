@@ -16,6 +16,7 @@ from runner.cli.turn import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
+    RUNTIME_HELP,
     TRANSPORT_HELP,
     TRIALS_HELP,
     check_out,
@@ -25,6 +26,7 @@ from runner.cli.turn import (
     new_run_id,
 )
 from runner.errors import Exit
+from runner.sandbox.interface import RUNTIME_ENV, Runtime
 
 
 def run(
@@ -42,6 +44,7 @@ def run(
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
+    runtime: Annotated[Runtime, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = Runtime.RUNC,
     trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
@@ -80,11 +83,12 @@ def run(
     run_id = new_run_id()
     check_transport(transport)
     options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport,
-                          model_dialect=model_dialect)
+                          model_dialect=model_dialect, runtime=runtime)
     check_out(out_dir, False)
     with reported():
         plans = with_trials(plan_cells(chosen, options, os.environ), trials)
-    client = connect_engine() if any(p.runs_a_turn for p in plans) else None  # no turn to run: no engine needed
+    # no turn to run: no engine needed
+    client = connect_engine(runtime=runtime) if any(p.runs_a_turn for p in plans) else None
     planned = ImagePins(client)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

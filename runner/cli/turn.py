@@ -18,6 +18,7 @@ import typer
 from runner.cli.render import err, escape, fail, out, print_turn_summary, reported, say
 from runner.conformance.behaviours import Behaviour
 from runner.errors import Exit, InfrastructureError
+from runner.sandbox.interface import RUNTIME_ENV, Runtime
 
 T = TypeVar("T")
 
@@ -26,6 +27,11 @@ TRANSPORT_HELP = (
     "How the container reaches the turn's files and sockets: mount (the turn dir bind-mounted; the engine must "
     "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
     "a probe finds it works, else stream). The result records which ran."
+)
+RUNTIME_HELP = (
+    "The OCI runtime the CLI's container runs under: runc (the engine's default: the host's kernel behind the "
+    "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
+    "with `sudo make engine RUNTIME=runsc`). The result pins it."
 )
 TRIALS_HELP = (
     "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
@@ -64,11 +70,15 @@ def check_transport(transport: str, as_json: bool = False) -> None:
         fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
 
 
-def connect_engine(as_json: bool = False) -> Any:
+def connect_engine(as_json: bool = False, runtime: Runtime = Runtime.RUNC) -> Any:
+    """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
     from runner.sandbox.engine import connect
+    from runner.sandbox.probe import WIRING
 
     with reported(as_json):
-        return connect()
+        client = connect()
+        WIRING.check_runtime(client, runtime)
+        return client
 
 
 def interruptible(job: Callable[[], Awaitable[T]], client: Any, run_id: str, keep: bool, as_json: bool) -> T:
@@ -137,6 +147,7 @@ def exec_(
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
+    runtime: Annotated[Runtime, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = Runtime.RUNC,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:
@@ -168,7 +179,7 @@ def exec_(
     run_id = new_run_id()
     check_transport(transport, as_json)
     options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault,
-                          transport=transport, model_dialect=model_dialect)
+                          transport=transport, model_dialect=model_dialect, runtime=runtime)
     with reported(as_json):
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
@@ -179,7 +190,7 @@ def exec_(
         shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json)
-    client = connect_engine(as_json)
+    client = connect_engine(as_json, runtime)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
         result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep,

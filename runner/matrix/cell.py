@@ -78,6 +78,7 @@ async def run_cell(
         case=cell.case, profile=cell.profile, behaviour=plan.options.behaviour, image=image, out_dir=directory,
         run_id=plan.options.run_id, model=plan.model, deadline=plan.options.deadline, keep=plan.options.keep,
         condition_id=cell.condition.id, model_fault=plan.model.fault, transport=plan.options.transport,
+        runtime=plan.options.runtime,
     )
     try:
         report = await run_turn(client, request, progress)

@@ -23,6 +23,7 @@ from runner.conformance.hashing import current_pins
 from runner.harnesses.profile import Profile
 from runner.matrix.cells import Cell, runs_a_turn
 from runner.model.types import DIALECT_ALIASES, DIALECT_NAMES, ModelEndpointError
+from runner.sandbox.interface import Runtime
 from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
 
 
@@ -39,6 +40,7 @@ class CellOptions:
     model_fault: str | None = None  # --model-fault KIND[@STEP] (scripted model only)
     transport: str = "auto"  # --transport mount|stream|auto: how the container reaches the turn's files and sockets
     model_dialect: str | None = None  # --model-dialect NAME: the dialect a column that can choose speaks
+    runtime: Runtime = Runtime.RUNC  # --runtime runc|runsc (RUNNER_RUNTIME): the container's OCI runtime
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class CellPlan:
             extra["modelFault"] = self.model.fault  # a faulted cell is another experiment: never resumed as a plain one
         if self.chooses_dialect:
             extra["modelDialect"] = self.dialect  # so is a cell in another dialect
+        if self.options.runtime is not Runtime.RUNC:
+            extra["runtime"] = self.options.runtime.value  # a cell under gVisor is another experiment (runc: no pin)
         extra |= self.trial_pins
         pins = current_pins(
             runner_version=runner.__version__, model_mode=self.model.mode, behaviour=self.options.behaviour.value,
@@ -110,6 +114,8 @@ class CellPlan:
             argv += ["--model-fault", self.model.fault]
         if self.chooses_dialect and self.dialect is not None:
             argv += ["--model-dialect", self.dialect]
+        if options.runtime is not Runtime.RUNC:
+            argv += ["--runtime", options.runtime.value]
         return argv
 
     @property

@@ -30,7 +30,7 @@ from docker.utils.socket import frames_iter
 
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
-from runner.sandbox.interface import OutputSink, Sandbox, Signal, Transport
+from runner.sandbox.interface import OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
 HOME = "/home/runner"
@@ -62,10 +62,13 @@ class ContainerSpec:
     keep_stdin_open: bool = False
     limits: Limits = Limits()
     workdir: str = HOME
+    runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
 
     def create_kwargs(self) -> dict[str, Any]:
         tmpfs_opts = "rw,nosuid,nodev,noexec"
+        runtime = {"runtime": self.runtime.value} if self.runtime is not Runtime.RUNC else {}
         return {
+            **runtime,
             "image": self.image_id,
             "command": self.argv,
             "user": USER,

@@ -28,6 +28,7 @@ from runner.harnesses.stream import StreamReader, Tail
 from runner.mcp.server import Invoker
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import Runtime
 from runner.turn.model_choice import ModelChoice
 from runner.turn.transcript import StreamSink
 from runner.turn.turndir import TurnDir, create_turn_dir, placeholder_values
@@ -49,6 +50,7 @@ class TurnRequest:
     condition_id: str | None = None  # the row's condition; the case's first when None
     model_fault: str | None = None  # --model-fault KIND[@STEP]: the scripted model fails on purpose
     transport: str = "auto"  # mount | stream | auto (runner.sandbox.factory.DockerSandboxes)
+    runtime: Runtime = Runtime.RUNC  # the container's OCI runtime: runc, or runsc (gVisor)
 
     @property
     def condition(self) -> Condition:
