@@ -16,6 +16,7 @@ from runner.cli.turn import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
+    RUNTIME_ENV,
     RUNTIME_HELP,
     TRANSPORT_HELP,
     TRIALS_HELP,
@@ -24,9 +25,9 @@ from runner.cli.turn import (
     connect_engine,
     interruptible,
     new_run_id,
+    parse_runtime,
 )
 from runner.errors import Exit
-from runner.sandbox.interface import RUNTIME_ENV, Runtime
 
 
 def run(
@@ -44,7 +45,7 @@ def run(
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
-    runtime: Annotated[Runtime, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = Runtime.RUNC,
+    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
     trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
@@ -82,13 +83,14 @@ def run(
         chosen = [c for c in chosen if not runs_a_turn(c)]
     run_id = new_run_id()
     check_transport(transport)
+    runtime_obj = parse_runtime(runtime)
     options = CellOptions(behaviour_obj, model, None, False, run_id, model_fault=model_fault, transport=transport,
-                          model_dialect=model_dialect, runtime=runtime)
+                          model_dialect=model_dialect, runtime=runtime_obj)
     check_out(out_dir, False)
     with reported():
         plans = with_trials(plan_cells(chosen, options, os.environ), trials)
     # no turn to run: no engine needed
-    client = connect_engine(runtime=runtime) if any(p.runs_a_turn for p in plans) else None
+    client = connect_engine(runtime=runtime_obj) if any(p.runs_a_turn for p in plans) else None
     planned = ImagePins(client)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -11,14 +11,16 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from runner.cli.render import err, escape, fail, out, print_turn_summary, reported, say
 from runner.conformance.behaviours import Behaviour
 from runner.errors import Exit, InfrastructureError
-from runner.sandbox.interface import RUNTIME_ENV, Runtime
+
+if TYPE_CHECKING:
+    from runner.sandbox.interface import Runtime
 
 T = TypeVar("T")
 
@@ -28,6 +30,7 @@ TRANSPORT_HELP = (
     "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
     "a probe finds it works, else stream). The result records which ran."
 )
+RUNTIME_ENV = "RUNNER_RUNTIME"  # runner.sandbox.interface.RUNTIME_ENV, spelt here so that --help loads no sandbox
 RUNTIME_HELP = (
     "The OCI runtime the CLI's container runs under: runc (the engine's default: the host's kernel behind the "
     "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
@@ -70,14 +73,24 @@ def check_transport(transport: str, as_json: bool = False) -> None:
         fail(Exit.USAGE, f"--transport must be mount, stream or auto, not {transport!r}", as_json)
 
 
-def connect_engine(as_json: bool = False, runtime: Runtime = Runtime.RUNC) -> Any:
+def parse_runtime(name: str, as_json: bool = False) -> Runtime:
+    """The :class:`~runner.sandbox.interface.Runtime` named ``name``; a usage error for any other name."""
+    from runner.sandbox.interface import RUNTIMES, Runtime
+
+    if name not in RUNTIMES:
+        fail(Exit.USAGE, f"--runtime (or {RUNTIME_ENV}) must be one of {', '.join(RUNTIMES)}, not {name!r}", as_json)
+    return Runtime(name)
+
+
+def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> Any:
     """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
     from runner.sandbox.engine import connect
     from runner.sandbox.probe import WIRING
 
     with reported(as_json):
         client = connect()
-        WIRING.check_runtime(client, runtime)
+        if runtime is not None:
+            WIRING.check_runtime(client, runtime)
         return client
 
 
@@ -147,7 +160,7 @@ def exec_(
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
-    runtime: Annotated[Runtime, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = Runtime.RUNC,
+    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:
@@ -178,8 +191,9 @@ def exec_(
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
     run_id = new_run_id()
     check_transport(transport, as_json)
+    runtime_obj = parse_runtime(runtime, as_json)
     options = CellOptions(behaviour_obj, model, deadline, keep, run_id, run_unsupported=True, model_fault=model_fault,
-                          transport=transport, model_dialect=model_dialect, runtime=runtime)
+                          transport=transport, model_dialect=model_dialect, runtime=runtime_obj)
     with reported(as_json):
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, os.environ, fault_every_column=True)
@@ -190,7 +204,7 @@ def exec_(
         shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json)
-    client = connect_engine(as_json, runtime)
+    client = connect_engine(as_json, runtime_obj)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
         result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep,

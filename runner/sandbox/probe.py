@@ -144,7 +144,8 @@ class WiringProbe:
     def check(self, client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
         """Probe ``spec``'s image over ``transport``, unless it passed before; raise a :class:`WiringError`
         subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3 for its relay)."""
-        self.check_runtime(client, spec.runtime)
+        if spec.runtime is not Runtime.RUNC:  # runc, the engine's default, is checked once by the command line
+            self.check_runtime(client, spec.runtime)
         key = ProbeKey.of(spec.image_id, transport, spec.runtime)
         if key in self._passed or _cache_file(key).exists():
             self._passed.add(key)
