@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 RUNTIME ?=
 engine:
 	scripts/ensure-docker.sh
-	$(if $(filter runsc,$(RUNTIME)),scripts/ensure-runtime.sh runsc)
+	$(if $(RUNTIME),scripts/ensure-runtime.sh $(RUNTIME))
 
 # mmdebstrap, needed only when a Debian base must be bootstrapped: installed where it can be (root on Debian),
 # otherwise runner names it, with the command that installs it, at the moment it is needed

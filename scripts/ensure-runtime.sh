@@ -4,7 +4,7 @@
 #
 #   scripts/ensure-runtime.sh runsc
 #
-# runsc (gVisor) is the only runtime it knows. An engine whose `docker info` already lists runsc with the flags
+# runsc (gVisor) is the only runtime it registers (runc, the engine's default, needs nothing). An engine whose `docker info` already lists runsc with the flags
 # runner needs is used as it is: nothing is installed. Otherwise, as root on Debian:
 # - install Debian's runsc package (when no runsc is on PATH);
 # - register it in the engine's configuration ($RUNNER_DOCKERD_CONFIG, default /etc/docker/daemon.json) with
@@ -24,7 +24,8 @@ FLAGS=(--network=none --host-uds=open)
 say() { printf 'ensure-runtime: %s\n' "$*" >&2; }
 
 [ $# -eq 1 ] || { say "usage: $0 runsc"; exit 2; }
-[ "$1" = runsc ] || { say "unknown runtime '$1' (known: runsc)"; exit 2; }
+[ "$1" != runc ] || { say "runc is the engine's default runtime: nothing to register."; exit 0; }
+[ "$1" = runsc ] || { say "unknown runtime '$1' (known: runc, runsc)"; exit 2; }
 name=$1
 
 # the runtime's entry in `docker info`, as JSON (empty when the engine does not have it)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -209,3 +210,22 @@ def test_after_sigkill_the_reaper_removes_the_runsc_containers(
     interrupts.test_after_sigkill_the_reaper_removes_the_runs_containers_without_gc(
         tmp_path, engine, reference_image,
         ["exec", "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask"])
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ensure-runtime.sh"
+
+
+def test_the_set_up_step_leaves_an_engine_that_has_runsc_as_it_is(engine: docker.DockerClient) -> None:
+    before = engine.info()["Runtimes"]["runsc"]
+    done = subprocess.run([str(SCRIPT), "runsc"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "the engine has the runsc runtime" in done.stderr and "installing" not in done.stderr
+    assert engine.info()["Runtimes"]["runsc"] == before
+    assert set(before["runtimeArgs"]) >= {"--network=none", "--host-uds=open"}
+
+
+def test_the_set_up_step_names_what_to_do_for_an_engine_it_cannot_reach() -> None:
+    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    done = subprocess.run([str(SCRIPT), "runsc"], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 1
+    assert "has no runsc runtime" in done.stderr and "ensure-runtime.sh runsc" in done.stderr
