@@ -284,10 +284,10 @@ def _check_sandbox_limits(container: Any, spec: ContainerSpec) -> None:
     pids = (stats.get("pids_stats") or {}).get("limit")
     memory = (stats.get("memory_stats") or {}).get("limit")
     wanted = docker.utils.parse_bytes(spec.limits.memory)
-    if pids != spec.limits.pids or memory != wanted:
+    if pids != spec.limits.sandbox_pids or memory != wanted:
         raise LimitsNotEnforced(_limits_fix(
             engine_address(), f"under runsc the sandbox's cgroup holds pids {pids} and memory {memory} (asked for "
-                              f"{spec.limits.pids} and {wanted})"))
+                              f"{spec.limits.sandbox_pids} and {wanted})"))
 
 
 def _classify_start_error(err: Exception) -> EngineError:

@@ -85,7 +85,8 @@ def test_inside_the_turns_container_the_kernel_is_gvisors_under_runsc_and_the_ho
         assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd") and not host.get("Privileged")
         assert host["SecurityOpt"] == ["no-new-privileges"]
         assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none" and host["Init"] is True
-        assert (host["PidsLimit"], host["Memory"]) == (Limits().pids, docker.utils.parse_bytes(Limits().memory))
+        assert (host["PidsLimit"], host["Memory"]) == (Limits().pids_for(runtime),
+                                                       docker.utils.parse_bytes(Limits().memory))
     finally:
         container.remove(force=True)
     assert report["exitCode"] == 0, Path(report["files"]["stderr"]).read_text()

@@ -51,6 +51,13 @@ def test_only_runsc_is_asked_of_the_engine_by_name() -> None:
     assert ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC).create_kwargs()["runtime"] == "runsc"
 
 
+def test_under_runsc_the_pids_limit_is_the_whole_sandboxs() -> None:
+    runc = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}).create_kwargs()
+    runsc = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC).create_kwargs()
+    assert (runc["pids_limit"], runsc["pids_limit"]) == (256, 1024)
+    assert runc["mem_limit"] == runsc["mem_limit"]
+
+
 def test_a_probe_under_runsc_is_another_key_and_runcs_file_keeps_its_name() -> None:
     runc = probe.ProbeKey.of(IMAGE, Transport.MOUNT)
     runsc = probe.ProbeKey.of(IMAGE, Transport.MOUNT, Runtime.RUNSC)
