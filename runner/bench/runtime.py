@@ -2,7 +2,8 @@
 
 For every column that is not declared unavailable and whose pinned image is built here, the escalation cell
 (cooperative, scripted model) runs in this process (``run_cell``, what ``runner run`` pays per cell) under runc
-and under runsc, alternated (runc, runsc, runc, runsc, …) so that drift on the shared machine hits both alike;
+and under runsc, alternated (one warm-up pair, then runc before runsc, runsc before runc, …) so that drift on the
+shared machine hits both alike;
 the figures are each column's median cell wall under each runtime and their ratio, side by side. A cell that
 does not escalate is a :class:`~runner.bench.figures.BenchError` for that column (its figures are reported as
 not measured, with the reason), never a time. The engine must have runsc registered
@@ -70,7 +71,8 @@ async def measure_runtime(client: Any, plan: Plan, run_id: str, scratch: Path, s
         walls: dict[str, list[float]] = {Runtime.RUNC: [], Runtime.RUNSC: []}
         try:
             for rep in range(plan.runtime_reps + 1):  # the first pair warms the image and the probe up: not counted
-                for runtime in (Runtime.RUNC, Runtime.RUNSC):
+                order = (Runtime.RUNC, Runtime.RUNSC) if rep % 2 else (Runtime.RUNSC, Runtime.RUNC)
+                for runtime in order:  # ABBA: neither runtime always runs first
                     wall = await one_cell(client, harness, runtime, run_id, scratch / f"{harness}-{runtime}-{rep}")
                     if rep:
                         walls[runtime].append(wall)
