@@ -159,12 +159,17 @@ LEAVES = (
 
 @pytest.mark.parametrize("transport", list(Transport))
 def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends_the_group(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    probe = WiringProbe()  # a fresh one: the probe itself runs under gVisor here (its limits read from the engine)
+    # a fresh probe and an empty probe cache: the probe itself runs under gVisor here (its limits read from the
+    # engine's stats of the sandbox: a pids limit of Limits.sandbox_pids and the memory limit, or LimitsNotEnforced)
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    probe = WiringProbe()
     box = made(engine, reference_image, tmp_path / "a", transport, ["sh", "-c", LEAVES], probe)
     output: dict[int, bytearray] = {STDOUT: bytearray(), STDERR: bytearray()}
     try:
+        assert list((tmp_path / "cache" / "probes").glob("*.json")), "the probe ran under runsc and passed"
         box.start()
         assert engine.containers.get(str(box.id)).attrs["HostConfig"]["Runtime"] == "runsc"
         box.pump(lambda stream, data: output[stream].extend(data))
