@@ -5,7 +5,9 @@ root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an 
 labels naming the run and the cell. Under the ``mount`` transport (:class:`SandboxedProcess`) the only
 host path it sees is the per-turn directory, mounted at ``/run/runner``: it holds the MCP socket, which
 is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream`)
-is the same container with that directory carried over the engine API instead.
+is the same container with that directory carried over the engine API instead. Its OCI runtime is the engine's
+default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
+then the whole sandbox's, :attr:`Limits.sandbox_pids`).
 
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
