@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 RUNNER := $(BIN)/runner
 PYTEST := $(BIN)/pytest
 
-.PHONY: run test setup venv engine base-tools test-tools images lint unit integration e2e bench gc clean soak
+.PHONY: run test setup venv engine runsc base-tools test-tools images lint unit integration e2e bench gc clean soak
 
 run: venv engine base-tools
 	$(RUNNER) images build --harness codex
@@ -28,9 +28,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	touch $@
 
-# an engine that answers, and nothing else: a CI job whose image comes from its cache needs no more
+# an engine that answers, and nothing else: a CI job whose image comes from its cache needs no more.
+# RUNTIME=runsc also installs gVisor and registers it with the engine (as root: scripts/ensure-runtime.sh)
+RUNTIME ?=
 engine:
 	scripts/ensure-docker.sh
+	$(if $(RUNTIME),scripts/ensure-runtime.sh $(RUNTIME))
 
 # mmdebstrap, needed only when a Debian base must be bootstrapped: installed where it can be (root on Debian),
 # otherwise runner names it, with the command that installs it, at the moment it is needed
@@ -54,10 +57,15 @@ lint: venv
 unit: venv
 	$(PYTEST) tests/unit -q
 
-integration: venv engine base-tools test-tools
+# the tests that run turns under gVisor (tests/integration/test_runtime.py, tests/e2e/test_runsc.py) need it
+# registered: a fresh machine's `make test` installs and registers it (ensure-runtime.sh, as root)
+runsc:
+	$(MAKE) engine RUNTIME=runsc
+
+integration: venv engine base-tools test-tools runsc
 	$(PYTEST) tests/integration -q -p no:cacheprovider
 
-e2e: venv engine base-tools
+e2e: venv engine base-tools runsc
 	$(PYTEST) tests/e2e -q -p no:cacheprovider
 
 # before a change lands (not CI's): the integration and e2e layers N times in a random order, both cores kept busy by

@@ -20,7 +20,8 @@ One module per concern; each measurement's module says how it is taken and again
   ``runner exec``, against a bare ``containers.run``; 3 and 4. :mod:`~runner.bench.matrix` matrix
   throughput at ``-j 1``/``-j 2`` and peak RSS; 5. :mod:`~runner.bench.images` warm image builds and
   the recorded cold steps; 6. :mod:`~runner.bench.startup` ``runner --help`` and ``runner cases``
-  against ``python -c pass``;
+  against ``python -c pass``; 7. :mod:`~runner.bench.runtime` each runnable column's cell under gVisor
+  (``--runtime runsc``) against the same cell under runc;
 - :mod:`~runner.bench.run` the command itself.
 
 The bench never builds an image: it checks ``images/lock.json`` against the engine and the recipes

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from runner.core.outcomes import JsonValue
 
-SECTIONS = ("mcp", "cell", "matrix", "flood", "images", "startup")
+SECTIONS = ("mcp", "cell", "matrix", "flood", "images", "startup", "runtime")
 QUICK_MATRIX_CASES = "escalation,hidden-tool,forged-grant,read-to-mutation,namespace-crossing,grant-material"
 
 
@@ -20,12 +20,13 @@ class Plan:
     cell_reps: int
     matrix_cases: str  # "all" or a comma-separated list
     startup_reps: int
+    runtime_reps: int = 2  # cells per column and runtime (runc and runsc alternated), after one warm-up pair
 
     def to_json(self) -> dict[str, JsonValue]:
         return {
             "quick": self.quick, "sections": list(self.sections), "mcpWarmup": self.mcp_warmup,
             "mcpCalls": self.mcp_calls, "cellRepetitions": self.cell_reps, "matrixCases": self.matrix_cases,
-            "startupRepetitions": self.startup_reps,
+            "startupRepetitions": self.startup_reps, "runtimeRepetitions": self.runtime_reps,
         }
 
 
@@ -34,5 +35,6 @@ def plan_for(quick: bool, only: Iterable[str] | None = None) -> Plan:
     sections = tuple(s for s in SECTIONS if wanted is None or s in wanted)
     if quick:
         return Plan(True, sections, mcp_warmup=10, mcp_calls=50, cell_reps=3, matrix_cases=QUICK_MATRIX_CASES,
-                    startup_reps=5)
-    return Plan(False, sections, mcp_warmup=20, mcp_calls=200, cell_reps=5, matrix_cases="all", startup_reps=11)
+                    startup_reps=5, runtime_reps=1)
+    return Plan(False, sections, mcp_warmup=20, mcp_calls=200, cell_reps=5, matrix_cases="all", startup_reps=11,
+                runtime_reps=3)

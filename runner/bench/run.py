@@ -32,6 +32,7 @@ SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
     "images": [("images.warm", 5, "warm images build --all", "s")],
     "startup": [("startup.help.ratio", 6, "runner --help / python -c pass", "×"),
                 ("startup.cases.ratio", 6, "runner cases / python -c pass", "×")],
+    "runtime": [("runtime.ratio.median", 7, "runsc / runc, median over the columns", "×")],
 }
 
 
@@ -48,6 +49,7 @@ async def measure(
     from runner.bench.images import measure_images
     from runner.bench.matrix import measure_flood, measure_matrix
     from runner.bench.roundtrip import measure_mcp
+    from runner.bench.runtime import measure_runtime
     from runner.bench.startup import measure_startup
 
     figures: list[Figure] = []
@@ -58,6 +60,7 @@ async def measure(
         "flood": lambda: anyio.to_thread.run_sync(measure_flood, scratch),
         "images": lambda: anyio.to_thread.run_sync(measure_images),
         "startup": lambda: anyio.to_thread.run_sync(measure_startup, plan, say),
+        "runtime": lambda: measure_runtime(client, plan, run_id, scratch, say),
     }
     for section in plan.sections:
         say(f"{section} …")

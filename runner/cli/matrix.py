@@ -15,6 +15,8 @@ from runner.cli.turn import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
+    RUNTIME_ENV,
+    RUNTIME_HELP,
     TRANSPORT_HELP,
     TRIALS_HELP,
     check_out,
@@ -44,6 +46,7 @@ def run(
     = None,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
+    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
     trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
@@ -83,11 +86,12 @@ def run(
     run_id = new_run_id()
     with reported():
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
-                               model_dialect=model_dialect, transport=transport)
+                               model_dialect=model_dialect, transport=transport, runtime=runtime)
     check_out(out_dir, False)
     with reported():
         plans = with_trials(plan_cells(chosen, options), trials)
-    client = connect_engine() if any(p.runs_a_turn for p in plans) else None  # no turn to run: no engine needed
+    # no turn to run: no engine needed
+    client = connect_engine(runtime=options.runtime) if any(p.runs_a_turn for p in plans) else None
     planned = ImagePins(client)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
+    from runner.sandbox.interface import Runtime
     from runner.turn.runtime import TurnReport
 
 T = TypeVar("T")
@@ -34,6 +35,12 @@ TRANSPORT_HELP = (
     "How the container reaches the turn's files and sockets: mount (the turn dir bind-mounted; the engine must "
     "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
     "a probe finds it works, else stream). The result records which ran."
+)
+RUNTIME_ENV = "RUNNER_RUNTIME"  # runner.sandbox.interface.RUNTIME_ENV, spelt here so that --help loads no sandbox
+RUNTIME_HELP = (
+    "The OCI runtime the CLI's container runs under: runc (the engine's default: the host's kernel behind the "
+    "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
+    "with `sudo make engine RUNTIME=runsc`). The result pins it."
 )
 TRIALS_HELP = (
     "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
@@ -64,11 +71,16 @@ def check_out(path: Path, as_json: bool) -> None:
         check_output_dir(path)
 
 
-def connect_engine(as_json: bool = False) -> docker.DockerClient:
+def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> docker.DockerClient:
+    """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
     from runner.sandbox.engine import connect
+    from runner.sandbox.probe import WIRING
 
     with reported(as_json):
-        return connect()
+        client = connect()
+        if runtime is not None:
+            WIRING.check_runtime(client, runtime)
+        return client
 
 
 def interruptible(
@@ -140,6 +152,7 @@ def exec_(
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
+    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:
@@ -174,7 +187,7 @@ def exec_(
     with reported(as_json):
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
-                               run_unsupported=True)
+                               run_unsupported=True, runtime=runtime)
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, fault_every_column=True)
     target = out_dir or Path("runs") / run_id / cell.id
@@ -184,7 +197,7 @@ def exec_(
         shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json)
-    client = connect_engine(as_json)
+    client = connect_engine(as_json, options.runtime)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
         result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep,

@@ -24,6 +24,7 @@ from runner.matrix.cells import Cell, Disposition
 from runner.matrix.result import CellPins
 from runner.model.settings import Dialect, ModelMode
 from runner.model.types import ModelEndpointError
+from runner.sandbox.interface import Runtime
 from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
 from runner.turn.settings import TurnSettings
 
@@ -91,6 +92,8 @@ class CellPlan:
             extra["modelFault"] = self.model.fault.spec
         if self.chooses_dialect and self.dialect is not None:
             extra["modelDialect"] = self.dialect  # so is a cell in another dialect
+        if self.options.runtime is not Runtime.RUNC:
+            extra["runtime"] = self.options.runtime.value  # a cell under gVisor is another experiment (runc: no pin)
         if self.trial > 1:
             extra["trial"] = self.trial
         pins = current_pins(
@@ -112,6 +115,8 @@ class CellPlan:
             argv += ["--model-fault", self.model.fault.spec]
         if self.chooses_dialect and self.dialect is not None:
             argv += ["--model-dialect", self.dialect]
+        if options.runtime is not Runtime.RUNC:
+            argv += ["--runtime", options.runtime.value]
         return argv
 
     @property

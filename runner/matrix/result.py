@@ -120,6 +120,7 @@ class CellPins(JsonModel):
     profile_hash: str | None = None
     model_fault: str | None = None
     model_dialect: str | None = None
+    runtime: str | None = None  # runsc (gVisor); absent under runc, the engine's default
     trial: int | None = Field(default=None, ge=1)
     prompt_hash: str | None = None
     catalog_hash: str | None = None

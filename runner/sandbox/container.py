@@ -5,7 +5,9 @@ root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an 
 labels naming the run and the cell. Under the ``mount`` transport (:class:`SandboxedProcess`) the only
 host path it sees is the per-turn directory, mounted at ``/run/runner``: it holds the MCP socket, which
 is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream`)
-is the same container with that directory carried over the engine API instead.
+is the same container with that directory carried over the engine API instead. Its OCI runtime is the engine's
+default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
+then the whole sandbox's, :attr:`Limits.sandbox_pids`).
 
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
@@ -30,7 +32,7 @@ from docker.utils.socket import frames_iter
 
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
-from runner.sandbox.interface import OutputSink, Sandbox, Signal, Transport
+from runner.sandbox.interface import OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
 HOME = "/home/runner"
@@ -49,6 +51,15 @@ class Limits:
     nano_cpus: int = 2_000_000_000
     tmp_size: str = "256m"
     home_size: str = "512m"
+    # under runsc the pids limit is the host cgroup's of the whole sandbox: gVisor's own threads and, on its ptrace
+    # platform, host tasks for every task of the CLI. Measured (Debian's runsc 0.0~20221219): an idle sandbox holds
+    # 57; Droid's persistent escalation turn peaks at 242 (18 under runc), and at 256 its sandbox died mid-turn
+    # 2 times in 4 (gVisor could not start a thread: exit code 2)
+    sandbox_pids: int = 1024
+
+    def pids_for(self, runtime: Runtime) -> int:
+        """The pids limit the engine enforces under ``runtime``: the CLI's tasks (runc), or the sandbox's (runsc)."""
+        return self.sandbox_pids if runtime is Runtime.RUNSC else self.pids
 
 
 @dataclass(frozen=True)
@@ -62,10 +73,13 @@ class ContainerSpec:
     keep_stdin_open: bool = False
     limits: Limits = Limits()
     workdir: str = HOME
+    runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
 
     def create_kwargs(self) -> dict[str, Any]:
         tmpfs_opts = "rw,nosuid,nodev,noexec"
+        runtime = {"runtime": self.runtime.value} if self.runtime is not Runtime.RUNC else {}
         return {
+            **runtime,
             "image": self.image_id,
             "command": self.argv,
             "user": USER,
@@ -79,7 +93,7 @@ class ContainerSpec:
                 "/tmp": f"{tmpfs_opts},size={self.limits.tmp_size},mode=1777",
                 HOME: f"rw,nosuid,nodev,size={self.limits.home_size},uid=1000,gid=1000,mode=0700",
             },
-            "pids_limit": self.limits.pids,
+            "pids_limit": self.limits.pids_for(self.runtime),
             "mem_limit": self.limits.memory,
             "memswap_limit": self.limits.memory,
             "nano_cpus": self.limits.nano_cpus,

@@ -3,10 +3,12 @@ transport the command asked for, once the wiring probe says the engine and the i
 
 from __future__ import annotations
 
+import dataclasses
+
 import docker
 
 from runner.sandbox.container import ContainerSpec, SandboxedProcess
-from runner.sandbox.interface import TRANSPORTS, Sandbox, Transport, TransportChoice
+from runner.sandbox.interface import TRANSPORTS, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
 from runner.sandbox.stream import StreamSandboxedProcess
 
@@ -26,26 +28,30 @@ class DockerSandboxes:
     probe finds the mount reaching the container, else ``stream``; once ``probe`` found it does not, ``auto``
     goes straight to ``stream`` for that engine and image. The sandbox's ``transport`` says which ran.
     ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in.
+    ``runtime`` is the OCI runtime every container it makes runs under (the probe's included): an engine
+    without it is a :class:`~runner.sandbox.probe.RuntimeMissing` before any container.
 
     Calling it blocks (it may run the probe): call it from a worker thread.
     """
 
     def __init__(self, client: docker.DockerClient, transport: TransportChoice | str = TransportChoice.AUTO,
-                 probe: WiringProbe = WIRING) -> None:
+                 probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC) -> None:
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.client = client
         self.choice = TransportChoice(transport)
         self.probe = probe
+        self.runtime = Runtime(runtime)
 
     def __call__(self, spec: ContainerSpec) -> Sandbox:
+        spec = dataclasses.replace(spec, runtime=self.runtime)
         return KINDS[self.transport_for(spec)](self.client, spec)
 
     def transport_for(self, spec: ContainerSpec) -> Transport:
         """The transport ``spec``'s turn runs over, probed; a :class:`~runner.sandbox.probe.WiringError` when
         none that was asked for can carry it."""
         if self.choice is TransportChoice.STREAM or (
-            self.choice is TransportChoice.AUTO and self.probe.mount_not_visible(spec.image_id)
+            self.choice is TransportChoice.AUTO and self.probe.mount_not_visible(spec.image_id, spec.runtime)
         ):
             self.probe.check(self.client, spec, Transport.STREAM)
             return Transport.STREAM

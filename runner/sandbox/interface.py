@@ -54,6 +54,22 @@ class TransportChoice(StrEnum):
 TRANSPORTS = tuple(choice.value for choice in TransportChoice)
 
 
+class Runtime(StrEnum):
+    """The OCI runtime the turn's container runs under (``--runtime``, ``RUNNER_RUNTIME``).
+
+    ``runc``: the engine's default runtime, the host's kernel behind the container's hardening. ``runsc``:
+    gVisor, a kernel of its own between the CLI and the host's (registered with the engine by
+    ``make engine RUNTIME=runsc``, scripts/ensure-runtime.sh). The result pins which one ran.
+    """
+
+    RUNC = "runc"
+    RUNSC = "runsc"
+
+
+RUNTIMES = tuple(runtime.value for runtime in Runtime)
+RUNTIME_ENV = "RUNNER_RUNTIME"  # the environment variable --runtime defaults to
+
+
 class Sandbox(ABC):
     """One CLI in one container for one turn: start it, stream its output, wait for it, signal it, read what
     it left, remove it. Which :class:`Transport` carries its files and sockets is :attr:`transport`."""

@@ -10,6 +10,8 @@ and each one, missing, used to surface as the CLI's conduct (``mcp_not_connected
   (:class:`MountsNotVisible`).
 - **The relay is in the image.** Every profile's MCP server command, and runner-entry's model
   listener, is ``socat`` (:class:`RelayMissing`).
+- **The runtime is the engine's.** ``--runtime runsc`` needs gVisor registered with the engine
+  (``make engine RUNTIME=runsc``); an engine without it is :class:`RuntimeMissing`, before any container.
 - **The resource limits are enforced.** Rootless Podman without cgroup delegation (or on cgroup v1)
   creates the container and drops ``pids_limit``/``mem_limit`` with at most a warning
   (:class:`LimitsNotEnforced`); or refuses to create it for want of a controller.
@@ -19,8 +21,15 @@ fresh directory (under the same temporary root as the turn directories) holding 
 mounted where the turn directory goes. It exits 0, or 3 (no nonce), 4 (no relay), 5 (no pids
 limit), 6 (the stream transport's relay has neither node nor python3).
 
+Under gVisor (``runsc``) the container has no cgroup files of the host's: by default its ``/sys/fs/cgroup`` is
+not mounted, and gVisor's own cgroupfs (``--cgroupfs``) has no pids controller and reports memory as unlimited
+(measured, Debian's runsc 0.0~20221219). The limits are the host's cgroup of the whole sandbox (its kernel and
+the CLI's processes together), so the probe reads them where they are enforced: the engine's stats of the
+running probe container (``pids_stats.limit``, ``memory_stats.limit``), then runs the same script through an
+exec with the limit check left out.
+
 What the probe learns is kept by a :class:`WiringProbe`, by :class:`ProbeKey` (engine address, host,
-temporary root, image id, transport). A pass is kept in memory and in ``$RUNNER_CACHE_DIR/probes/``
+temporary root, image id, transport, runtime). A pass is kept in memory and in ``$RUNNER_CACHE_DIR/probes/``
 (shared by every process on the host); a failure is probed again next time (it is cheap, and it may be
 fixed), except that a mount found not reaching the container is remembered for the process, so that
 ``auto`` (:mod:`runner.sandbox.factory`) need not probe it again before every turn. The process has one
@@ -43,11 +52,12 @@ from typing import Any
 
 import docker
 import docker.errors
+import docker.utils
 import requests
 
 from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerSpec, ContainerStartError
 from runner.sandbox.engine import EngineError, call_with_retry, engine_address
-from runner.sandbox.interface import Transport
+from runner.sandbox.interface import RUNTIME_ENV, Runtime, Transport
 
 RELAY = "socat"
 NONCE_FILE = "probe-nonce"
@@ -57,6 +67,7 @@ PROBE_SCRIPT = (
     f"command -v {RELAY} >/dev/null 2>&1 || exit 4; "
     f'[ "$1" != {NO_MOUNT} ] || command -v node >/dev/null 2>&1 || command -v python3 >/dev/null 2>&1 || exit 6; '
 
+    '[ "$2" = - ] && exit 0; '  # runsc: the limits were read from the engine (no cgroup files inside gVisor)
     'p=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max 2>/dev/null); '
     '[ "$p" = "$2" ] || exit 5'
 )
@@ -79,6 +90,10 @@ class HardeningRefused(WiringError):
     """The engine refuses part of the container's hardening outright (e.g. Podman 4.3 and a tmpfs owned by uid 1000)."""
 
 
+class RuntimeMissing(WiringError):
+    """The engine has no runtime of the name the command asked for (``--runtime runsc`` before its set-up step)."""
+
+
 class LimitsNotEnforced(WiringError):
     """The engine cannot enforce the container's resource limits (rootless Podman without cgroup delegation)."""
 
@@ -86,23 +101,27 @@ class LimitsNotEnforced(WiringError):
 @dataclass(frozen=True)
 class ProbeKey:
     """What one verdict of the probe holds for: the engine, the host and temporary root runner mounts from, the
-    image and the transport. A container runtime (runc, runsc), once runner chooses one, is one more field here:
-    a pass under one says nothing about another."""
+    image, the transport and the container runtime (a pass under runc says nothing about runsc)."""
 
     engine: str
     host: str
     tmp_root: str
     image: str
     transport: Transport
+    runtime: Runtime = Runtime.RUNC
 
     @classmethod
-    def of(cls, image_id: str, transport: Transport) -> ProbeKey:
-        """The key for ``image_id`` over ``transport`` on this process's engine, host and temporary root."""
-        return cls(engine_address(), socket.gethostname(), tempfile.gettempdir(), image_id, transport)
+    def of(cls, image_id: str, transport: Transport, runtime: Runtime = Runtime.RUNC) -> ProbeKey:
+        """The key for ``image_id`` over ``transport`` under ``runtime`` on this process's engine, host and
+        temporary root."""
+        return cls(engine_address(), socket.gethostname(), tempfile.gettempdir(), image_id, transport, runtime)
 
     def digest(self) -> str:
-        """The name of its file in the probe cache (the mount transport's is the image alone, as it always was)."""
+        """The name of its file in the probe cache (the mount transport's under runc is the image alone, as it
+        always was)."""
         image = self.image if self.transport is Transport.MOUNT else f"{self.image}:{self.transport}"
+        if self.runtime is not Runtime.RUNC:
+            image = f"{image}@{self.runtime}"
         return hashlib.sha256("\0".join([self.engine, self.host, self.tmp_root, image]).encode()).hexdigest()[:32]
 
 
@@ -113,11 +132,21 @@ class WiringProbe:
     def __init__(self) -> None:
         self._passed: set[ProbeKey] = set()
         self._mount_not_visible: set[ProbeKey] = set()
+        self._runtimes: set[tuple[str, Runtime]] = set()  # (engine address, runtime) found registered
+
+    def check_runtime(self, client: docker.DockerClient, runtime: Runtime) -> None:
+        """:class:`RuntimeMissing`, with its fix, unless the engine runs containers under ``runtime``."""
+        key = (engine_address(), runtime)
+        if key not in self._runtimes:
+            check_runtime(client, runtime)
+            self._runtimes.add(key)
 
     def check(self, client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
         """Probe ``spec``'s image over ``transport``, unless it passed before; raise a :class:`WiringError`
         subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3 for its relay)."""
-        key = ProbeKey.of(spec.image_id, transport)
+        if spec.runtime is not Runtime.RUNC:  # runc, the engine's default, is checked once by the command line
+            self.check_runtime(client, spec.runtime)
+        key = ProbeKey.of(spec.image_id, transport, spec.runtime)
         if key in self._passed or _cache_file(key).exists():
             self._passed.add(key)
             return
@@ -129,9 +158,9 @@ class WiringProbe:
         self._passed.add(key)
         _remember(key)
 
-    def mount_not_visible(self, image_id: str) -> bool:
+    def mount_not_visible(self, image_id: str, runtime: Runtime = Runtime.RUNC) -> bool:
         """Whether this probe found the mount not reaching ``image_id``'s container on this engine."""
-        return ProbeKey.of(image_id, Transport.MOUNT) in self._mount_not_visible
+        return ProbeKey.of(image_id, Transport.MOUNT, runtime) in self._mount_not_visible
 
 
 WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
@@ -140,6 +169,33 @@ WIRING = WiringProbe()  # this process's: every turn's factory shares it unless 
 def check_wiring(client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
     """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
     WIRING.check(client, spec, transport)
+
+
+def check_runtime(client: docker.DockerClient, runtime: Runtime) -> None:
+    """:class:`RuntimeMissing`, naming the fix, unless the engine (``docker info``'s Runtimes) has ``runtime``.
+
+    runc is the engine's default runtime: an engine whose default is another one (e.g. runsc made the default
+    by hand) is refused too, so that a result pinned runc did run under runc."""
+    try:
+        info = call_with_retry(client.info)
+    except requests.exceptions.RequestException as err:
+        raise WiringError(f"the engine at {engine_address()} did not say which runtimes it has: {err}") from err
+    runtimes = sorted(info.get("Runtimes") or {})
+    default = info.get("DefaultRuntime")
+    if runtime is Runtime.RUNC:
+        if default not in (None, "runc", "crun"):
+            raise RuntimeMissing(
+                f"the engine at {engine_address()} runs containers under {default!r} by default, not runc, so "
+                f"--runtime runc would not be what runs. Fix: choose --runtime {default} (or {RUNTIME_ENV}={default})"
+                " if runner knows it, or set the engine's default-runtime back to runc in /etc/docker/daemon.json"
+            )
+        return
+    if runtime.value not in runtimes:
+        raise RuntimeMissing(
+            f"the engine at {engine_address()} has no {runtime.value} runtime (it has: {', '.join(runtimes) or 'none'}"
+            f"), which --runtime {runtime.value} asks for. Fix: `sudo make engine RUNTIME={runtime.value}` (installs "
+            "Debian's runsc and registers it with the engine: scripts/ensure-runtime.sh), or choose --runtime runc"
+        )
 
 
 def _verdict(code: int, spec: ContainerSpec) -> None:
@@ -193,8 +249,12 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
         (directory / NONCE_FILE).write_text(nonce, encoding="utf-8")
         os.chmod(directory / NONCE_FILE, 0o644)
         labels = {**spec.labels, CELL_LABEL: f"{spec.labels.get(CELL_LABEL, 'turn')}.probe", "runner.probe": "wiring"}
-        probe = ContainerSpec(spec.image_id, ["sh", "-c", PROBE_SCRIPT, "probe", nonce, str(spec.limits.pids)],
-                              directory, labels, limits=spec.limits, workdir="/")
+        script = ["sh", "-c", PROBE_SCRIPT, "probe", nonce]
+        gvisor = spec.runtime is Runtime.RUNSC
+        # under gVisor the container holds still while the engine's stats show its limits; the script runs by exec
+        argv = ["sleep", str(PROBE_DEADLINE)] if gvisor else [*script, str(spec.limits.pids)]
+        probe = ContainerSpec(spec.image_id, argv, directory, labels, limits=spec.limits, workdir="/",
+                              runtime=spec.runtime)
         kwargs = {**probe.create_kwargs(), "stdin_open": False, "environment": {}}
         if not mount:
             kwargs["mounts"] = []
@@ -203,6 +263,9 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
             call_with_retry(container.start)
         except (docker.errors.APIError, EngineError) as err:
             raise _classify_start_error(err) from err
+        if gvisor:
+            _check_sandbox_limits(container, spec)
+            return int(call_with_retry(container.exec_run, [*script, NO_MOUNT]).exit_code)
         result = call_with_retry(container.wait, timeout=PROBE_DEADLINE)
         return int(result.get("StatusCode", -1))
     except requests.exceptions.RequestException as err:
@@ -212,6 +275,19 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
             with contextlib.suppress(EngineError, docker.errors.APIError):  # labelled: the reaper or gc removes it
                 call_with_retry(container.remove, force=True)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _check_sandbox_limits(container: Any, spec: ContainerSpec) -> None:
+    """Under gVisor: the pids and memory limits in force on the sandbox's host cgroup, as the engine reads them
+    (its stats of the running container); :class:`LimitsNotEnforced` when either is not the one asked for."""
+    stats = call_with_retry(container.stats, stream=False, one_shot=True)
+    pids = (stats.get("pids_stats") or {}).get("limit")
+    memory = (stats.get("memory_stats") or {}).get("limit")
+    wanted = docker.utils.parse_bytes(spec.limits.memory)
+    if pids != spec.limits.sandbox_pids or memory != wanted:
+        raise LimitsNotEnforced(_limits_fix(
+            engine_address(), f"under runsc the sandbox's cgroup holds pids {pids} and memory {memory} (asked for "
+                              f"{spec.limits.sandbox_pids} and {wanted})"))
 
 
 def _classify_start_error(err: Exception) -> EngineError:

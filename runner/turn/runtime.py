@@ -120,7 +120,7 @@ async def run_turn(
     if sandboxes is None:
         if client is None:
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
-        sandboxes = DockerSandboxes(client, req.settings.transport)
+        sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
     turn = prepare_turn(req)
     proc: Sandbox | None = None
     try:

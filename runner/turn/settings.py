@@ -17,7 +17,7 @@ from pathlib import Path
 from runner.conformance.behaviours import Behaviour
 from runner.errors import UsageError
 from runner.model.settings import Dialect, FaultSpecError, ModelFault, ModelMode
-from runner.sandbox.interface import TransportChoice
+from runner.sandbox.interface import RUNTIME_ENV, Runtime, TransportChoice
 
 REPLAY_PREFIX = "replay:"
 FAULT_ENV = "RUNNER_FAULT"
@@ -62,6 +62,7 @@ class TurnSettings:
     transport: TransportChoice = TransportChoice.AUTO
     deadline: float | None = None  # --deadline SECONDS; the profile's when None
     keep: bool = False  # --keep: the container is left for inspection
+    runtime: Runtime = Runtime.RUNC  # --runtime runc|runsc (RUNNER_RUNTIME): the container's OCI runtime
     run_id: str = "run"  # the run's containers are labelled with it
     host: Host = Host()
 
@@ -102,3 +103,12 @@ def parse_transport(text: str) -> TransportChoice:
         return TransportChoice(text)
     except ValueError:
         raise SettingError(f"--transport must be mount, stream or auto, not {text!r}") from None
+
+
+def parse_runtime(text: str) -> Runtime:
+    """``--runtime runc|runsc`` (or ``RUNNER_RUNTIME``)."""
+    try:
+        return Runtime(text)
+    except ValueError:
+        known = ", ".join(r.value for r in Runtime)
+        raise SettingError(f"--runtime (or {RUNTIME_ENV}) must be one of {known}, not {text!r}") from None
