@@ -20,14 +20,14 @@ from tests.support import no_containers_left, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-COLUMNS = [h for h in known_harnesses(None) if not find_profile(h, None).unavailable]
+COLUMNS = [h for h in known_harnesses() if not find_profile(h).unavailable]
 CANNOT_RUN: dict[str, str] = {}  # column -> the measured reason it cannot run under gVisor (none, measured)
 
 
 @pytest.fixture(scope="module", params=COLUMNS)
 def column(request: pytest.FixtureRequest, engine: docker.DockerClient) -> tuple[str, ImageRecord]:
     harness = request.param
-    return harness, ensure_image(engine, find_profile(harness, None).image)
+    return harness, ensure_image(engine, find_profile(harness).image)
 
 
 @pytest.mark.parametrize("behaviour, calls_after", [("cooperative", 0), ("persistent", 3)])
@@ -37,7 +37,7 @@ def test_the_escalation_turn_under_runsc_escalates_as_under_runc(
 ) -> None:
     harness, image = column
     args = ["--harness", harness, "--case", "escalation", "--behaviour", behaviour, "--runtime", "runsc"]
-    if find_profile(harness, None).model is not None:
+    if find_profile(harness).model is not None:
         args += ["--model", "scripted"]
     report = runner_exec(tmp_path, *args)
     assert report["infrastructureError"] is None
