@@ -114,3 +114,28 @@ def assert_faulted_exchanges(report: dict[str, Any], spec: str, ended: str | Non
         assert first + 1 == fault.step, f"the fault fired on conversation request {first + 1}, not {fault.step}"
     if ended is not None:
         assert {r["ended"] for r in faulted} == {ended}
+
+
+def sections(text: str) -> dict[str, list[str]]:
+    """A probe script's output cut at its ``== name`` headers: each section's lines, by name."""
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in text.splitlines():
+        if line.startswith("== "):
+            current = line[3:]
+            out[current] = []
+        elif current:
+            out[current].append(line)
+    return out
+
+
+def copy_image_recipes(root: Path, dest: Path) -> None:
+    """The image recipes of the checkout at ``root`` and the repo files they list, copied to ``dest`` (another
+    checkout's place), with an empty harness_profiles/ beside them."""
+    shutil.copytree(root / "images", dest / "images")
+    (dest / "harness_profiles").mkdir()
+    for directory in (dest / "images").iterdir():
+        if (directory / "recipe.json").is_file():
+            for rel in json.loads((directory / "recipe.json").read_text()).get("files", []):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / rel, dest / rel)

@@ -83,25 +83,33 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
     return wall
 
 
-async def running_cell(client: docker.DockerClient, run_id: str, out: Path) -> float:
-    """One whole reference cell as ``runner run`` pays for it, in this already running process: image
-    check, MCP server, container, turn, judge and artifacts (``run_cell``); its wall time."""
+async def running_cell(
+    client: docker.DockerClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
+) -> float:
+    """One whole escalation cell of ``harness`` (the scripted model where it talks to one) under ``runtime``, as
+    ``runner run`` pays for it, in this already running process: image check, MCP server, container, turn, judge and
+    artifacts (``run_cell``); its wall time. A cell that does not escalate is a :class:`BenchError`."""
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
     from runner.matrix.cell import run_cell
     from runner.matrix.cells import Cell
     from runner.matrix.plan import CellOptions, plan_cells
+    from runner.model.settings import ModelMode
+    from runner.sandbox.interface import Runtime
     from runner.turn.settings import Host
 
     case = get_case("escalation")
-    cell = Cell(case, case.condition, find_profile("reference"))
+    profile = find_profile(harness)
+    cell = Cell(case, case.condition, profile)
+    model = ModelMode.SCRIPTED if profile.model is not None else None
     # runner run plans every cell up front, with the host's environment (read at its edge, as here)
-    [plan] = plan_cells([cell], CellOptions(run_id=run_id, host=Host.from_environ(os.environ)))
+    options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))
+    [plan] = plan_cells([cell], options)
     started = time.perf_counter()
     result, _ = await run_cell(client, plan, out)
     wall = time.perf_counter() - started
     if result.turn is None or result.turn.status != "escalated":
-        raise BenchError(f"the in-process reference cell did not escalate: {result.dumps()[:300]}")
+        raise BenchError(f"{harness} under {runtime} did not escalate: {result.dumps()[:300]}")
     return wall
 
 

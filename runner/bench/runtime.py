@@ -1,24 +1,23 @@
 """Item 7: each runnable column's cell under gVisor (``--runtime runsc``) against the same cell under runc.
 
 For every column that is not declared unavailable and whose pinned image is built here, the escalation cell
-(cooperative, scripted model) runs in this process (``run_cell``, what ``runner run`` pays per cell) under runc
-and under runsc, alternated (one warm-up pair, then runc before runsc, runsc before runc, …) so that drift on the
-shared machine hits both alike;
-the figures are each column's median cell wall under each runtime and their ratio, side by side. A cell that
-does not escalate is a :class:`~runner.bench.figures.BenchError` for that column (its figures are reported as
-not measured, with the reason), never a time. The engine must have runsc registered
-(``make engine RUNTIME=runsc``); without it the section is not measured, with that fix.
+(cooperative, scripted model) runs in this process (:func:`runner.bench.cell.running_cell`, what ``runner run``
+pays per cell) under runc and under runsc, alternated (one warm-up pair, then runc before runsc, runsc before
+runc, …) so that drift on the shared machine hits both alike; the figures are each column's median cell wall
+under each runtime and their ratio, side by side. A cell that does not escalate is a
+:class:`~runner.bench.figures.BenchError` for that column (its figures are reported as not measured, with the
+reason), never a time. The engine must have runsc registered (``make engine RUNTIME=runsc``); without it the
+section is not measured, with that fix.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import docker
 
+from runner.bench.cell import running_cell
 from runner.bench.figures import BenchError, Figure, not_measured
 from runner.bench.plan import Plan
 from runner.bench.stats import median, ratio, samples
@@ -32,32 +31,6 @@ def runnable_columns() -> list[str]:
     from runner.harnesses.profile import find_profile, known_harnesses
 
     return [h for h in known_harnesses() if not find_profile(h).unavailable]
-
-
-async def one_cell(client: docker.DockerClient, harness: str, runtime: str, run_id: str, out: Path) -> float:
-    """The escalation cell of ``harness`` under ``runtime``, in this process; its wall time (seconds)."""
-    from runner.conformance.cases import get_case
-    from runner.harnesses.profile import find_profile
-    from runner.matrix.cell import run_cell
-    from runner.matrix.cells import Cell
-    from runner.matrix.plan import CellOptions, plan_cells
-    from runner.model.settings import ModelMode
-    from runner.sandbox.interface import Runtime
-    from runner.turn.settings import Host
-
-    case = get_case("escalation")
-    profile = find_profile(harness)
-    cell = Cell(case, case.condition, profile)
-    model = ModelMode.SCRIPTED if profile.model is not None else None
-    # runner run plans every cell up front, with the host's environment (read at its edge, as here)
-    options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))
-    [plan] = plan_cells([cell], options)
-    started = time.perf_counter()
-    result, _ = await run_cell(client, plan, out)
-    wall = time.perf_counter() - started
-    if result.turn is None or result.turn.status != "escalated":
-        raise BenchError(f"{harness} under {runtime} did not escalate: {result.dumps()[:300]}")
-    return wall
 
 
 async def measure_runtime(
@@ -82,7 +55,7 @@ async def measure_runtime(
             for rep in range(plan.runtime_reps + 1):  # the first pair warms the image and the probe up: not counted
                 order = (Runtime.RUNC, Runtime.RUNSC) if rep % 2 else (Runtime.RUNSC, Runtime.RUNC)
                 for runtime in order:  # ABBA: neither runtime always runs first
-                    wall = await one_cell(client, harness, runtime, run_id, scratch / f"{harness}-{runtime}-{rep}")
+                    wall = await running_cell(client, run_id, scratch / f"{harness}-{runtime}-{rep}", harness, runtime)
                     if rep:
                         walls[runtime].append(wall)
         except BenchError as err:

@@ -17,7 +17,7 @@ import pytest
 from runner.conformance.behaviours import FLOOD_BYTES
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON
 from runner.sandbox.images import ImageRecord
-from tests.support import meta, no_containers_left, peak_mib, record_of, runner_exec
+from tests.support import meta, no_containers_left, peak_mib, record_of, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -190,18 +190,6 @@ echo '== self'; id -u; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status
 """
 
 
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    current = ""
-    for line in text.splitlines():
-        if line.startswith("== "):
-            current = line[3:]
-            out[current] = []
-        elif current:
-            out[current].append(line)
-    return out
-
-
 def test_inside_the_container_the_turn_dir_is_the_only_host_path_and_its_sockets_the_only_ones(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
@@ -228,7 +216,7 @@ def test_inside_the_container_the_turn_dir_is_the_only_host_path_and_its_sockets
     finally:
         container.remove(force=True)
     assert report["exitCode"] == 0, Path(report["files"]["stderr"]).read_text()
-    seen = _sections(Path(report["files"]["stdout"]).read_text())
+    seen = sections(Path(report["files"]["stdout"]).read_text())
 
     assert sorted(seen["sockets"]) == ["/run/runner/mcp.sock", "/run/runner/model.sock"]
     # sockets bound in the container's own network namespace: none with a path outside the mount

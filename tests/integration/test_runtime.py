@@ -30,7 +30,7 @@ from runner.sandbox.interface import RUNTIME_ENV, STDERR, STDOUT, Runtime, Sandb
 from runner.sandbox.probe import WiringProbe
 from tests.integration import test_credentials as credentials
 from tests.integration import test_interrupts as interrupts
-from tests.support import no_containers_left, runner_exec
+from tests.support import no_containers_left, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -47,18 +47,6 @@ echo '== root'; touch /written-to-root 2>/dev/null && echo writable || echo read
 echo '== interfaces'; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '
 echo '== mcp'; [ -S /run/runner/mcp.sock ] && echo socket
 """
-
-
-def sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    current = ""
-    for line in text.splitlines():
-        if line.startswith("== "):
-            current = line[3:]
-            out[current] = []
-        elif current:
-            out[current].append(line)
-    return out
 
 
 def inside_profile(tmp_path: Path) -> Path:

@@ -17,7 +17,6 @@ EDGES = {
     "runner/cli/settings.py": "the command line's edge",
     "runner/model/__main__.py": "python -m runner.model, a process of its own",
     "runner/bench/cell.py": "the bench's in-process cell, planned as runner run plans it",
-    "runner/bench/runtime.py": "the bench's in-process cells under each runtime, planned as runner run plans them",
 }
 # (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model/agent.py, would be edges
 # of their own too: today they read no variable)

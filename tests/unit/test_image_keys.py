@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from runner.sandbox.images import (
 )
 from runner.sandbox.images.lock import locked_integrity
 from runner.sandbox.images.staging import _npm_dir
+from tests.support import copy_image_recipes
 
 REPO = Path(__file__).resolve().parents[2]
 # the vendor images: on the shared CLI layer, or on the node-22 layer built on it (Pi)
@@ -41,13 +41,7 @@ VENDORS = sorted(
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the image recipes (and the repo files they list) elsewhere, an empty cache, and no engine."""
     dest = tmp_path / "checkout"
-    shutil.copytree(REPO / "images", dest / "images")
-    (dest / "harness_profiles").mkdir()
-    for directory in (dest / "images").iterdir():
-        if (directory / "recipe.json").is_file():
-            for rel in json.loads((directory / "recipe.json").read_text()).get("files", []):
-                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(REPO / rel, dest / rel)
+    copy_image_recipes(REPO, dest)
     monkeypatch.setenv("RUNNER_REPO_ROOT", str(dest))
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from runner.sandbox.images.lock import local_findings, locked_integrity, write_b
 from runner.sandbox.images.pins import Change, Pin, rewrite_pin
 from runner.sandbox.images.recipes import HarnessRecipe
 from runner.sandbox.images.staging import _npm_dir, _wheel_dir
+from tests.support import copy_image_recipes
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "images" / "lock.json"
@@ -61,13 +61,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the image recipes, the repo files they list and the committed lock at another path; an empty cache,
     this machine's CA directory replaced by one holding one certificate, and no engine."""
     dest = tmp_path / "checkout"
-    shutil.copytree(REPO / "images", dest / "images")
-    (dest / "harness_profiles").mkdir()
-    for directory in (dest / "images").iterdir():
-        if (directory / "recipe.json").is_file():
-            for rel in json.loads((directory / "recipe.json").read_text()).get("files", []):
-                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(REPO / rel, dest / rel)
+    copy_image_recipes(REPO, dest)
     _cert(tmp_path / "certs", "first")
     monkeypatch.setenv("RUNNER_REPO_ROOT", str(dest))
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
