@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import docker.errors
 import pytest
 
 from runner.model.faults import ModelFault
+from runner.sandbox.interface import Sandbox
 
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
 
@@ -139,3 +141,12 @@ def copy_image_recipes(root: Path, dest: Path) -> None:
             for rel in json.loads((directory / "recipe.json").read_text()).get("files", []):
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(root / rel, dest / rel)
+
+
+def gone(engine: docker.DockerClient, box: Sandbox) -> bool:
+    """Whether the engine no longer has ``box``'s container (removed, however it ended)."""
+    try:
+        engine.containers.get(str(box.id))
+    except docker.errors.NotFound:
+        return True
+    return False

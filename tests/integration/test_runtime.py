@@ -30,7 +30,7 @@ from runner.sandbox.interface import RUNTIME_ENV, STDERR, STDOUT, Runtime, Sandb
 from runner.sandbox.probe import WiringProbe
 from tests.integration import test_credentials as credentials
 from tests.integration import test_interrupts as interrupts
-from tests.support import no_containers_left, runner_exec, sections
+from tests.support import gone, no_containers_left, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -129,14 +129,6 @@ def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transp
     labels = {RUN_LABEL: f"pytest-runsc-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"runsc.{transport}"}
     factory = DockerSandboxes(engine, transport, probe=probe, runtime=Runtime.RUNSC)
     return factory(ContainerSpec(image.image_id, argv, turn_dir, labels))
-
-
-def gone(engine: docker.DockerClient, box: Sandbox) -> bool:
-    try:
-        engine.containers.get(str(box.id))
-    except docker.errors.NotFound:
-        return True
-    return False
 
 
 LEAVES = (

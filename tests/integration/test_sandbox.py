@@ -18,6 +18,7 @@ from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, Containe
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import STDERR, STDOUT, Sandbox, Transport
+from tests.support import gone
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -35,14 +36,6 @@ def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transp
     os.chown(turn_dir / "home", 1000, 1000)  # HOME in the turn dir is the CLI's (uid 1000), as prepare makes it
     labels = {RUN_LABEL: f"pytest-sandbox-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"sandbox.{transport}"}
     return DockerSandboxes(engine, transport)(ContainerSpec(image.image_id, argv, turn_dir, labels))
-
-
-def gone(engine: docker.DockerClient, box: Sandbox) -> bool:
-    try:
-        engine.containers.get(str(box.id))
-    except docker.errors.NotFound:
-        return True
-    return False
 
 
 @pytest.mark.parametrize("transport", list(Transport))
