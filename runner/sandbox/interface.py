@@ -66,7 +66,6 @@ class Runtime(StrEnum):
     RUNSC = "runsc"
 
 
-RUNTIMES = tuple(runtime.value for runtime in Runtime)
 RUNTIME_ENV = "RUNNER_RUNTIME"  # the environment variable --runtime defaults to
 
 
