@@ -69,11 +69,12 @@ e2e: venv engine base-tools runsc
 	$(PYTEST) tests/e2e -q -p no:cacheprovider
 
 # before a change lands (not CI's): the integration and e2e layers N times in a random order, both cores kept busy by
-# a bounded busy loop; each round prints its seed, SEED=... replays it; a failing round stops the soak (tests/soak.py)
+# a bounded busy loop; each round prints its seed, SEED=... replays it; a failing round stops the soak (tests/soak.py).
+# It needs what those layers need (their host tools, gVisor registered), as `make integration e2e` does
 N ?= 2
 SEED ?=
 SOAK_TESTS ?= tests/integration tests/e2e
-soak: venv engine
+soak: venv engine base-tools test-tools runsc
 	$(BIN)/python -m tests.soak --rounds $(N) $(if $(SEED),--seed $(SEED)) $(SOAK_TESTS)
 
 bench: setup
