@@ -84,6 +84,9 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
     text = markdown(loaded, gate(loaded, []))
     assert "| x | 1 | 1 |  |" in text and "| y | 1 |  | 1 |" in text  # cells by grade: pass, fail
     assert "- `a.base.y` (fail): `runner exec --harness y --case a --condition base`" in text and "FAILED" in text
+    known = markdown(loaded, gate(loaded, [Expected("a.base.y")]))  # still listed, said known: the gate passes
+    assert "- `a.base.y` (fail, known): `runner exec --harness y --case a --condition base`" in known
+    assert "**passed** — 0 new failure(s), 1 known, 0 stale" in known and "Full detail" not in known
     suites = ET.fromstring(junit(loaded))
     assert suites.find("testsuite[@name='y']").get("failures") == "1"  # type: ignore[union-attr]
     assert (tmp_path / "a.base.x" / "repro.sh").read_text().rstrip().endswith("--condition base")
