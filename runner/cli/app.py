@@ -3,7 +3,6 @@ loads typer and the command modules, which import their work only when they run.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -12,7 +11,7 @@ import runner
 from runner.cli.images import app as images_app
 from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
-from runner.cli.render import UNWRAPPED
+from runner.cli.render import UNWRAPPED, is_terminal
 from runner.cli.turn import exec_, gc
 
 EPILOG = (
@@ -22,7 +21,7 @@ EPILOG = (
 )
 
 # help fits a terminal; written to a pipe or a file it is never folded (nor its command summaries cut short)
-HELP_WIDTH = {} if sys.stdout.isatty() else {"terminal_width": UNWRAPPED, "max_content_width": UNWRAPPED}
+HELP_WIDTH = {} if is_terminal() else {"terminal_width": UNWRAPPED, "max_content_width": UNWRAPPED}
 
 app = typer.Typer(
     help="Run coding-agent CLIs in pinned containers against a SharedOS catalogue served over MCP.",

@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import err, escape, fail, out, reported, say, warn
+from runner.cli.render import err, escape, fail, listing, out, print_table, reported, say, warn
 from runner.cli.turn import connect_engine
 from runner.errors import Exit
+
+if TYPE_CHECKING:
+    from runner.sandbox.images.pins import Row as Outdated
 
 app = typer.Typer(help="Build, list and verify the pinned images (no registry needed).", no_args_is_help=True)
 
@@ -56,15 +59,14 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
         print(json.dumps({name: {**entry.to_json(), "built": asdict(rec) if (rec := built.get(name)) else None}
                           for name, entry in sorted(lock.items())}, indent=2))
         return
-    from rich.table import Table
-
-    table = Table("image", "kind", "pinned", "recipe", "base", "built here (newest)")
+    # the pins last: the one field of no fixed length (an image may pin several packages)
+    table = listing("image", "kind", "recipe", "base", "built here (newest)", "pinned")
     for name, entry in sorted(lock.items()):
         pinned = ", ".join(f"{p.package}@{p.version}" for p in entry.pins) or entry.suite or "-"
         rec = built.get(name)
         here = f"{rec.image_id[:19]} {rec.version_output or ''}".strip() if rec else "-"
-        table.add_row(name, entry.kind, escape(pinned), entry.recipe_hash[:12], entry.base or "-", escape(here))
-    out().print(table)
+        table.add_row(name, entry.kind, entry.recipe_hash[:12], entry.base or "-", escape(here), escape(pinned))
+    print_table(table)
 
 
 @app.command("verify")
@@ -193,15 +195,18 @@ def images_outdated(
         print(json.dumps({"images": [r.to_json() for r in rows],
                           "behind": sum(1 for r in rows if r.actionable)}, indent=1))
         return
-    from rich.table import Table
+    print_outdated(rows)
 
-    table = Table("image", "package", "pinned", "newest", "behind", "days", "note")
+
+def print_outdated(rows: list[Outdated]) -> None:
+    """One line a pin, its note (the free text) last, then what a bump would do."""
+    table = listing("image", "package", "pinned", "newest", "behind", "days", "note")
     for r in rows:
         note = ((r.error and f"[red]error:[/] {escape(r.error)}") or (r.hold and f"held: {escape(r.hold)}")
                 or (r.unavailable and f"unavailable: {escape(r.unavailable[:80])}") or "")
         table.add_row(r.image, escape(r.package), escape(r.pinned), escape(r.newest or "?"),
                       "?" if r.behind is None else str(r.behind), "?" if r.days is None else str(r.days), note)
-    out().print(table)
+    print_table(table)
     behind = [r for r in rows if r.actionable]
     kept = [r for r in rows if r.outdated and not r.actionable]
     out().print((f"{len(behind)} pin(s) behind" if behind else "no pin a bump would move is behind")

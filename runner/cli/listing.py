@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from runner.cli.render import escape, fail, out
+from runner.cli.render import escape, fail, listing, print_table
 from runner.errors import Exit
 
 
@@ -23,13 +23,11 @@ def cases(as_json: Annotated[bool, typer.Option("--json", help="One JSON object 
             for c in CASES.values()
         ], ensure_ascii=False))
         return
-    from rich.table import Table
-
-    table = Table("case", "condition", "expected turn", "invariant")
+    table = listing("case", "condition", "expected turn", "invariant")
     for case in CASES.values():
         expect = case.condition.expect_turn
         table.add_row(case.id, case.condition.id, "/".join(expect) if expect else "-", escape(case.invariant))
-    out().print(table)
+    print_table(table)
 
 
 def harnesses(
@@ -64,11 +62,10 @@ def harnesses(
 
 
 def print_harnesses(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table("harness", "label", "image", "interpreter", "state")
+    """One line a column; the state and why last, since why is the long free text."""
+    table = listing("harness", "label", "image", "interpreter", "state")
     colour = {"ok": "green", "unavailable": "yellow", "invalid": "red"}
     for row in rows:
         shown = f"[{colour[row['state']]}]{row['state']}[/]" + (f": {escape(row['why'])}" if row["why"] else "")
         table.add_row(row["harness"], escape(row["label"]), row["image"], row["interpreter"], shown)
-    out().print(table)
+    print_table(table)

@@ -1,13 +1,17 @@
 """What the commands write, and how an error ends a command.
 
-Text the CLI writes to a pipe or a file is never hard-wrapped: CI logs, grep and anything that parses stderr see
-whole lines. Rich sizes a console from the terminal (80 columns when there is none), so each print asks for a
-console fitted to the stream as it is now (a test runner or a redirect may have replaced it since import); on a
-terminal, tables still fit its width. Message text is escaped: a path holding ``[brackets]`` is not markup.
+Output fits where it goes, and :func:`is_terminal` is the one place that decides where that is. On a terminal,
+rich's tables and colour, fitted to its width. Written to a pipe or a file, plain text: never hard-wrapped (CI logs,
+grep and anything that parses stderr see whole lines), a table is plain aligned columns (no box, its long free-text
+column last) whose lines are only as long as their own fields make them, and no line ends in spaces. Rich sizes a
+console from the terminal (80 columns when there is none), so each print asks for a console fitted to the stream
+as it is now (a test runner or a redirect may have replaced it since import). Message text is escaped: a path
+holding ``[brackets]`` is not markup.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -20,6 +24,7 @@ from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from runner.matrix.result import CellResult
     from runner.turn.runtime import TurnReport
@@ -27,13 +32,41 @@ if TYPE_CHECKING:
 UNWRAPPED = 1 << 16  # columns for a pipe or file: wide enough that no line or table is ever folded
 
 
+def is_terminal(stderr: bool = False) -> bool:
+    """Whether stdout (or stderr) is a terminal now: the one test of where the output goes."""
+    return (sys.stderr if stderr else sys.stdout).isatty()
+
+
 def _console(stderr: bool) -> Console:
     from rich.console import Console
 
-    stream = sys.stderr if stderr else sys.stdout
-    if stream.isatty():
+    if is_terminal(stderr):
         return Console(stderr=stderr)
     return Console(stderr=stderr, soft_wrap=True, width=UNWRAPPED)
+
+
+def listing(*headers: str) -> Table:
+    """A table of records for :func:`print_table`: boxed on a terminal; for a pipe or a file, plain columns two
+    spaces apart (no box, no padding at the edges). Put the long free-text column last."""
+    from rich.table import Table
+
+    if is_terminal():
+        return Table(*headers)
+    return Table(*headers, box=None, pad_edge=False, show_edge=False)
+
+
+def print_table(table: Table) -> None:
+    """A table on stdout. On a terminal, rich fits it to the terminal's width. To a pipe or a file, rich lays it out
+    unwrapped and uncoloured, and each line ends where its last field does: a column is padded only to align the
+    next one, never to an artificial width, so no line carries trailing spaces."""
+    if is_terminal():
+        out().print(table)
+        return
+    from rich.console import Console
+
+    plain = Console(file=io.StringIO(), width=UNWRAPPED, color_system=None, soft_wrap=True)
+    for line in plain.render_lines(table, plain.options, pad=False):
+        print("".join(segment.text for segment in line).rstrip())
 
 
 def err() -> Console:
@@ -109,13 +142,13 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
     mcp = report.mcp
     table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
     table.add_row("elapsed", f"{round(report.elapsed, 3):.2f}s")
+    print_table(table)
     console = out()
-    console.print(table)
     tail = meta.get("transcriptTail") or []
     if tail:
         console.print("[bold]transcript tail[/]")
-        for line in tail[-12:]:
-            console.print(f"  {line}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
+        for line in tail[-12:]:  # on a terminal, each cut to its width; to a pipe, whole (its own spaces dropped)
+            console.print(f"  {str(line).rstrip()}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     console.print(f"[bold]files[/]  {escape(str(Path(report.files['record']).parent))}", highlight=False)
     console.print("[bold]repro[/]  ", end="")
     console.print(cell.repro, highlight=False, markup=False, soft_wrap=True)

@@ -1,5 +1,6 @@
-"""Merge cell directories into one report: the manifest (JSON), a Markdown table like upstream's, JUnit
-XML for CI, and the expected-failures gate.
+"""Merge cell directories into one report: the manifest (JSON, every cell), a Markdown summary (counts per column
+and grade, each column's pins and unavailability said once, then what a reader acts on), JUnit XML for CI, and the
+expected-failures gate.
 
 A cell directory holds ``result.json`` (a :class:`~runner.matrix.result.CellResult`, written by
 :mod:`runner.matrix.artifact`). The gate passes on known failures, fails on new ones, and fails on stale entries
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
 from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestColumn, ManifestRow, Run
-from runner.matrix.result import INFRASTRUCTURE_ERROR, CellResult
+from runner.matrix.result import INFRASTRUCTURE_ERROR, CellPins, CellResult
 from runner.matrix.series import (
     SHARED_PINS,
     Group,
@@ -97,7 +100,7 @@ def _group(group: Group, every_run: bool) -> KeptApart:
         key = (cell.cell.case, cell.cell.condition)
         described.setdefault(key, cell)
         graded = cell.grade.model_dump(exclude={"status", "attempts", "column_id"}) if cell.grade is not None else {}
-        # one run: the cell is its only trial, and reads as it always did (``every_run``: the Markdown's own use)
+        # one run: the cell is its only trial, and reads as it always did (``every_run``: every cell's runs)
         runs_shown = len(series) > 1 or every_run
         turn = cell.turn  # the CLI's own outcome and version, when a turn ran (what ``report --compare`` diffs)
         cells.setdefault(key, []).append(ManifestCell(
@@ -169,98 +172,174 @@ def _spaced(status: str) -> str:
     return status.replace("_", " ")
 
 
-def markdown(cells: list[CellResult], gate_result: Gate | None = None) -> str:
-    """The report as Markdown. With one run per cell it is the grid of rows by columns; with more (trials, several
-    output directories), each grid cell is the series' stability and a "Runs" table per row reads like the
-    decision record's "Measured" table: Column | Run 1 | Run 2 | … | Turn outcome | Stability."""
+# the grades a count is shown for, in this order (any other after them, by name)
+GRADE_ORDER = ("pass", "fail", "not_exercised", "unstable", INFRASTRUCTURE_ERROR, "interrupted", "out_of_scope",
+               "not_applicable", "not_implemented", "unavailable")
+EVIDENCE_SHOWN = 400  # characters of a failing cell's evidence the summary quotes (the full text is in its cell)
+
+
+def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_detail: str | None = None) -> str:
+    """The report as Markdown: a summary a reader takes in at a glance (the GitHub step summary), whatever the
+    matrix's size. Said once: the shared pins, each column's pins and, for an unavailable column, its reason.
+    Counted: each column's cells by grade (a cell whose runs differ counts as ``unstable``). Listed: only what a
+    reader acts on: failing cells with the command that reproduces each, cells whose runs differ side by side,
+    findings, the gate. Each cell's evidence and runs are in ``manifest.json`` and in the HTML report;
+    ``full_detail`` (Markdown, e.g. ``report.html``) is where the summary points for them."""
     groups = group_runs(cells)
-    data = manifest(cells, gate_result, every_run=True)
-    several = any(len(s) > 1 for g in groups for s in g.series.values())
+    data = manifest(cells, gate_result)
     out = ["# Conformance report", ""]
-    out += _pin_lines(data)
-    for problem in data.comparability:
-        out.append(f"- **Not comparable:** {problem}")
-    out += _section(data, several, "##")
-    for number, kept in enumerate(data.kept_apart, 2):
-        out += [f"## Group {number}: kept apart", ""]
+    if full_detail:
+        out += [f"Full detail, every cell: {full_detail}", ""]
+    out += _pin_lines(data, cells)
+    several = max((len(s) for g in groups for s in g.series.values()), default=1)
+    if several > 1:
+        out.append(f"- Runs per cell: up to {several}")
+    out += [f"- **Not comparable:** {problem}" for problem in data.comparability]
+    out += _section(data, groups[0] if groups else Group({}), "##")
+    for number, (kept, group) in enumerate(zip(data.kept_apart, groups[1:], strict=True), 2):
+        out += ["", f"## Group {number}: kept apart", ""]
         out += [f"- **Not merged** with {reason}" for reason in kept.apart]
-        out += _pin_lines(kept) + _section(kept, several, "###")
+        out += _pin_lines(kept, group.runs) + _section(kept, group, "###")
+    out += _unavailable(groups)
+    out += _failing(groups, gate_result)
+    out += _unstable(groups)
     if data.findings:
-        out += ["## Findings", ""] + [f"- {finding}" for finding in data.findings] + [""]
-    failing = [
-        (runs[0].id, runs) for g in groups for _, runs in sorted(g.series.items())
-        if any(r.strict_failure or r.status == INFRASTRUCTURE_ERROR for r in runs)
-    ]
-    if failing:
-        out += ["## Failing cells: reproduce one alone", ""]
-        out += [f"- `{cell_id}` ({runs[0].status if len(runs) == 1 else stability(runs)}): `{runs[-1].repro}`"
-                for cell_id, runs in failing]
-        out.append("")
+        out += ["", "## Findings", ""] + [f"- {finding}" for finding in data.findings]
     if gate_result is not None:
         out += [
+            "",
             "## Gate",
             "",
             f"**{'passed' if gate_result.passed else 'FAILED'}** — "
             f"{len(gate_result.new)} new failure(s), {len(gate_result.known)} known, {len(gate_result.stale)} stale",
         ]
+        if gate_result.new or gate_result.stale:
+            out.append("")
         out += [f"- new: `{c}`" for c in gate_result.new] + [f"- stale (now passes): `{c}`" for c in gate_result.stale]
-        out.append("")
-    out += ["## Pins", "", "| cell | image | CLI | runner | model | behaviour |", "|---|---|---|---|---|---|"]
-    for c in cells:
-        p = c.pins.to_dict()
-        line = (f"| `{c.id}` | `{str(p.get('imageId', ''))[:19]}` | {p.get('cliVersion', '')} | "
-                f"{p.get('runnerVersion', '')} | {p.get('modelMode', '')} | {p.get('behaviour', '')} |")
-        if line != out[-1]:  # the trials of one cell share their pins: one line for them
-            out.append(line)
     return "\n".join(out) + "\n"
 
 
-def _pin_lines(data: Manifest | KeptApart) -> list[str]:
+def _pin_lines(data: Manifest | KeptApart, runs: list[CellResult]) -> list[str]:
     lines = [
         f"- Case set: `{data.case_set_hash}`",
         f"- World set: `{data.world_set_hash}`",
         f"- Grading rules: version {data.judge_version}",
     ]
-    return lines + [f"- Prompt set, `{c.id}`: `{c.prompt_set_hash}`" for c in data.columns if c.prompt_set_hash]
+    runner = _distinct(r.pins.runner_version for r in runs)
+    runtime = _distinct(r.pins.runtime for r in runs)  # pinned only when not runc, the engine's default
+    return lines + ([f"- Runner: {runner}"] if runner != "—" else []) + (
+        [f"- OCI runtime: {runtime}"] if runtime != "—" else [])
 
 
-def _section(data: Manifest | KeptApart, several: bool, level: str) -> list[str]:
-    """One group's grid, its runs per row (when any cell has more than one) and its evidence per row."""
+def _distinct(values: Iterable[object]) -> str:
+    """The values as one reads them once: each distinct one, in the order met; ``—`` for none."""
+    found = list(dict.fromkeys(str(v) for v in values if v not in (None, "")))
+    return ", ".join(found) if found else "—"
+
+
+def _section(data: Manifest | KeptApart, group: Group, level: str) -> list[str]:
+    """One group's columns: how many cells of each grade, then each column's pins, said once."""
     columns = [c.id for c in data.columns]
+    counts: dict[str, Counter[str]] = {c: Counter() for c in columns}
+    for row in data.rows:
+        for cell in row.cells:
+            counts[cell.column_id][cell.status] += 1
+    seen = {status for count in counts.values() for status in count}
+    grades = [g for g in GRADE_ORDER if g in seen] + sorted(seen - set(GRADE_ORDER))
     out = [
         "",
-        "| Invariant | Expected outcome | Condition | " + " | ".join(columns) + " |",
-        "|---|---|---|" + "---|" * len(columns),
+        f"{level} Cells by grade, per column",
+        "",
+        "| Column | Cells | " + " | ".join(_spaced(g) for g in grades) + " |",
+        "|---|---:|" + "---:|" * len(grades),
     ]
-    for row in data.rows:
-        by_col = {c.column_id: _spaced((c.stability or "") if several else c.status) for c in row.cells}
-        out.append(
-            f"| {row.invariant or row.case_id} | {row.expected_outcome or ''} | "
-            f"`{row.case_id}.{row.condition_id}` | " + " | ".join(by_col.get(c, "—") for c in columns) + " |"
-        )
-    if several:
-        out += ["", f"{level} Runs", ""]
-        for row in data.rows:
-            width = max(len(c.trials or ()) for c in row.cells)
-            out += [f"{level}# `{row.case_id}.{row.condition_id}`", "",
-                    "| Column | " + "".join(f"Run {n} | " for n in range(1, width + 1)) + "Turn outcome | Stability |",
-                    "|---|" + "---|" * (width + 2)]
-            for cell in row.cells:
-                runs = cell.trials or ()
-                grades = [_spaced(t.status) for t in runs] + ["—"] * (width - len(runs))
-                out.append(f"| {cell.column_id} | " + " | ".join(grades) +
-                           f" | {cell.turn_outcome} | {_spaced(cell.stability or '')} |")
-            out.append("")
-    out += ["", f"{level} Evidence per row", ""] if not several else [f"{level} Evidence per row", ""]
-    for row in data.rows:
-        out.append(f"{level}# `{row.case_id}.{row.condition_id}`")
-        for cell in row.cells:
-            said = list(dict.fromkeys(t.evidence for t in cell.trials or ()))
-            if len(said) == 1:
-                out.append(f"- **{cell.column_id}**: {said[0]}")
-            else:
-                out += [f"- **{cell.column_id}**, run {t.run}: {t.evidence}" for t in cell.trials or ()]
-        out.append("")
+    for column in columns:
+        count = counts[column]
+        out.append(f"| {column} | {sum(count.values())} | "
+                   + " | ".join(str(count[g]) if count[g] else "" for g in grades) + " |")
+    out += ["", f"{level} Pins per column", "",
+            "| Column | CLI | Image | Model | Behaviour | Prompt set |", "|---|---|---|---|---|---|"]
+    by_column: dict[str, list[CellResult]] = {}
+    for run in group.runs:
+        by_column.setdefault(run.cell.column, []).append(run)
+    prompt_sets = {c.id: c.prompt_set_hash for c in data.columns}
+    for column in columns:
+        runs = by_column.get(column, [])
+        pins = [r.pins for r in runs]
+        images = _distinct(p.image_id[:19] if p.image_id else None for p in pins)
+        model = _distinct(_model(p) for p in pins)
+        prompt = prompt_sets.get(column)
+        out.append(f"| {column} | {_distinct(p.cli_version for p in pins)} | "
+                   f"{images if images == '—' else '`' + images + '`'} | {model} | "
+                   f"{_distinct(p.behaviour for p in pins)} | {f'`{prompt}`' if prompt else '—'} |")
+    rows = [f"`{row.case_id}.{row.condition_id}`" for row in data.rows
+            if row.cells and all(c.status == "not_implemented" for c in row.cells)]
+    if rows:
+        out += ["", f"Not implemented in any column ({len(rows)} rows): " + ", ".join(rows)]
+    return out
+
+
+def _model(pins: CellPins) -> str | None:
+    """The model a cell's turn spoke to, as one reads it: ``scripted (openai-chat, fault error@2)``."""
+    extras = [e for e in (pins.model_dialect, pins.model_fault and f"fault {pins.model_fault}") if e]
+    return f"{pins.model_mode} ({', '.join(extras)})" if pins.model_mode and extras else pins.model_mode
+
+
+def _unavailable(groups: list[Group]) -> list[str]:
+    """Each unavailable column's reason, once (every one of its cells carries the same words)."""
+    why: dict[str, dict[str, int]] = {}
+    for group in groups:
+        for run in group.runs:
+            if run.status == "unavailable":
+                said = " ".join(run.evidence.removeprefix("unavailable; ").split())  # one line, whatever it holds
+                reasons = why.setdefault(run.cell.column, {})
+                reasons[said] = reasons.get(said, 0) + 1
+    if not why:
+        return []
+    out = ["", "## Unavailable columns", ""]
+    for column, reasons in sorted(why.items()):
+        for said, count in reasons.items():
+            out.append(f"- **{column}** ({count} cell{'s' if count != 1 else ''}): {said}")
+    return out
+
+
+def _failing(groups: list[Group], gate_result: Gate | None) -> list[str]:
+    """Each failing cell (a strict failure or an infrastructure error in any of its runs): what it found, and the
+    command that reproduces it alone."""
+    failing = [
+        runs for g in groups for _, runs in sorted(g.series.items())
+        if any(r.strict_failure or r.status == INFRASTRUCTURE_ERROR for r in runs)
+    ]
+    if not failing:
+        return []
+    out = ["", "## Failing cells: reproduce one alone", ""]
+    known = set(gate_result.known) if gate_result is not None else set()
+    for runs in failing:
+        worst = next(r for r in reversed(runs) if r.strict_failure or r.status == INFRASTRUCTURE_ERROR)
+        said = _spaced(runs[0].status) if len(runs) == 1 else stability(runs, spaced=True)
+        problem = worst.infrastructure_error
+        evidence = " ".join((f"infrastructure error ({problem.kind}): {problem.detail}" if problem
+                             else worst.evidence).split())
+        if len(evidence) > EVIDENCE_SHOWN:
+            evidence = evidence[:EVIDENCE_SHOWN - 1].rstrip() + "…"
+        out += [f"- `{worst.id}` ({said}{', known' if worst.id in known else ''}): `{worst.repro}`",
+                f"  - {evidence}"]
+    return out
+
+
+def _unstable(groups: list[Group]) -> list[str]:
+    """The cells whose runs differ, their runs side by side (a cell whose runs agree is only counted)."""
+    moving = [(cell_id, runs) for g in groups for cell_id, runs in sorted(g.series.items())
+              if series_status(runs) == "unstable"]
+    if not moving:
+        return []
+    width = max(len(runs) for _, runs in moving)
+    out = ["", "## Unstable cells: runs that differ", "",
+           "| Cell | " + "".join(f"Run {n} | " for n in range(1, width + 1)) + "Turn outcome | Stability |",
+           "|---|" + "---|" * (width + 2)]
+    for cell_id, runs in moving:
+        grades = [_spaced(r.status) for r in runs] + ["—"] * (width - len(runs))
+        out.append(f"| `{cell_id}` | " + " | ".join(grades) + f" | {outcome(runs)} | {stability(runs, spaced=True)} |")
     return out
 
 

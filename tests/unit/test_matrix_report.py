@@ -82,8 +82,11 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
     assert [c["id"] for c in data["columns"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])
     text = markdown(loaded, gate(loaded, []))
-    assert "| inv a | exp | `a.base` | pass | fail |" in text
-    assert "runner exec --harness y --case a --condition base" in text and "FAILED" in text
+    assert "| x | 1 | 1 |  |" in text and "| y | 1 |  | 1 |" in text  # cells by grade: pass, fail
+    assert "- `a.base.y` (fail): `runner exec --harness y --case a --condition base`" in text and "FAILED" in text
+    known = markdown(loaded, gate(loaded, [Expected("a.base.y")]))  # still listed, said known: the gate passes
+    assert "- `a.base.y` (fail, known): `runner exec --harness y --case a --condition base`" in known
+    assert "**passed** — 0 new failure(s), 1 known, 0 stale" in known and "Full detail" not in known
     suites = ET.fromstring(junit(loaded))
     assert suites.find("testsuite[@name='y']").get("failures") == "1"  # type: ignore[union-attr]
     assert (tmp_path / "a.base.x" / "repro.sh").read_text().rstrip().endswith("--condition base")
@@ -174,7 +177,8 @@ def test_runs_of_one_cell_on_another_catalogue_are_kept_apart_columns_of_one_row
     assert any("different catalogues" in p for p in data["comparability"])  # reported, as it always was
     [kept] = data["keptApart"]
     assert kept["apart"] == ["group 1: catalogHash of a.base.x sha256:" + "k" * 64 + " → sha256:other"]
-    assert markdown(runs).count("| inv a | exp | `a.base` |") == 2
+    text = markdown(runs)
+    assert "## Group 2: kept apart" in text and text.count("| x | 1 | 1 |") == 2  # one run of a.base.x in each
 
 
 def test_junit_is_one_test_per_cell_with_its_runs_in_the_output() -> None:
@@ -235,3 +239,79 @@ def test_an_interrupted_run_that_never_knew_its_pins_is_not_kept_apart() -> None
     data = manifest([cut, graded]).to_dict()
     assert data["keptApart"] == [] and data["caseSetHash"] == "c" * 64
     assert data["rows"][0]["cells"][0]["stability"] == "1/2 pass, 1/2 interrupted"
+
+
+# --- the Markdown summary of a full matrix ------------------------------------------------------------------------
+
+WHY = ("Acme talks only to the Acme service: with no ACME_API_KEY it starts a browser login flow and waits for a "
+       "pasted code; its settings have no model provider or base URL. ") * 5  # ~700 characters, as Amp's are
+COLUMNS = [f"col{n:02}" for n in range(18)] + ["acme"]  # 19 columns
+ROWS = [f"row{n:02}" for n in range(32)]  # 32 rows: 608 cells, as today's full matrix
+DECLARED = {"row30", "row31"}  # rows no column runs (not implemented): one run each, as runner run writes them
+FAILING, UNSTABLE = "row07.base.col03", "row12.base.col11"
+
+
+def full_matrix() -> list[CellResult]:
+    """608 cells: 18 available columns whose every graded cell ran two trials (one fails both, one moves between
+    them), the rows no column runs, and an unavailable column whose 700-character reason every one of its cells
+    carries. Each cell's evidence is as long as a real one (~300 characters)."""
+    runs = []
+    for row in ROWS:
+        for column in COLUMNS:
+            cell_id = f"{row}.base.{column}"
+            if row in DECLARED or column == "acme":  # a cell that runs no turn: no image, no prompt, no catalogue
+                body = result_json(cell_id, "not_implemented")  # in every column, an unavailable one included
+                body["pins"] = {k: PINS[k] for k in ("caseSetHash", "worldSetHash", "judgeVersion", "runnerVersion",
+                                                     "behaviour")} | {"modelMode": "none"}
+                if row not in DECLARED:
+                    body["grade"] = {"status": "unavailable", "evidence": f"unavailable; {WHY}"}
+                runs.append(CellResult.read(body))
+                continue
+            for k in (1, 2):
+                status = "fail" if cell_id == FAILING else "not_exercised" if cell_id == UNSTABLE and k == 2 else "pass"
+                run = trial(cell_id, status, k)
+                evidence = f"{status}; 3 of 3 attempts issued; refused by `envelope`; " + "record usable; " * 16
+                grade = run.grade.model_copy(update={"evidence": evidence})  # type: ignore[union-attr]
+                runs.append(run.model_copy(update={"grade": grade}))
+    return runs
+
+
+def test_the_markdown_of_a_full_matrix_stays_a_summary() -> None:
+    runs = full_matrix()
+    assert len({r.id for r in runs}) == 608
+    verdict = gate(runs, [])
+    text = markdown(runs, verdict, full_detail="`report.html`")
+    lines = text.splitlines()
+    size = len(text.encode())
+    # said once: the unavailable column's reason (its 30 cells all carry it), and each column's pins
+    assert text.count(WHY.strip()) == 1 and f"- **acme** (30 cells): {WHY.strip()}" in lines
+    assert sum(line.startswith("| col00 |") for line in lines) == 2  # its counts, its pins: nothing per row
+    assert "| acme | — | — | none | cooperative | — |" in lines
+    # counts per column and grade: 30 graded rows and 2 declared ones, and the two cells that do not pass
+    assert lines[lines.index("## Cells by grade, per column") + 2] == (
+        "| Column | Cells | pass | fail | unstable | not implemented | unavailable |")
+    assert "| col00 | 32 | 30 |  |  | 2 |  |" in lines
+    assert "| col03 | 32 | 29 | 1 |  | 2 |  |" in lines
+    assert "| col11 | 32 | 29 |  | 1 | 2 |  |" in lines
+    assert "| acme | 32 |  |  |  | 2 | 30 |" in lines
+    assert "Not implemented in any column (2 rows): `row30.base`, `row31.base`" in lines
+    # what a reader acts on: each failing cell with the command that reproduces it, the unstable one's runs
+    repro = "runner exec --harness col03 --case row07 --condition base"
+    assert f"- `{FAILING}` (2/2 fail): `{repro}`" in lines
+    assert f"- `{UNSTABLE}` (1/2 pass, 1/2 not exercised): `runner exec --harness col11 --case row12 " \
+           "--condition base`" in lines
+    assert f"| `{UNSTABLE}` | pass | not exercised | escalated | 1/2 pass, 1/2 not exercised |" in lines
+    assert "**FAILED** — 2 new failure(s), 0 known, 0 stale" in lines
+    assert "Full detail, every cell: `report.html`" in lines
+    assert "record usable; record usable; record usable; record usable; record usable; record usable" in text
+    # the evidence of the 606 cells that pass or are declared is left to the detail: the size is the summary's
+    assert text.count("record usable") == 2 * 16 and size < 8_000, size  # 5.7 KB (282 KB before: every evidence)
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_a_failing_cells_evidence_is_quoted_short_and_on_one_line() -> None:
+    body = result_json("a.base.x", "fail")
+    body["grade"]["evidence"] = "fail; " + "the CLI said\n  something long " * 100
+    text = markdown([CellResult.read(body)])
+    [quoted] = [line for line in text.splitlines() if line.startswith("  - fail; the CLI said something long")]
+    assert len(quoted) == len("  - ") + 400 and quoted.endswith("…")
