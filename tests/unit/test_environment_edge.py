@@ -18,8 +18,8 @@ EDGES = {
     "runner/model/__main__.py": "python -m runner.model, a process of its own",
     "runner/bench/cell.py": "the bench's in-process cell, planned as runner run plans it",
 }
-# (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model/agent.py, would be edges
-# of their own too: today they read no variable)
+# (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model_only/agent.py, would
+# be edges of their own too: today they read no variable)
 # Reads not yet moved to the edge, counted so that none is added. The image code's own locations (RUNNER_REPO_ROOT,
 # RUNNER_CACHE_DIR, the host's CA certificates), a pinned base image's reference, and the environment npm and
 # mmdebstrap inherit: used in two dozen places of runner/sandbox/images. The engine's address (DOCKER_HOST, which
