@@ -4,7 +4,7 @@ Every container is: a non-root user, all capabilities dropped, ``no-new-privileg
 root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an init process, and
 labels naming the run and the cell. Under the ``mount`` transport (:class:`SandboxedProcess`) the only
 host path it sees is the per-turn directory, mounted at ``/run/runner``: it holds the MCP socket, which
-is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream`)
+is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream_transport`)
 is the same container with that directory carried over the engine API instead. Its OCI runtime is the engine's
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
 then the whole sandbox's, :attr:`Limits.sandbox_pids`).
@@ -113,7 +113,8 @@ class ContainerStartError(EngineError):
 
 class SandboxedProcess(Sandbox):
     """One CLI in one container, the turn dir bind-mounted (the ``mount`` transport). Every method blocks; call
-    them from a worker thread. :class:`~runner.sandbox.stream.StreamSandboxedProcess` (``stream``) extends it."""
+    them from a worker thread. :class:`~runner.sandbox.stream_transport.StreamSandboxedProcess` (``stream``) extends
+    it."""
 
     def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
         self.client = client

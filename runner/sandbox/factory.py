@@ -10,7 +10,7 @@ import docker
 from runner.sandbox.container import ContainerSpec, SandboxedProcess
 from runner.sandbox.interface import TRANSPORTS, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
-from runner.sandbox.stream import StreamSandboxedProcess
+from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 KINDS: dict[Transport, type[SandboxedProcess]] = {
     Transport.MOUNT: SandboxedProcess,
@@ -24,7 +24,7 @@ class DockerSandboxes:
     ``mount`` (the turn dir bind-mounted) runs once the engine and the image are known to carry a turn
     (the wiring probe, :mod:`runner.sandbox.probe`: it raises a named
     :class:`~runner.sandbox.probe.WiringError` with the fix, so a turn that could not work is never graded).
-    ``stream`` needs only the engine API (:mod:`runner.sandbox.stream`). ``auto`` is ``mount`` where the
+    ``stream`` needs only the engine API (:mod:`runner.sandbox.stream_transport`). ``auto`` is ``mount`` where the
     probe finds the mount reaching the container, else ``stream``; once ``probe`` found it does not, ``auto``
     goes straight to ``stream`` for that engine and image. The sandbox's ``transport`` says which ran.
     ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in.

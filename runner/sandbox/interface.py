@@ -6,7 +6,7 @@ back through :class:`Sandbox` alone. Two classes implement it, one per :class:`T
 
 - :class:`~runner.sandbox.container.SandboxedProcess` (``mount``): the hardened container, with the
   per-turn directory bind-mounted; the MCP and model sockets in it are the container's channel to the host.
-- :class:`~runner.sandbox.stream.StreamSandboxedProcess` (``stream``): the same container with no host
+- :class:`~runner.sandbox.stream_transport.StreamSandboxedProcess` (``stream``): the same container with no host
   path, its files carried in and out with the archive API and its connections relayed over a
   multiplexed exec stream, for an engine that does not share runner's filesystem.
 

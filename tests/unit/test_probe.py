@@ -12,7 +12,7 @@ from runner.sandbox import probe
 from runner.sandbox.container import ContainerSpec, SandboxedProcess
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Transport
-from runner.sandbox.stream import StreamSandboxedProcess
+from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 Probed = list[tuple[str, bool]]  # (image, through the mount) of each probe container run
 
