@@ -164,9 +164,9 @@ def exec_(
     from runner.conformance.behaviours import parse_behaviour
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
-    from runner.matrix.cell import run_cell
     from runner.matrix.cells import Cell
     from runner.matrix.plan import plan_cells, with_trials
+    from runner.matrix.run_cell import run_cell
 
     search = profiles_dirs(profiles_dir)
     with reported(as_json):
@@ -232,7 +232,7 @@ async def _exec_trials(client: docker.DockerClient, plans: list[CellPlan], targe
                        progress: Callable[[str], None]) -> list[Trial]:
     """``exec --trials N``: the trials one after another, each in its own directory."""
     from runner.matrix.artifact import trial_dir
-    from runner.matrix.cell import run_cell
+    from runner.matrix.run_cell import run_cell
 
     runs: list[Trial] = []
     image = None  # found or built by the first trial that reaches a turn, then handed to the rest

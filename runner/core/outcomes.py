@@ -161,7 +161,7 @@ class ExecutionResult:
     execution_id: str
     status: ExecutionStatus
     events: list[dict[str, JsonValue]]
-    metadata: dict[str, Json]  # untyped until matrix/cell.py narrows what it reads from it (issue 18)
+    metadata: dict[str, Json]  # untyped until matrix/run_cell.py narrows what it reads from it (issue 18)
     output: JsonValue = None
     error: ProtocolError | None = None
     escalation: Escalation | None = None
