@@ -28,7 +28,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from runner.conformance.cases import ADVERSARIAL, Case, Condition, Role
-from runner.conformance.columns import Limits
+from runner.conformance.columns import ColumnLimits
 from runner.conformance.jsonmodel import JsonModel, omitted
 from runner.conformance.receipts import Receipt, live_receipts_from_record
 from runner.conformance.record import (
@@ -313,7 +313,7 @@ class CellGrade(JsonModel):
 
 
 def not_run_cell(
-    case: Case, condition: Condition, limits: Limits | None = None, *, column_id: str | None = None
+    case: Case, condition: Condition, limits: ColumnLimits | None = None, *, column_id: str | None = None
 ) -> Cell:
     """A cell that is never run: ``not_implemented`` (the row), or ``not_applicable`` (unsupported here)."""
     if case.not_implemented is not None:
@@ -342,7 +342,7 @@ def not_run_cell(
 def grade_cell(
     case: Case,
     condition: Condition,
-    limits: Limits,
+    limits: ColumnLimits,
     record: ExecutionRecord,
     *,
     receipts: Sequence[Receipt] | None = None,

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from runner.conformance.cases import CASES, Case, Condition, get_case
-from runner.conformance.columns import Limits, limits_for
+from runner.conformance.columns import ColumnLimits, limits_for
 from runner.harnesses.profile import Profile, find_profile, known_harnesses
 
 
@@ -39,7 +39,7 @@ class Cell:
         return f"{self.case.id}.{self.condition.id}.{self.profile.id}"
 
     @property
-    def limits(self) -> Limits:
+    def limits(self) -> ColumnLimits:
         """What this column can do on this row (:func:`runner.conformance.columns.limits_for`)."""
         return limits_for(self.case, self.condition, self.profile.issues_uncatalogued)
 

@@ -7,7 +7,7 @@ host path it sees is the per-turn directory, mounted at ``/run/runner``: it hold
 is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream_transport`)
 is the same container with that directory carried over the engine API instead. Its OCI runtime is the engine's
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
-then the whole sandbox's, :attr:`Limits.sandbox_pids`).
+then the whole sandbox's, :attr:`ResourceLimits.sandbox_pids`).
 
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
@@ -45,7 +45,7 @@ logger = logging.getLogger("runner.engine")
 
 
 @dataclass(frozen=True)
-class Limits:
+class ResourceLimits:
     memory: str = "1g"
     pids: int = 256
     nano_cpus: int = 2_000_000_000
@@ -71,7 +71,7 @@ class ContainerSpec:
     env: dict[str, str] = field(default_factory=dict)
     stdin: bytes | None = None
     keep_stdin_open: bool = False
-    limits: Limits = Limits()
+    limits: ResourceLimits = ResourceLimits()
     workdir: str = HOME
     runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
 

@@ -23,7 +23,7 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, Limits
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, ResourceLimits
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import RUNTIME_ENV, STDERR, STDOUT, Runtime, Sandbox, Transport
@@ -73,8 +73,8 @@ def test_inside_the_turns_container_the_kernel_is_gvisors_under_runsc_and_the_ho
         assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd") and not host.get("Privileged")
         assert host["SecurityOpt"] == ["no-new-privileges"]
         assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none" and host["Init"] is True
-        assert (host["PidsLimit"], host["Memory"]) == (Limits().pids_for(runtime),
-                                                       docker.utils.parse_bytes(Limits().memory))
+        assert (host["PidsLimit"], host["Memory"]) == (ResourceLimits().pids_for(runtime),
+                                                       docker.utils.parse_bytes(ResourceLimits().memory))
     finally:
         container.remove(force=True)
     assert report["exitCode"] == 0, Path(report["files"]["stderr"]).read_text()
@@ -143,7 +143,8 @@ def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a fresh probe and an empty probe cache: the probe itself runs under gVisor here (its limits read from the
-    # engine's stats of the sandbox: a pids limit of Limits.sandbox_pids and the memory limit, or LimitsNotEnforced)
+    # engine's stats of the sandbox: a pids limit of ResourceLimits.sandbox_pids and the memory limit, or
+    # LimitsNotEnforced)
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     probe = WiringProbe()
     box = made(engine, reference_image, tmp_path / "a", transport, ["sh", "-c", LEAVES], probe)
