@@ -91,7 +91,7 @@ async def running_cell(
     artifacts (``run_cell``); its wall time. A cell that does not escalate is a :class:`BenchError`."""
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
-    from runner.matrix.cells import Cell
+    from runner.matrix.cells import MatrixCell
     from runner.matrix.plan import CellOptions, plan_cells
     from runner.matrix.run_cell import run_cell
     from runner.model.settings import ModelMode
@@ -100,7 +100,7 @@ async def running_cell(
 
     case = get_case("escalation")
     profile = find_profile(harness)
-    cell = Cell(case, case.condition, profile)
+    cell = MatrixCell(case, case.condition, profile)
     model = ModelMode.SCRIPTED if profile.model is not None else None
     # runner run plans every cell up front, with the host's environment (read at its edge, as here)
     options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))

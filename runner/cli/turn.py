@@ -164,7 +164,7 @@ def exec_(
     from runner.conformance.behaviours import parse_behaviour
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
-    from runner.matrix.cells import Cell
+    from runner.matrix.cells import MatrixCell
     from runner.matrix.plan import plan_cells, with_trials
     from runner.matrix.run_cell import run_cell
 
@@ -188,7 +188,7 @@ def exec_(
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
                                run_unsupported=True, runtime=runtime)
-        cell = Cell(case_obj, case_obj.condition_for(condition), profile)
+        cell = MatrixCell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, fault_every_column=True)
     target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else say

@@ -16,7 +16,7 @@ from runner.conformance.cases import get_case
 from runner.errors import InfrastructureError
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import ALWAYS_COMPARED
-from runner.matrix.cells import Cell
+from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.sandbox import probe
 from runner.sandbox.container import ContainerSpec
@@ -37,7 +37,7 @@ class Engine:
 
 
 def plan(runtime: Runtime) -> CellPlan:
-    [made] = plan_cells([Cell(CASE, CASE.condition, find_profile("reference"))], CellOptions(runtime=runtime))
+    [made] = plan_cells([MatrixCell(CASE, CASE.condition, find_profile("reference"))], CellOptions(runtime=runtime))
     return made
 
 
