@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, out, reported, say, warn
-from runner.cli.turn import connect_engine
+from runner.cli.shared import connect_engine
 from runner.errors import Exit
 
 app = typer.Typer(help="Build, list and verify the pinned images (no registry needed).", no_args_is_help=True)

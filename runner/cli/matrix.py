@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, out, reported
-from runner.cli.turn import (
+from runner.cli.shared import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import Exit, app
-from runner.cli.turn import RUNTIME_ENV as CLI_RUNTIME_ENV
+from runner.cli.shared import RUNTIME_ENV as CLI_RUNTIME_ENV
 from runner.conformance.cases import get_case
 from runner.errors import InfrastructureError
 from runner.harnesses.profile import find_profile
