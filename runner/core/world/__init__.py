@@ -57,7 +57,7 @@ from runner.core.world.constants import (
     WORKSPACE,
     WRITE_ACTIONS,
 )
-from runner.core.world.workspace import WorldState
+from runner.core.world_state import WorldState
 
 __all__ = [
     "AGENT",
