@@ -40,7 +40,8 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
     from runner.mcp.server import serve_mcp
-    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec, remove_labelled
+    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, create_kwargs, remove_labelled
+    from runner.sandbox.interface import ContainerSpec
     from runner.turn.turndir import container_home, placeholder_values
 
     case = get_case("escalation")
@@ -54,11 +55,11 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
         script = turn / "script.json"
         script.write_text(json.dumps({"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}))
         os.chmod(script, 0o644)
-        kwargs = ContainerSpec(
+        kwargs = create_kwargs(ContainerSpec(
             image_id=image_id, argv=profile.render_argv(values), turn_dir=turn,
             labels={RUN_LABEL: run_id, CELL_LABEL: cell},
             env={**profile.render_env(values), "HOME": container_home(profile)},
-        ).create_kwargs()
+        ))
         kwargs.pop("log_config")  # containers.run reads the output back through the engine's log
         kwargs["stdin_open"] = False
 

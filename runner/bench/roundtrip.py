@@ -63,7 +63,8 @@ async def real_roundtrip(
     from runner.bench.client import Timings
     from runner.mcp import unix_client
     from runner.mcp.server import serve_mcp
-    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess
+    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess
+    from runner.sandbox.interface import ContainerSpec
     from runner.sandbox.stream_transport import StreamSandboxedProcess
 
     catalogue, latch, instructions = baseline_authority(warmup + calls + 1)

@@ -7,7 +7,7 @@ host path it sees is the per-turn directory, mounted at ``/run/runner``: it hold
 is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream_transport`)
 is the same container with that directory carried over the engine API instead. Its OCI runtime is the engine's
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
-then the whole sandbox's, :attr:`ResourceLimits.sandbox_pids`).
+then the whole sandbox's, :attr:`~runner.sandbox.interface.ResourceLimits.sandbox_pids`).
 
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
@@ -20,7 +20,6 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +31,9 @@ from docker.utils.socket import frames_iter
 
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
-from runner.sandbox.interface import OutputSink, Runtime, Sandbox, Signal, Transport
+from runner.sandbox.interface import HOME, ContainerSpec, OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
-HOME = "/home/runner"
 USER = "1000:1000"
 OWNER_LABEL = "runner.owner"
 RUN_LABEL = "runner.run"
@@ -44,67 +42,37 @@ STDOUT, STDERR = interface.STDOUT, interface.STDERR  # here too, for callers tha
 logger = logging.getLogger("runner.engine")
 
 
-@dataclass(frozen=True)
-class ResourceLimits:
-    memory: str = "1g"
-    pids: int = 256
-    nano_cpus: int = 2_000_000_000
-    tmp_size: str = "256m"
-    home_size: str = "512m"
-    # under runsc the pids limit is the host cgroup's of the whole sandbox: gVisor's own threads and, on its ptrace
-    # platform, host tasks for every task of the CLI. Measured (Debian's runsc 0.0~20221219): an idle sandbox holds
-    # 57; Droid's persistent escalation turn peaks at 242 (18 under runc), and at 256 its sandbox died mid-turn
-    # 2 times in 4 (gVisor could not start a thread: exit code 2)
-    sandbox_pids: int = 1024
-
-    def pids_for(self, runtime: Runtime) -> int:
-        """The pids limit the engine enforces under ``runtime``: the CLI's tasks (runc), or the sandbox's (runsc)."""
-        return self.sandbox_pids if runtime is Runtime.RUNSC else self.pids
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    image_id: str
-    argv: list[str]
-    turn_dir: Path
-    labels: dict[str, str]
-    env: dict[str, str] = field(default_factory=dict)
-    stdin: bytes | None = None
-    keep_stdin_open: bool = False
-    limits: ResourceLimits = ResourceLimits()
-    workdir: str = HOME
-    runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
-
-    def create_kwargs(self) -> dict[str, Any]:
-        tmpfs_opts = "rw,nosuid,nodev,noexec"
-        runtime = {"runtime": self.runtime.value} if self.runtime is not Runtime.RUNC else {}
-        return {
-            **runtime,
-            "image": self.image_id,
-            "command": self.argv,
-            "user": USER,
-            "working_dir": self.workdir,
-            "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **self.env},
-            "network_mode": "none",
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-            "read_only": True,
-            "tmpfs": {
-                "/tmp": f"{tmpfs_opts},size={self.limits.tmp_size},mode=1777",
-                HOME: f"rw,nosuid,nodev,size={self.limits.home_size},uid=1000,gid=1000,mode=0700",
-            },
-            "pids_limit": self.limits.pids_for(self.runtime),
-            "mem_limit": self.limits.memory,
-            "memswap_limit": self.limits.memory,
-            "nano_cpus": self.limits.nano_cpus,
-            "init": True,
-            "labels": {OWNER_LABEL: "runner", **self.labels},
-            "mounts": [Mount(TURN_MOUNT, str(self.turn_dir), type="bind", read_only=False)],
-            "stdin_open": True,
-            "tty": False,
-            # stdout is captured through the attach stream; the engine keeps no copy of a flood
-            "log_config": LogConfig(type=LogConfig.types.NONE),
-        }
+def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
+    """The engine's create arguments for ``spec``: the hardened container (see the module's docstring)."""
+    tmpfs_opts = "rw,nosuid,nodev,noexec"
+    runtime = {"runtime": spec.runtime.value} if spec.runtime is not Runtime.RUNC else {}
+    return {
+        **runtime,
+        "image": spec.image_id,
+        "command": spec.argv,
+        "user": USER,
+        "working_dir": spec.workdir,
+        "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **spec.env},
+        "network_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "read_only": True,
+        "tmpfs": {
+            "/tmp": f"{tmpfs_opts},size={spec.limits.tmp_size},mode=1777",
+            HOME: f"rw,nosuid,nodev,size={spec.limits.home_size},uid=1000,gid=1000,mode=0700",
+        },
+        "pids_limit": spec.limits.pids_for(spec.runtime),
+        "mem_limit": spec.limits.memory,
+        "memswap_limit": spec.limits.memory,
+        "nano_cpus": spec.limits.nano_cpus,
+        "init": True,
+        "labels": {OWNER_LABEL: "runner", **spec.labels},
+        "mounts": [Mount(TURN_MOUNT, str(spec.turn_dir), type="bind", read_only=False)],
+        "stdin_open": True,
+        "tty": False,
+        # stdout is captured through the attach stream; the engine keeps no copy of a flood
+        "log_config": LogConfig(type=LogConfig.types.NONE),
+    }
 
 
 class ContainerStartError(EngineError):
@@ -153,7 +121,7 @@ class SandboxedProcess(Sandbox):
 
     def _create(self) -> Any:
         """Create the container (the stream transport also fills it before it starts)."""
-        return call_with_retry(self.client.containers.create, **self.spec.create_kwargs())
+        return call_with_retry(self.client.containers.create, **create_kwargs(self.spec))
 
     def close_stdin(self) -> None:
         try:

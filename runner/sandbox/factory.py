@@ -7,8 +7,8 @@ import dataclasses
 
 import docker
 
-from runner.sandbox.container import ContainerSpec, SandboxedProcess
-from runner.sandbox.interface import TRANSPORTS, Runtime, Sandbox, Transport, TransportChoice
+from runner.sandbox.container import SandboxedProcess
+from runner.sandbox.interface import TRANSPORTS, ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
 from runner.sandbox.stream_transport import StreamSandboxedProcess
 

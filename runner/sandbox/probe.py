@@ -55,9 +55,9 @@ import docker.errors
 import docker.utils
 import requests
 
-from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerSpec, ContainerStartError
+from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerStartError, create_kwargs
 from runner.sandbox.engine import EngineError, call_with_retry, engine_address
-from runner.sandbox.interface import RUNTIME_ENV, Runtime, Transport
+from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 RELAY = "socat"
 NONCE_FILE = "probe-nonce"
@@ -255,7 +255,7 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
         argv = ["sleep", str(PROBE_DEADLINE)] if gvisor else [*script, str(spec.limits.pids)]
         probe = ContainerSpec(spec.image_id, argv, directory, labels, limits=spec.limits, workdir="/",
                               runtime=spec.runtime)
-        kwargs = {**probe.create_kwargs(), "stdin_open": False, "environment": {}}
+        kwargs = {**create_kwargs(probe), "stdin_open": False, "environment": {}}
         if not mount:
             kwargs["mounts"] = []
         try:

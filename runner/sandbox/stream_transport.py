@@ -37,9 +37,9 @@ import docker
 from docker.types import Mount
 from docker.utils.socket import frames_iter
 
-from runner.sandbox.container import TURN_MOUNT, USER, ContainerSpec, ContainerStartError, SandboxedProcess
+from runner.sandbox.container import TURN_MOUNT, USER, ContainerStartError, SandboxedProcess, create_kwargs
 from runner.sandbox.engine import call_with_retry
-from runner.sandbox.interface import Transport
+from runner.sandbox.interface import ContainerSpec, Transport
 
 HEADER = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
@@ -72,7 +72,7 @@ class StreamSandboxedProcess(SandboxedProcess):
         return Transport.STREAM
 
     def _create(self) -> Any:
-        kwargs = self.spec.create_kwargs()
+        kwargs = create_kwargs(self.spec)
         kwargs["mounts"] = [Mount(TURN_MOUNT, None, type="volume")]  # anonymous: removed with the container
         kwargs["command"] = ["sh", "-c", WAIT, "runner-wait", *self.spec.argv]
         container = call_with_retry(self.client.containers.create, **kwargs)

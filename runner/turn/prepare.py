@@ -26,8 +26,9 @@ from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
 from runner.mcp.server import Invoker
 from runner.model.settings import ModelMode
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 from runner.turn.model_choice import ModelChoice
 from runner.turn.settings import TurnSettings
 from runner.turn.transcript import StreamSink

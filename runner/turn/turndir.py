@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.harnesses.profile import Profile
-from runner.sandbox.container import HOME as TMPFS_HOME
 from runner.sandbox.container import TURN_MOUNT
+from runner.sandbox.interface import HOME as TMPFS_HOME
 
 CONTAINER_UID = 1000
 

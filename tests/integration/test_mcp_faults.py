@@ -42,8 +42,9 @@ from runner.core.outcomes import Complete, Json, ToolCall, ToolResult
 from runner.core.world import build_world
 from runner.mcp.server import SHUTDOWN_GRACE, McpServerHandle, serve_mcp
 from runner.mcp.unix_client import UnixTransport, unix_client
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess, remove_labelled
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess, remove_labelled
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

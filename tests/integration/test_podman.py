@@ -23,8 +23,8 @@ import docker
 import pytest
 
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PODMAN_USER = os.environ.get("RUNNER_PODMAN_USER", "runner-podman")

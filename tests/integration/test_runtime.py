@@ -23,10 +23,19 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, ResourceLimits
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import RUNTIME_ENV, STDERR, STDOUT, Runtime, Sandbox, Transport
+from runner.sandbox.interface import (
+    RUNTIME_ENV,
+    STDERR,
+    STDOUT,
+    ContainerSpec,
+    ResourceLimits,
+    Runtime,
+    Sandbox,
+    Transport,
+)
 from runner.sandbox.probe import WiringProbe
 from tests.integration import test_credentials as credentials
 from tests.integration import test_interrupts as interrupts

@@ -14,10 +14,10 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import STDERR, STDOUT, Sandbox, Transport
+from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, Sandbox, Transport
 from tests.support import gone
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]

@@ -9,9 +9,9 @@ import docker.errors
 import pytest
 
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.container import SandboxedProcess
 from runner.sandbox.factory import DockerSandboxes
-from runner.sandbox.interface import Transport
+from runner.sandbox.interface import ContainerSpec, Transport
 from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 Probed = list[tuple[str, bool]]  # (image, through the mount) of each probe container run

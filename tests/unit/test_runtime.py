@@ -19,8 +19,8 @@ from runner.matrix.artifact import ALWAYS_COMPARED
 from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec
-from runner.sandbox.interface import RUNTIME_ENV, Runtime, Transport
+from runner.sandbox.container import create_kwargs
+from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 CASE = get_case("escalation")
 IMAGE = "sha256:" + "0" * 64
@@ -47,13 +47,13 @@ def test_the_command_line_and_the_sandbox_name_the_same_environment_variable() -
 
 def test_only_runsc_is_asked_of_the_engine_by_name() -> None:
     spec = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {})
-    assert "runtime" not in spec.create_kwargs()
-    assert ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC).create_kwargs()["runtime"] == "runsc"
+    assert "runtime" not in create_kwargs(spec)
+    assert create_kwargs(ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC))["runtime"] == "runsc"
 
 
 def test_under_runsc_the_pids_limit_is_the_whole_sandboxs() -> None:
-    runc = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}).create_kwargs()
-    runsc = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC).create_kwargs()
+    runc = create_kwargs(ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}))
+    runsc = create_kwargs(ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC))
     assert (runc["pids_limit"], runsc["pids_limit"]) == (256, 1024)
     assert runc["mem_limit"] == runsc["mem_limit"]
 
