@@ -8,7 +8,7 @@ import dataclasses
 import docker
 
 from runner.sandbox.container import SandboxedProcess
-from runner.sandbox.interface import TRANSPORTS, ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
+from runner.sandbox.interface import ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
 from runner.sandbox.stream_transport import StreamSandboxedProcess
 
@@ -34,14 +34,12 @@ class DockerSandboxes:
     Calling it blocks (it may run the probe): call it from a worker thread.
     """
 
-    def __init__(self, client: docker.DockerClient, transport: TransportChoice | str = TransportChoice.AUTO,
+    def __init__(self, client: docker.DockerClient, transport: TransportChoice = TransportChoice.AUTO,
                  probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC) -> None:
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.client = client
-        self.choice = TransportChoice(transport)
+        self.choice = transport  # parsed at the edge (runner.turn.settings.parse_transport)
         self.probe = probe
-        self.runtime = Runtime(runtime)
+        self.runtime = runtime
 
     def __call__(self, spec: ContainerSpec) -> Sandbox:
         spec = dataclasses.replace(spec, runtime=self.runtime)

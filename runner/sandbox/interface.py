@@ -14,8 +14,8 @@ The default factory, :class:`~runner.sandbox.factory.DockerSandboxes`, picks the
 asks the wiring probe, :mod:`runner.sandbox.probe`); a unit test hands the turn a fake factory instead.
 
 Every method blocks (docker-py does); the turn calls them from its own worker threads, so its MCP
-server keeps answering meanwhile. This module imports no engine library: the command line checks a
-transport's name against it before it connects to anything.
+server keeps answering meanwhile. This module imports no engine library: the command line parses a
+transport's name into :class:`TransportChoice` before it connects to anything.
 """
 
 from __future__ import annotations
@@ -47,9 +47,6 @@ class TransportChoice(StrEnum):
     AUTO = "auto"
     MOUNT = "mount"
     STREAM = "stream"
-
-
-TRANSPORTS = tuple(choice.value for choice in TransportChoice)
 
 
 class Runtime(StrEnum):

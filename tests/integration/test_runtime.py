@@ -35,6 +35,7 @@ from runner.sandbox.interface import (
     Runtime,
     Sandbox,
     Transport,
+    TransportChoice,
 )
 from runner.sandbox.probe import WiringProbe
 from tests.integration import test_credentials as credentials
@@ -136,7 +137,7 @@ def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transp
     os.chmod(turn_dir, 0o755)
     os.chown(turn_dir / "home", 1000, 1000)
     labels = {RUN_LABEL: f"pytest-runsc-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"runsc.{transport}"}
-    factory = DockerSandboxes(engine, transport, probe=probe, runtime=Runtime.RUNSC)
+    factory = DockerSandboxes(engine, TransportChoice(transport.value), probe=probe, runtime=Runtime.RUNSC)
     return factory(ContainerSpec(image.image_id, argv, turn_dir, labels))
 
 

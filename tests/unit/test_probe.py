@@ -11,7 +11,7 @@ import pytest
 from runner.sandbox import probe
 from runner.sandbox.container import SandboxedProcess
 from runner.sandbox.factory import DockerSandboxes
-from runner.sandbox.interface import ContainerSpec, Transport
+from runner.sandbox.interface import ContainerSpec, Transport, TransportChoice
 from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 Probed = list[tuple[str, bool]]  # (image, through the mount) of each probe container run
@@ -102,14 +102,14 @@ def test_auto_probes_the_mount_once_per_process_where_it_does_not_reach(
 ) -> None:
     probed = probing(monkeypatch, {True: 3, False: 0})  # no nonce through the mount; the stream passes
     wiring = probe.WiringProbe()
-    made = [DockerSandboxes(None, "auto", wiring)(spec(tmp_path)) for _ in range(3)]  # type: ignore[arg-type]
+    made = [DockerSandboxes(None, TransportChoice.AUTO, wiring)(spec(tmp_path)) for _ in range(3)]  # type: ignore[arg-type]
     assert [type(box) for box in made] == [StreamSandboxedProcess] * 3
     assert [box.transport for box in made] == [Transport.STREAM] * 3
     assert [mount for _, mount in probed] == [True, False], "the mount once, the stream once (then remembered)"
     with pytest.raises(probe.MountsNotVisible):  # asked for by name, the mount is probed, and refused, again
-        DockerSandboxes(None, "mount", wiring)(spec(tmp_path))  # type: ignore[arg-type]
+        DockerSandboxes(None, TransportChoice.MOUNT, wiring)(spec(tmp_path))  # type: ignore[arg-type]
     assert [mount for _, mount in probed] == [True, False, True]
-    fresh = DockerSandboxes(None, "auto", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    fresh = DockerSandboxes(None, TransportChoice.AUTO, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
     assert fresh.transport is Transport.STREAM
     assert [mount for _, mount in probed] == [True, False, True, True], "another probe knows nothing of it"
 
@@ -118,13 +118,9 @@ def test_auto_is_the_mount_where_it_reaches_and_stream_never_probes_the_mount(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     probed = probing(monkeypatch, {True: 0, False: 0})
-    auto = DockerSandboxes(None, "auto", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    auto = DockerSandboxes(None, TransportChoice.AUTO, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
     assert type(auto) is SandboxedProcess and auto.transport is Transport.MOUNT
-    stream = DockerSandboxes(None, "stream", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    stream = DockerSandboxes(None, TransportChoice.STREAM, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
     assert type(stream) is StreamSandboxedProcess and stream.transport is Transport.STREAM
     assert [mount for _, mount in probed] == [True, False]
 
-
-def test_a_transport_the_sandbox_does_not_know_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="one of auto, mount, stream, not 'tunnel'"):
-        DockerSandboxes(None, "tunnel")  # type: ignore[arg-type]
