@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
@@ -64,9 +64,8 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
         kwargs["stdin_open"] = False
 
         def run() -> bytes:
-            # not detached, so docker-py returns the output as bytes; mypy cannot pick that overload (detach
-            # is inside **kwargs) and types the call Any
-            return cast(bytes, client.containers.run(**kwargs, remove=True, stdout=True, stderr=False))
+            # not detached, so docker-py returns the output as bytes
+            return client.containers.run(**kwargs, remove=True, stdout=True, stderr=False)
 
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions):
             started = time.perf_counter()

@@ -21,13 +21,13 @@ import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import docker
 import docker.errors
 import requests
 from docker.types import LogConfig, Mount
-from docker.utils.socket import frames_iter
+from docker.utils.socket import frames_iter_no_tty
 
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
@@ -42,12 +42,42 @@ STDOUT, STDERR = interface.STDOUT, interface.STDERR  # here too, for callers tha
 logger = logging.getLogger("runner.engine")
 
 
-def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
+class CreateArgs(TypedDict, total=False):
+    """The arguments of docker-py's ``containers.create`` (and ``run``) runner passes, typed as its stubs type them."""
+
+    runtime: str
+    image: str
+    command: list[str]
+    user: str
+    working_dir: str
+    environment: dict[str, str]
+    network_mode: str
+    cap_drop: list[str]
+    security_opt: list[str]
+    read_only: bool
+    tmpfs: dict[str, str]
+    pids_limit: int
+    mem_limit: str
+    memswap_limit: str
+    nano_cpus: int
+    init: bool
+    labels: dict[str, str]
+    mounts: list[Mount]
+    stdin_open: bool
+    tty: bool
+    log_config: LogConfig
+
+
+def demultiplexed(sock: object) -> Iterator[tuple[int, bytes]]:
+    """(STDOUT or STDERR, chunk) from an attach or exec socket without a tty: docker-py's demultiplexer, whose stubs
+    type the stream number as a str."""
+    return cast(Iterator[tuple[int, bytes]], frames_iter_no_tty(sock))
+
+
+def create_kwargs(spec: ContainerSpec) -> CreateArgs:
     """The engine's create arguments for ``spec``: the hardened container (see the module's docstring)."""
     tmpfs_opts = "rw,nosuid,nodev,noexec"
-    runtime = {"runtime": spec.runtime.value} if spec.runtime is not Runtime.RUNC else {}
-    return {
-        **runtime,
+    kwargs: CreateArgs = {
         "image": spec.image_id,
         "command": spec.argv,
         "user": USER,
@@ -73,6 +103,9 @@ def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
         # stdout is captured through the attach stream; the engine keeps no copy of a flood
         "log_config": LogConfig(type=LogConfig.types.NONE),
     }
+    if spec.runtime is not Runtime.RUNC:
+        kwargs["runtime"] = spec.runtime.value
+    return kwargs
 
 
 class ContainerStartError(EngineError):
@@ -133,7 +166,7 @@ class SandboxedProcess(Sandbox):
     def pump(self, on_output: OutputSink) -> None:
         """Read the multiplexed stdout/stderr stream until the container's output ends."""
         try:
-            for stream, data in frames_iter(self._sock, tty=False):
+            for stream, data in demultiplexed(self._sock):
                 on_output(stream, data)
         except (OSError, ValueError):
             return  # the stream was closed under us at teardown

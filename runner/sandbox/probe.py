@@ -255,7 +255,8 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
         argv = ["sleep", str(PROBE_DEADLINE)] if gvisor else [*script, str(spec.limits.pids)]
         probe = ContainerSpec(spec.image_id, argv, directory, labels, limits=spec.limits, workdir="/",
                               runtime=spec.runtime)
-        kwargs = {**create_kwargs(probe), "stdin_open": False, "environment": {}}
+        kwargs = create_kwargs(probe)
+        kwargs["stdin_open"], kwargs["environment"] = False, {}
         if not mount:
             kwargs["mounts"] = []
         try:
