@@ -99,8 +99,8 @@ async def run_cell(
         report = await run_turn(client, request, progress)
     except EngineError as err:
         return _finish(directory, _base(plan, pins, infrastructure_error=_problem(err)), started), None
-    meta = report.result.metadata
-    pins = pins.with_turn(meta.get("promptHash"), meta.get("catalogHash"))
+    executed = report.result
+    pins = pins.with_turn(executed.text("promptHash"), executed.text("catalogHash"))
     problem = report.infrastructure_error
     wiring = None if problem is None else InfrastructureProblem(
         kind=str(problem["kind"]), detail=str(problem["detail"])
@@ -111,8 +111,8 @@ async def run_cell(
     turn = TurnSummary(
         status=report.result.status.value, reason_code=report.result.reason_code,
         reason=report.result.escalation.reason if report.result.escalation else None,
-        calls_after_escalation=meta.get("callsAfterEscalation"), harness_outcome=meta.get("harnessOutcome"),
-        harness_error_code=meta.get("harnessErrorCode"), exit_code=report.drive.exit_code,
+        calls_after_escalation=executed.count("callsAfterEscalation"), harness_outcome=executed.text("harnessOutcome"),
+        harness_error_code=executed.text("harnessErrorCode"), exit_code=report.drive.exit_code,
         deadline_hit=report.drive.deadline_hit,
     )
     model = plan.model

@@ -16,10 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "runner"
-UNTYPED = {"Any", "Json"}  # typing.Any, and runner.core.outcomes.Json (an alias of it)
+UNTYPED = {"Any", "Json"}  # typing.Any, and the name of the core's former alias of it
 # where one is still allowed, and why
 ALLOWED = {
-    "runner.core.outcomes.ExecutionResult.metadata": "matrix/run_cell.py reads it untyped until it is reworked",
     # a field's default, as pydantic's own Field() is typed: Any is what lets it stand for any field's type
     "runner.conformance.jsonmodel.omitted(return)": "a pydantic field default (typed as pydantic.Field is)",
 }
