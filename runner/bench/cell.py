@@ -23,12 +23,12 @@ from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
 if TYPE_CHECKING:
-    import docker
+    from runner.sandbox.engine import EngineClient
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
 
-async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, index: int) -> float:
+async def floor_cell(client: EngineClient, image_id: str, run_id: str, index: int) -> float:
     """One bare ``containers.run`` of the reference client (same image, hardening, script) against a
     server that is already listening; its wall time. No turn dir machinery, no attach, no record."""
     import shutil
@@ -84,7 +84,7 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
 
 
 async def running_cell(
-    client: docker.DockerClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
+    client: EngineClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
 ) -> float:
     """One whole escalation cell of ``harness`` (the scripted model where it talks to one) under ``runtime``, as
     ``runner run`` pays for it, in this already running process: image check, MCP server, container, turn, judge and
@@ -114,7 +114,7 @@ async def running_cell(
 
 
 async def measure_cell(
-    client: docker.DockerClient, image_id: str, plan: Plan, run_id: str, scratch: Path
+    client: EngineClient, image_id: str, plan: Plan, run_id: str, scratch: Path
 ) -> list[Figure]:
     import anyio.to_thread
 

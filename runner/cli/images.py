@@ -73,12 +73,13 @@ def images_verify(
 ) -> None:
     """Check images/lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what this
     machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
+    from runner.cli.settings import engine_environ
     from runner.sandbox.engine import EngineError, connect
     from runner.sandbox.images import lock_path, verify_lock
 
     note = None
     try:
-        client = connect()
+        client = connect(engine_environ())
     except EngineError as exc:
         client, note = None, f"no engine, so what is built here was not checked: {exc}"
     with reported(as_json):

@@ -16,8 +16,7 @@ from runner.conformance.behaviours import Behaviour
 from runner.errors import Exit, InfrastructureError
 
 if TYPE_CHECKING:
-    import docker
-
+    from runner.sandbox.engine import EngineClient
     from runner.sandbox.interface import Runtime
 
 T = TypeVar("T")
@@ -63,20 +62,21 @@ def check_out(path: Path, as_json: bool) -> None:
         check_output_dir(path)
 
 
-def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> docker.DockerClient:
+def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> EngineClient:
     """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
+    from runner.cli.settings import engine_environ
     from runner.sandbox.engine import connect
     from runner.sandbox.probe import WIRING
 
     with reported(as_json):
-        client = connect()
+        client = connect(engine_environ())
         if runtime is not None:
             WIRING.check_runtime(client, runtime)
         return client
 
 
 def interruptible(
-    job: Callable[[], Awaitable[T]], client: docker.DockerClient | None, run_id: str, keep: bool, as_json: bool
+    job: Callable[[], Awaitable[T]], client: EngineClient | None, run_id: str, keep: bool, as_json: bool
 ) -> T:
     """Run ``job()`` (a coroutine factory); Ctrl-C or SIGTERM cancels it, and its teardown still
     removes every container of the run (``client`` None: the job started none)."""

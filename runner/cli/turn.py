@@ -27,11 +27,10 @@ from runner.cli.shared import (
 from runner.errors import Exit
 
 if TYPE_CHECKING:
-    import docker
-
     from runner.conformance.jsonmodel import JsonValue
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
+    from runner.sandbox.engine import EngineClient
     from runner.turn.runtime import TurnReport
 
 Trial = tuple["CellResult", "TurnReport | None"]
@@ -133,7 +132,7 @@ def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) ->
         out().print(result.evidence, markup=False, highlight=False)
 
 
-async def _exec_trials(client: docker.DockerClient, plans: list[CellPlan], target: Path,
+async def _exec_trials(client: EngineClient, plans: list[CellPlan], target: Path,
                        progress: Callable[[str], None]) -> list[Trial]:
     """``exec --trials N``: the trials one after another, each in its own directory."""
     from runner.matrix.artifact import trial_dir

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
-import docker
 
 from runner.conformance.judge import grade_cell, not_run_cell
 from runner.matrix.artifact import write_cell
@@ -39,6 +38,7 @@ from runner.sandbox.engine import EngineError
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
+    from runner.sandbox.engine import EngineClient
     from runner.sandbox.images import ImageRecord
 
 
@@ -68,7 +68,7 @@ def _problem(error: Exception) -> InfrastructureProblem:
 
 
 async def run_cell(
-    client: docker.DockerClient | None, plan: CellPlan, directory: Path,
+    client: EngineClient | None, plan: CellPlan, directory: Path,
     progress: Callable[[str], None] = lambda _: None, image: ImageRecord | None = None,
 ) -> tuple[CellResult, TurnReport | None]:
     """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``client`` may

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import docker
-
 from runner.sandbox.container import SandboxedProcess
+from runner.sandbox.engine import EngineClient
 from runner.sandbox.interface import ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
 from runner.sandbox.stream_transport import StreamSandboxedProcess
@@ -34,7 +33,7 @@ class DockerSandboxes:
     Calling it blocks (it may run the probe): call it from a worker thread.
     """
 
-    def __init__(self, client: docker.DockerClient, transport: TransportChoice = TransportChoice.AUTO,
+    def __init__(self, client: EngineClient, transport: TransportChoice = TransportChoice.AUTO,
                  probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC) -> None:
         self.client = client
         self.choice = transport  # parsed at the edge (runner.turn.settings.parse_transport)
@@ -49,7 +48,8 @@ class DockerSandboxes:
         """The transport ``spec``'s turn runs over, probed; a :class:`~runner.sandbox.probe.WiringError` when
         none that was asked for can carry it."""
         if self.choice is TransportChoice.STREAM or (
-            self.choice is TransportChoice.AUTO and self.probe.mount_not_visible(spec.image_id, spec.runtime)
+            self.choice is TransportChoice.AUTO
+            and self.probe.mount_not_visible(self.client.address, spec.image_id, spec.runtime)
         ):
             self.probe.check(self.client, spec, Transport.STREAM)
             return Transport.STREAM

@@ -44,9 +44,8 @@ from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
 
 if TYPE_CHECKING:
-    import docker
-
     from runner.model import ModelEndpointHandle
+    from runner.sandbox.engine import EngineClient
 
 __all__ = ["TurnReport", "TurnRequest", "run_turn"]
 
@@ -114,7 +113,7 @@ def _quiet(_message: str) -> None:
 
 
 async def run_turn(
-    client: docker.DockerClient | None, req: TurnRequest, progress: Progress = _quiet,
+    client: EngineClient | None, req: TurnRequest, progress: Progress = _quiet,
     *, sandboxes: SandboxFactory | None = None,
 ) -> TurnReport:
     """Run one turn; its CLI's sandbox comes from ``sandboxes`` (a container on ``client`` by default)."""

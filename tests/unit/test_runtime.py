@@ -20,6 +20,7 @@ from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.sandbox import probe
 from runner.sandbox.container import create_kwargs
+from runner.sandbox.engine import DEFAULT_SOCKET
 from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 CASE = get_case("escalation")
@@ -28,6 +29,8 @@ IMAGE = "sha256:" + "0" * 64
 
 class Engine:
     """What ``docker info`` says about runtimes (the unit layer's stand-in for the engine's answer)."""
+
+    address = DEFAULT_SOCKET
 
     def __init__(self, runtimes: list[str], default: str = "runc") -> None:
         self.answer = {"Runtimes": {name: {"path": name} for name in runtimes}, "DefaultRuntime": default}
@@ -59,10 +62,11 @@ def test_under_runsc_the_pids_limit_is_the_whole_sandboxs() -> None:
 
 
 def test_a_probe_under_runsc_is_another_key_and_runcs_file_keeps_its_name() -> None:
-    runc = probe.ProbeKey.of(IMAGE, Transport.MOUNT)
-    runsc = probe.ProbeKey.of(IMAGE, Transport.MOUNT, Runtime.RUNSC)
+    runc = probe.ProbeKey.of(DEFAULT_SOCKET, IMAGE, Transport.MOUNT)
+    runsc = probe.ProbeKey.of(DEFAULT_SOCKET, IMAGE, Transport.MOUNT, Runtime.RUNSC)
     assert runc != runsc and runc.digest() != runsc.digest()
-    assert runc.runtime is Runtime.RUNC and runc == probe.ProbeKey.of(IMAGE, Transport.MOUNT, Runtime.RUNC)
+    assert runc.runtime is Runtime.RUNC
+    assert runc == probe.ProbeKey.of(DEFAULT_SOCKET, IMAGE, Transport.MOUNT, Runtime.RUNC)
 
 
 def test_an_engine_without_runsc_is_a_named_infrastructure_error_with_its_fix() -> None:
