@@ -6,6 +6,8 @@ layer that silently skipped would prove nothing.
 
 from __future__ import annotations
 
+import os
+
 import docker
 import pytest
 
@@ -17,7 +19,7 @@ from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted run
 @pytest.fixture(scope="session")
 def engine() -> docker.DockerClient:
     try:
-        return connect()
+        return connect(os.environ)
     except EngineUnavailable as exc:
         pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
 

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
@@ -23,12 +23,12 @@ from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
 if TYPE_CHECKING:
-    import docker
+    from runner.sandbox.engine import EngineClient
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
 
-async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, index: int) -> float:
+async def floor_cell(client: EngineClient, image_id: str, run_id: str, index: int) -> float:
     """One bare ``containers.run`` of the reference client (same image, hardening, script) against a
     server that is already listening; its wall time. No turn dir machinery, no attach, no record."""
     import shutil
@@ -40,7 +40,8 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
     from runner.mcp.server import serve_mcp
-    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec, remove_labelled
+    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, create_kwargs, remove_labelled
+    from runner.sandbox.interface import ContainerSpec
     from runner.turn.turndir import container_home, placeholder_values
 
     case = get_case("escalation")
@@ -54,18 +55,17 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
         script = turn / "script.json"
         script.write_text(json.dumps({"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}))
         os.chmod(script, 0o644)
-        kwargs = ContainerSpec(
+        kwargs = create_kwargs(ContainerSpec(
             image_id=image_id, argv=profile.render_argv(values), turn_dir=turn,
             labels={RUN_LABEL: run_id, CELL_LABEL: cell},
             env={**profile.render_env(values), "HOME": container_home(profile)},
-        ).create_kwargs()
+        ))
         kwargs.pop("log_config")  # containers.run reads the output back through the engine's log
         kwargs["stdin_open"] = False
 
         def run() -> bytes:
-            # not detached, so docker-py returns the output as bytes; mypy cannot pick that overload (detach
-            # is inside **kwargs) and types the call Any
-            return cast(bytes, client.containers.run(**kwargs, remove=True, stdout=True, stderr=False))
+            # not detached, so docker-py returns the output as bytes
+            return client.containers.run(**kwargs, remove=True, stdout=True, stderr=False)
 
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions):
             started = time.perf_counter()
@@ -84,23 +84,23 @@ async def floor_cell(client: docker.DockerClient, image_id: str, run_id: str, in
 
 
 async def running_cell(
-    client: docker.DockerClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
+    client: EngineClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
 ) -> float:
     """One whole escalation cell of ``harness`` (the scripted model where it talks to one) under ``runtime``, as
     ``runner run`` pays for it, in this already running process: image check, MCP server, container, turn, judge and
     artifacts (``run_cell``); its wall time. A cell that does not escalate is a :class:`BenchError`."""
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
-    from runner.matrix.cell import run_cell
-    from runner.matrix.cells import Cell
+    from runner.matrix.cells import MatrixCell
     from runner.matrix.plan import CellOptions, plan_cells
+    from runner.matrix.run_cell import run_cell
     from runner.model.settings import ModelMode
     from runner.sandbox.interface import Runtime
     from runner.turn.settings import Host
 
     case = get_case("escalation")
     profile = find_profile(harness)
-    cell = Cell(case, case.condition, profile)
+    cell = MatrixCell(case, case.condition, profile)
     model = ModelMode.SCRIPTED if profile.model is not None else None
     # runner run plans every cell up front, with the host's environment (read at its edge, as here)
     options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))
@@ -114,13 +114,13 @@ async def running_cell(
 
 
 async def measure_cell(
-    client: docker.DockerClient, image_id: str, plan: Plan, run_id: str, scratch: Path
+    client: EngineClient, image_id: str, plan: Plan, run_id: str, scratch: Path
 ) -> list[Figure]:
     import anyio.to_thread
 
     await running_cell(client, run_id, scratch / "cell-warmup")  # first-use imports are not a cell's cost
     walls: dict[str, list[float]] = {"cell": [], "exec": [], "turn": [], "floor": [], "imports": []}
-    imports = [sys.executable, "-c", "import runner.cli, runner.matrix.cell, runner.turn.runtime"]
+    imports = [sys.executable, "-c", "import runner.cli, runner.matrix.run_cell, runner.turn.runtime"]
     for index in range(plan.cell_reps):  # alternated, so drift on the machine hits both alike
         walls["imports"].append((await anyio.to_thread.run_sync(run_measured, imports, 60.0)).wall)
         argv = [*runner_command(), *EXEC_ARGV, "--out", str(scratch / f"cell-{index}")]
@@ -154,7 +154,7 @@ def cell_figures(walls: dict[str, list[float]], reps: int) -> list[Figure]:
                "exec wall − elapsedSeconds: interpreter, imports, engine connect, image lookup, cell files", note,
                {"samples": samples(outside)}),
         Figure("cell.imports.median", 2, "… python + runner imports alone", median(walls["imports"]), "s",
-               "python -c 'import runner.cli, runner.matrix.cell, runner.turn.runtime', wall", note,
+               "python -c 'import runner.cli, runner.matrix.run_cell, runner.turn.runtime', wall", note,
                {"samples": samples(walls["imports"])}),
         Figure("cell.floor.median", 2, "reference cell floor: containers.run", floor_m, "s",
                "docker-py containers.run, same image/hardening/script, server already listening", note,

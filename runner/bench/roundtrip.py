@@ -55,15 +55,17 @@ async def real_roundtrip(
 ) -> tuple[Timings, int]:
     """The bench client in the reference image, hardened as runner runs a CLI, through socat to serve_mcp
     (``relay``, as the reference harness and the CLIs connect) or straight to the socket (``direct``); the turn dir
-    bind-mounted (``engine_transport`` mount) or carried over the engine API (stream: runner.sandbox.stream)."""
+    bind-mounted (``engine_transport`` mount) or carried over the engine API (stream:
+    runner.sandbox.stream_transport)."""
     import shutil
 
     from runner.bench import client as bench_client
     from runner.bench.client import Timings
     from runner.mcp import unix_client
     from runner.mcp.server import serve_mcp
-    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess
-    from runner.sandbox.stream import StreamSandboxedProcess
+    from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess
+    from runner.sandbox.interface import ContainerSpec
+    from runner.sandbox.stream_transport import StreamSandboxedProcess
 
     catalogue, latch, instructions = baseline_authority(warmup + calls + 1)
     turn = turn_dir()

@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +19,7 @@ from runner.bench.plan import SECTIONS, Plan, plan_for
 from runner.bench.report import document, table
 
 if TYPE_CHECKING:
-    import docker
+    from runner.sandbox.engine import EngineClient
 
 # the headline figures of each section, reported as not measured when the section fails
 SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
@@ -41,7 +41,7 @@ def failed(section: str, why: str) -> list[Figure]:
 
 
 async def measure(
-    client: docker.DockerClient, plan: Plan, image_id: str, run_id: str, scratch: Path, say: Callable[[str], None]
+    client: EngineClient, plan: Plan, image_id: str, run_id: str, scratch: Path, say: Callable[[str], None]
 ) -> list[Figure]:
     import anyio.to_thread
 
@@ -91,7 +91,8 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Plan]:
     return args, plan_for(args.quick, only)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
+    """``python -m runner.bench``, on the engine the host's variables ``environ`` name."""
     args, plan = parse(argv)
 
     import shutil
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     try:
-        client = connect()
+        client = connect(environ)
         problems = verify_lock(client)
     except EngineError as error:
         err.print(f"[red]no engine[/]: {error}")

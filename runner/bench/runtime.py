@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-
-import docker
+from typing import TYPE_CHECKING
 
 from runner.bench.cell import running_cell
 from runner.bench.figures import BenchError, Figure, not_measured
 from runner.bench.plan import Plan
 from runner.bench.stats import median, ratio, samples
 from runner.core.outcomes import JsonValue
+
+if TYPE_CHECKING:
+    from runner.sandbox.engine import EngineClient
 
 ITEM = 7
 
@@ -34,7 +36,7 @@ def runnable_columns() -> list[str]:
 
 
 async def measure_runtime(
-    client: docker.DockerClient, plan: Plan, run_id: str, scratch: Path, say: Callable[[str], None]
+    client: EngineClient, plan: Plan, run_id: str, scratch: Path, say: Callable[[str], None]
 ) -> list[Figure]:
     from runner.sandbox.images import current_keys, read_build
     from runner.sandbox.interface import Runtime

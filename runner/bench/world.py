@@ -17,12 +17,12 @@ def baseline_authority(budget: int | None) -> tuple[Catalogue, EscalationLatch, 
     import runner
     from runner.conformance.cases import get_case
     from runner.conformance.prompt import instructions_for
-    from runner.core.envelope import Envelope, Limits, RuntimeInfo
+    from runner.core.envelope import Envelope, RuntimeInfo, StepLimits
     from runner.core.latch import EscalationLatch
     from runner.core.world import build_world
 
     world = build_world(get_case("escalation").condition.world)
-    limits = Limits(max_steps=16, max_tool_calls=budget) if budget is not None else None
+    limits = StepLimits(max_steps=16, max_tool_calls=budget) if budget is not None else None
     envelope = Envelope(
         world, "escalation.baseline.reference", RuntimeInfo("runner.reference.mcp", runner.__version__),
         limits=limits, clock=world.clock,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, listing, out, print_table, reported, say, warn
-from runner.cli.turn import connect_engine
+from runner.cli.shared import connect_engine
 from runner.errors import Exit
 
 if TYPE_CHECKING:
@@ -75,12 +75,13 @@ def images_verify(
 ) -> None:
     """Check images/lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what this
     machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
+    from runner.cli.settings import engine_environ
     from runner.sandbox.engine import EngineError, connect
     from runner.sandbox.images import lock_path, verify_lock
 
     note = None
     try:
-        client = connect()
+        client = connect(engine_environ())
     except EngineError as exc:
         client, note = None, f"no engine, so what is built here was not checked: {exc}"
     with reported(as_json):

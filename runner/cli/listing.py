@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, NotRequired, TypedDict
 
 import typer
 
@@ -30,6 +30,18 @@ def cases(as_json: Annotated[bool, typer.Option("--json", help="One JSON object 
     print_table(table)
 
 
+class HarnessRow(TypedDict):
+    """One column as ``runner harnesses --json`` lists it."""
+
+    harness: str
+    label: str
+    image: str
+    interpreter: str
+    state: str  # ok, unavailable or invalid
+    why: str
+    dialects: NotRequired[list[str]]  # a profile that loads: the model dialects its column speaks
+
+
 def harnesses(
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per column, in a list.")] = False,
@@ -39,7 +51,7 @@ def harnesses(
     from runner.cli.settings import profiles_dirs
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
 
-    rows: list[dict[str, Any]] = []
+    rows: list[HarnessRow] = []
     invalid: list[ProfileError] = []
     search = profiles_dirs(profiles_dir)
     for harness_id in known_harnesses(search):
@@ -61,7 +73,7 @@ def harnesses(
         fail(Exit.PROFILE, "\n".join(str(error) for error in invalid))
 
 
-def print_harnesses(rows: list[dict[str, Any]]) -> None:
+def print_harnesses(rows: list[HarnessRow]) -> None:
     """One line a column; the state and why last, since why is the long free text."""
     table = listing("harness", "label", "image", "interpreter", "state")
     colour = {"ok": "green", "unavailable": "yellow", "invalid": "red"}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, out, reported
-from runner.cli.turn import (
+from runner.cli.shared import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
@@ -67,10 +67,10 @@ def run(
     from runner.cli.settings import cell_options, profiles_dirs
     from runner.conformance.behaviours import parse_behaviour
     from runner.matrix import report as rep
-    from runner.matrix.cell import run_cell
     from runner.matrix.cells import cells
     from runner.matrix.plan import plan_cells, with_trials
     from runner.matrix.run import ImagePins, run_matrix
+    from runner.matrix.run_cell import run_cell
     from runner.matrix.shards import parse_shard
 
     with reported():
@@ -195,8 +195,8 @@ def repro(
     """
     from runner.cli.settings import host, profiles_dirs
     from runner.matrix.artifact import read_cell
-    from runner.matrix.cell import run_cell
     from runner.matrix.repro import repro_plan, unmatched_pins
+    from runner.matrix.run_cell import run_cell
 
     directory = path.parent if path.is_file() else path
     recorded = read_cell(directory)

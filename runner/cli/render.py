@@ -137,15 +137,16 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
     model = request.model
     fault = f"  · fault {model.fault}" if model.fault else ""
     table.add_row("model", escape(f"{model.mode}  ({model.why}){fault}"))
-    table.add_row("image", f"{meta.get('imageId', '')[:19]}  ({meta.get('cliVersion')})")
-    table.add_row("catalogue", f"{meta.get('catalogHash', '')[:19]}…  prompt {str(meta.get('promptHash', ''))[:12]}…")
+    table.add_row("image", f"{(result.text('imageId') or '')[:19]}  ({meta.get('cliVersion')})")
+    table.add_row("catalogue",
+                  f"{(result.text('catalogHash') or '')[:19]}…  prompt {(result.text('promptHash') or '')[:12]}…")
     mcp = report.mcp
     table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
     table.add_row("elapsed", f"{round(report.elapsed, 3):.2f}s")
     print_table(table)
     console = out()
-    tail = meta.get("transcriptTail") or []
-    if tail:
+    tail = meta.get("transcriptTail")
+    if isinstance(tail, list) and tail:
         console.print("[bold]transcript tail[/]")
         for line in tail[-12:]:  # on a terminal, each cut to its width; to a pipe, whole (its own spaces dropped)
             console.print(f"  {str(line).rstrip()}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)

@@ -6,6 +6,8 @@ The variables runner reads:
 
 - ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
 - ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
+- ``DOCKER_HOST`` (and docker-py's ``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``): the engine
+  (:func:`runner.sandbox.engine.connect` is handed them);
 - every variable, as the host's (:meth:`runner.turn.settings.Host.from_environ`): the credentials live mode forwards,
   the values the scrubber keeps out of every file, ``RUNNER_LIVE_BASE_URL`` (live mode forwards there instead of the
   profile's ``model.live.base_url``) and ``RUNNER_FAULT=latch-disabled`` (a deliberately broken build, for proving
@@ -17,6 +19,7 @@ Importing this module costs nothing: what it builds is imported when a command r
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +43,11 @@ def host() -> Host:
     from runner.turn.settings import Host
 
     return Host.from_environ(os.environ)
+
+
+def engine_environ() -> Mapping[str, str]:
+    """The host's variables the engine connection reads (``DOCKER_HOST`` and docker-py's TLS ones)."""
+    return dict(os.environ)
 
 
 def reaper_enabled() -> bool:

@@ -1,135 +1,39 @@
-"""``runner exec`` (one turn: one case through one CLI in its container) and ``runner gc``, with the signal
-handling every command that starts containers shares: Ctrl-C or SIGTERM cancels the work, and the run's
-containers are removed however it ends."""
+"""``runner exec`` (one turn: one case through one CLI in its container) and ``runner gc``. What they share with the
+other commands that start containers (help texts, the engine, the signal handling) is :mod:`runner.cli.shared`."""
 
 from __future__ import annotations
 
 import json
-import secrets
-import signal
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from runner.cli.render import err, escape, fail, out, print_turn_summary, reported, say
-from runner.conformance.behaviours import Behaviour
-from runner.errors import Exit, InfrastructureError
+from runner.cli.shared import (
+    BEHAVIOUR_HELP,
+    DIALECT_HELP,
+    FAULT_HELP,
+    RUNTIME_ENV,
+    RUNTIME_HELP,
+    TRANSPORT_HELP,
+    TRIALS_HELP,
+    check_out,
+    connect_engine,
+    interruptible,
+    new_run_id,
+)
+from runner.errors import Exit
 
 if TYPE_CHECKING:
-    import docker
-
     from runner.conformance.jsonmodel import JsonValue
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
-    from runner.sandbox.interface import Runtime
+    from runner.sandbox.engine import EngineClient
     from runner.turn.runtime import TurnReport
 
-T = TypeVar("T")
 Trial = tuple["CellResult", "TurnReport | None"]
-
-BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
-TRANSPORT_HELP = (
-    "How the container reaches the turn's files and sockets: mount (the turn dir bind-mounted; the engine must "
-    "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
-    "a probe finds it works, else stream). The result records which ran."
-)
-RUNTIME_ENV = "RUNNER_RUNTIME"  # runner.sandbox.interface.RUNTIME_ENV, spelt here so that --help loads no sandbox
-RUNTIME_HELP = (
-    "The OCI runtime the CLI's container runs under: runc (the engine's default: the host's kernel behind the "
-    "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
-    "with `sudo make engine RUNTIME=runsc`). The result pins it."
-)
-TRIALS_HELP = (
-    "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
-    "(a cell graded from what is declared is written once). The report shows the runs side by side with their "
-    "stability; on the scripted model the trials are expected to be identical."
-)
-FAULT_HELP = (
-    "Make the scripted model fail on purpose, from conversation request STEP (1-based, default 1; "
-    "or after-ask: the first request after the ask) on: error (HTTP 500 with the dialect's error "
-    "body), stall (never answers; the deadline settles the turn), early-close (the stream starts, "
-    "then the connection drops before its terminal event). Scripted model only."
-)
-DIALECT_HELP = (
-    "The model API dialect a column that can choose speaks (the model column): anthropic, openai-chat, "
-    "openai-responses or gemini (default: the profile's model.dialect)."
-)
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def check_out(path: Path, as_json: bool) -> None:
-    """Refuse to start when the output directory cannot take the artifacts (nothing half-written)."""
-    from runner.turn.preflight import check_output_dir
-
-    with reported(as_json):
-        check_output_dir(path)
-
-
-def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> docker.DockerClient:
-    """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
-    from runner.sandbox.engine import connect
-    from runner.sandbox.probe import WIRING
-
-    with reported(as_json):
-        client = connect()
-        if runtime is not None:
-            WIRING.check_runtime(client, runtime)
-        return client
-
-
-def interruptible(
-    job: Callable[[], Awaitable[T]], client: docker.DockerClient | None, run_id: str, keep: bool, as_json: bool
-) -> T:
-    """Run ``job()`` (a coroutine factory); Ctrl-C or SIGTERM cancels it, and its teardown still
-    removes every container of the run (``client`` None: the job started none)."""
-    import anyio
-
-    from runner.cli.settings import reaper_enabled
-    from runner.sandbox.container import RUN_LABEL, remove_labelled
-    from runner.sandbox.reaper import Reaper
-
-    # the lease: if this process dies where no finally runs (SIGKILL), the reaper removes the run's containers
-    reaper = Reaper(run_id, enabled=reaper_enabled()).start() if client is not None and not keep else None
-    result: list[T] = []
-    interrupted: list[int] = []
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def watch_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for signum in signals:
-                        interrupted.append(signum)
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch_signals)
-            result.append(await job())
-            tg.cancel_scope.cancel()
-
-    try:
-        with reported(as_json):
-            anyio.run(main)
-    finally:
-        if not keep and client is not None:
-            try:
-                remove_labelled(client, f"{RUN_LABEL}={run_id}")
-                if reaper is not None:
-                    reaper.release()
-            except InfrastructureError as error:
-                if reaper is not None:
-                    reaper.abandon()
-                err().print(f"[yellow]runner:[/] could not remove the run's containers ({escape(str(error))}); "
-                            f"`runner gc` removes them once the engine answers", highlight=False)
-    if interrupted or not result:
-        fail(Exit.INTERRUPTED, "interrupted; the run's containers and socket directories were removed", as_json)
-    return result[0]
 
 
 def exec_(
@@ -164,9 +68,9 @@ def exec_(
     from runner.conformance.behaviours import parse_behaviour
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
-    from runner.matrix.cell import run_cell
-    from runner.matrix.cells import Cell
+    from runner.matrix.cells import MatrixCell
     from runner.matrix.plan import plan_cells, with_trials
+    from runner.matrix.run_cell import run_cell
 
     search = profiles_dirs(profiles_dir)
     with reported(as_json):
@@ -188,7 +92,7 @@ def exec_(
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
                                run_unsupported=True, runtime=runtime)
-        cell = Cell(case_obj, case_obj.condition_for(condition), profile)
+        cell = MatrixCell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, fault_every_column=True)
     target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else say
@@ -228,11 +132,11 @@ def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) ->
         out().print(result.evidence, markup=False, highlight=False)
 
 
-async def _exec_trials(client: docker.DockerClient, plans: list[CellPlan], target: Path,
+async def _exec_trials(client: EngineClient, plans: list[CellPlan], target: Path,
                        progress: Callable[[str], None]) -> list[Trial]:
     """``exec --trials N``: the trials one after another, each in its own directory."""
     from runner.matrix.artifact import trial_dir
-    from runner.matrix.cell import run_cell
+    from runner.matrix.run_cell import run_cell
 
     runs: list[Trial] = []
     image = None  # found or built by the first trial that reaches a turn, then handed to the rest

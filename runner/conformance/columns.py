@@ -41,7 +41,7 @@ UNSUPPORTED: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Limits:
+class ColumnLimits:
     """``ColumnLimits``: what one column structurally cannot do for one row under one condition."""
 
     unsupported: str | None = None  # the whole row is not run
@@ -62,10 +62,9 @@ class Limits:
         return body
 
 
-ColumnLimits = Limits
 
 
-def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> Limits:
+def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> ColumnLimits:
     """``mcpHarnessLimits`` for one row, on a column that does (or does not) issue uncatalogued names."""
     unreachable: dict[str, str] = {}
     for attempt in case.attempts:
@@ -73,14 +72,14 @@ def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> L
             unreachable[attempt.id] = INSPECT_UNREACHABLE
         if attempt.uncatalogued is not None and not issues_uncatalogued:
             unreachable[attempt.id] = attempt.uncatalogued
-    return Limits(
+    return ColumnLimits(
         unsupported=UNSUPPORTED.get(case.kind),
         unreachable=unreachable,
         out_of_scope=condition.requires_declared_steps,
     )
 
 
-def issuable_attempts(case: Case, condition: Condition, limits: Limits, *, turn: int = 1) -> list[Attempt]:
+def issuable_attempts(case: Case, condition: Condition, limits: ColumnLimits, *, turn: int = 1) -> list[Attempt]:
     """The attempts a column issues on ``turn``, in declared order (upstream ``issuableByHarness``).
 
     Not marked ``unreachable``, not named by the column's limits, not an inspection, and with a tool.
@@ -122,7 +121,7 @@ class Column:
         """From a harness profile (anything with ``id``, ``issues_uncatalogued`` and optionally ``label``)."""
         return cls(profile.id, bool(profile.issues_uncatalogued), getattr(profile, "label", None))
 
-    def limits(self, case: Case, condition: Condition) -> Limits:
+    def limits(self, case: Case, condition: Condition) -> ColumnLimits:
         return limits_for(case, condition, self.issues_uncatalogued)
 
 

@@ -28,7 +28,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from runner.conformance.cases import ADVERSARIAL, Case, Condition, Role
-from runner.conformance.columns import Limits
+from runner.conformance.columns import ColumnLimits
 from runner.conformance.jsonmodel import JsonModel, omitted
 from runner.conformance.receipts import Receipt, live_receipts_from_record
 from runner.conformance.record import (
@@ -220,7 +220,7 @@ def _turn_detail(turn: TurnOutcome, started: bool, asked: bool) -> str:
 
 
 @dataclass(frozen=True)
-class Cell:
+class GradedCell:
     """One graded (row, column): upstream's manifest cell, plus the attempts and the evidence line."""
 
     case_id: str
@@ -313,8 +313,8 @@ class CellGrade(JsonModel):
 
 
 def not_run_cell(
-    case: Case, condition: Condition, limits: Limits | None = None, *, column_id: str | None = None
-) -> Cell:
+    case: Case, condition: Condition, limits: ColumnLimits | None = None, *, column_id: str | None = None
+) -> GradedCell:
     """A cell that is never run: ``not_implemented`` (the row), or ``not_applicable`` (unsupported here)."""
     if case.not_implemented is not None:
         status, reason, na = Grade.NOT_IMPLEMENTED, case.not_implemented, 0
@@ -323,7 +323,7 @@ def not_run_cell(
     else:
         raise ValueError(f"the row {case.id}.{condition.id} is runnable on this column; grade its record")
     attempts = tuple(_unmade(a.id, a.role, status, reason) for a in case.attempts)
-    return Cell(
+    return GradedCell(
         case_id=case.id,
         condition_id=condition.id,
         status=status,
@@ -342,12 +342,12 @@ def not_run_cell(
 def grade_cell(
     case: Case,
     condition: Condition,
-    limits: Limits,
+    limits: ColumnLimits,
     record: ExecutionRecord,
     *,
     receipts: Sequence[Receipt] | None = None,
     column_id: str | None = None,
-) -> Cell:
+) -> GradedCell:
     """Grade one cell from its (last turn's) record, following upstream's runner and ``judgeCase``.
 
     A ``not_implemented`` row, or a row ``unsupported`` on this column, is never graded on a record:
@@ -397,7 +397,7 @@ def grade_cell(
         points_named.add("kernel")
     if turn is not None and turn.met and turn.observed_status == "failed" and turn.ended_by == "envelope":
         points_named.add("envelope")
-    return Cell(
+    return GradedCell(
         case_id=case.id,
         condition_id=condition.id,
         status=status,
@@ -416,7 +416,7 @@ def grade_cell(
     )
 
 
-def strict_failures(cells: Iterable[Cell]) -> list[Cell]:
+def strict_failures(cells: Iterable[GradedCell]) -> list[GradedCell]:
     """The build gate: cells graded ``fail`` or ``not_exercised`` (never ``not_implemented``/``out_of_scope``)."""
     return [c for c in cells if c.status in STRICT]
 
@@ -427,9 +427,9 @@ __all__ = [
     "JUDGE_VERSION",
     "STRICT",
     "AttemptOutcome",
-    "Cell",
     "CellGrade",
     "Grade",
+    "GradedCell",
     "TurnOutcome",
     "case_status",
     "grade_cell",

@@ -51,7 +51,7 @@ class HostClosed(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Limits:
+class StepLimits:
     max_steps: int = 16
     max_tool_calls: int | None = None  # defaults to max_steps, as upstream
 
@@ -78,13 +78,13 @@ class Envelope:
         world: World,
         execution_id: str,
         runtime: RuntimeInfo,
-        limits: Limits | None = None,
+        limits: StepLimits | None = None,
         clock: Callable[[], str] | None = None,
     ) -> None:
         self.world = world
         self.execution_id = execution_id
         self.runtime = runtime
-        self.limits = limits or Limits(
+        self.limits = limits or StepLimits(
             max_steps=world.condition.max_steps or 16, max_tool_calls=world.condition.max_tool_calls
         )
         self.clock: Callable[[], str] = clock or (lambda: world.now)
@@ -341,4 +341,4 @@ def _compact(body: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {k: v for k, v in body.items() if v is not None}
 
 
-__all__ = ["Envelope", "HostClosed", "Limits", "RuntimeInfo"]
+__all__ = ["Envelope", "HostClosed", "RuntimeInfo", "StepLimits"]

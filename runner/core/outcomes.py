@@ -6,16 +6,13 @@ All types are plain frozen dataclasses with ``to_json`` so records and CLI outpu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from runner.core.vocabulary import Code, ExecutionStatus, OutcomeType, ResultStatus
 
 # A JSON value, exactly: what json.loads returns and json.dumps takes. Code that reads one narrows it (isinstance)
 # before it indexes it.
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
-# The same, untyped: what the records of this module carry until the floors that read them (turn, matrix, cli,
-# conformance's judge and receipts, issue 18) narrow what they read; new code takes and returns JsonValue.
-Json: TypeAlias = Any
 ERROR_MESSAGE_LIMIT = 4096  # a ProtocolError's message is 1..4096 characters (§2.1)
 
 
@@ -161,7 +158,7 @@ class ExecutionResult:
     execution_id: str
     status: ExecutionStatus
     events: list[dict[str, JsonValue]]
-    metadata: dict[str, Json]  # untyped until matrix/cell.py narrows what it reads from it (issue 18)
+    metadata: dict[str, JsonValue]
     output: JsonValue = None
     error: ProtocolError | None = None
     escalation: Escalation | None = None
@@ -176,6 +173,16 @@ class ExecutionResult:
         if self.status is ExecutionStatus.CANCELLED:
             return Code.TURN_CANCELLED.value
         return None
+
+    def text(self, key: str) -> str | None:
+        """The metadata's ``key`` when it holds a string (the metadata is the turn's open JSON object)."""
+        value = self.metadata.get(key)
+        return value if isinstance(value, str) else None
+
+    def count(self, key: str) -> int | None:
+        """The metadata's ``key`` when it holds an integer."""
+        value = self.metadata.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def to_json(self) -> dict[str, JsonValue]:
         body: dict[str, JsonValue] = {"version": "1", "executionId": self.execution_id, "status": self.status.value}

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 if TYPE_CHECKING:
     import jsonschema.protocols
 
-    from runner.core.world.workspace import WorldState
-
 from runner.core.grants import Address, Requirement
 from runner.core.outcomes import JsonValue
+from runner.core.world_state import WorldState
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 MAX_ARGUMENT_DEPTH = 32
@@ -39,7 +38,7 @@ class ToolContext:
 
     call_id: str
     owner: Address
-    state: WorldState  # imported for the type only: at run time tools stays independent of world
+    state: WorldState
 
 
 Resolver: TypeAlias = Callable[[dict[str, JsonValue], Address], Requirement]

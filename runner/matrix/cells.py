@@ -1,7 +1,7 @@
 """The cells of a matrix: rows (case × condition) by columns (harnesses), with the filters every
 command shares (``--harness ID,...|all``, ``--case ID,...|all``). Pure apart from reading profiles.
 
-Whether a cell runs a turn is decided here, once (:meth:`Cell.disposition`): a row the case set declares
+Whether a cell runs a turn is decided here, once (:meth:`MatrixCell.disposition`): a row the case set declares
 ``not_implemented``, a row this column structurally cannot run (``unsupported``) and every cell of an
 unavailable column are graded from what is declared, with no engine, no image and no job of their own.
 Every command and the CI plan ask the cell (or its plan, which asks the cell).
@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from runner.conformance.cases import CASES, Case, Condition, get_case
-from runner.conformance.columns import Limits, limits_for
+from runner.conformance.columns import ColumnLimits, limits_for
 from runner.harnesses.profile import Profile, find_profile, known_harnesses
 
 
@@ -29,7 +29,7 @@ class Disposition(StrEnum):
 
 
 @dataclass(frozen=True)
-class Cell:
+class MatrixCell:
     case: Case
     condition: Condition
     profile: Profile
@@ -39,7 +39,7 @@ class Cell:
         return f"{self.case.id}.{self.condition.id}.{self.profile.id}"
 
     @property
-    def limits(self) -> Limits:
+    def limits(self) -> ColumnLimits:
         """What this column can do on this row (:func:`runner.conformance.columns.limits_for`)."""
         return limits_for(self.case, self.condition, self.profile.issues_uncatalogued)
 
@@ -74,20 +74,20 @@ def select_cases(spec: str) -> list[Case]:
     return list(CASES.values()) if spec == "all" else [get_case(name) for name in split(spec)]
 
 
-def unique(found: list[Cell]) -> list[Cell]:
+def unique(found: list[MatrixCell]) -> list[MatrixCell]:
     """Each cell once (``--harness codex,codex`` must not run or plan a cell twice), order kept."""
-    first: dict[str, Cell] = {}
+    first: dict[str, MatrixCell] = {}
     for cell in found:
         first.setdefault(cell.id, cell)
     return list(first.values())
 
 
-def cells(harnesses: str = "all", cases: str = "all", profiles_dirs: Sequence[Path] = ()) -> list[Cell]:
+def cells(harnesses: str = "all", cases: str = "all", profiles_dirs: Sequence[Path] = ()) -> list[MatrixCell]:
     """Every cell, row-major in case-set order, columns in profile order (reference first), each once
     (``profiles_dirs``: where to look for profiles before the shipped ones)."""
     profiles = sorted(select_harnesses(harnesses, profiles_dirs), key=lambda p: (p.id != "reference", p.id))
     return unique([
-        Cell(case, condition, profile)
+        MatrixCell(case, condition, profile)
         for case in select_cases(cases)
         for condition in case.conditions
         for profile in profiles

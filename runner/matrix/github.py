@@ -11,8 +11,8 @@ to ``$GITHUB_OUTPUT`` (:func:`render_github_output` gives that line) and the col
 The job builds (or loads) its column's image once and runs ``runner run --harness <harness> --case <the same
 selection> --shard <shard>``: the same command a user runs locally, with its progress, resume and retries.
 
-- **Jobs scale with columns, not rows.** Only cells that run a turn are planned (:meth:`Cell.runs_a_turn`); a column
-  gets as many shards as keep each job's turn time inside ``shard_minutes`` (:mod:`runner.matrix.shards`),
+- **Jobs scale with columns, not rows.** Only cells that run a turn are planned (:meth:`MatrixCell.runs_a_turn`); a
+  column gets as many shards as keep each job's turn time inside ``shard_minutes`` (:mod:`runner.matrix.shards`),
   and never more than GitHub's 256 jobs allow across the columns: the plan makes its jobs longer rather than
   refuse a selection that fits. Only more than 256 columns is refused.
 - **Trials** (``--trials N``, the workflow's ``trials`` input) multiply each cell's turn time by N; a cell's
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 
 from runner.errors import UsageError
 from runner.harnesses.profile import Profile
-from runner.matrix.cells import Cell, unique
+from runner.matrix.cells import MatrixCell, unique
 from runner.matrix.shards import Shard, job_seconds, shards_needed
 
 MAX_JOBS = 256  # GitHub Actions: "a matrix can generate a maximum of 256 jobs per workflow run"
@@ -59,7 +59,7 @@ def credentials(profile: Profile) -> list[str]:
     return names
 
 
-def unavailable_cells(found: list[Cell]) -> list[dict[str, str]]:
+def unavailable_cells(found: list[MatrixCell]) -> list[dict[str, str]]:
     """The cells of unavailable columns, with the reason: they start no job, and the report says why."""
     return [
         {"cell": c.id, "harness": c.profile.id, "unavailable": " ".join((c.profile.unavailable or "").split())}
@@ -67,7 +67,7 @@ def unavailable_cells(found: list[Cell]) -> list[dict[str, str]]:
     ]
 
 
-def _columns(found: list[Cell]) -> dict[str, tuple[Profile, list[str]]]:
+def _columns(found: list[MatrixCell]) -> dict[str, tuple[Profile, list[str]]]:
     """Per column (in the cells' order), its profile and the ids of its cells that run a turn."""
     out: dict[str, tuple[Profile, list[str]]] = {}
     for cell in unique(found):
@@ -76,7 +76,9 @@ def _columns(found: list[Cell]) -> dict[str, tuple[Profile, list[str]]]:
     return out
 
 
-def plan_shards(found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1) -> dict[str, int]:
+def plan_shards(
+    found: list[MatrixCell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1
+) -> dict[str, int]:
     """Shards per column: each the fewest that keep its jobs inside the budget, within GitHub's job limit."""
     columns = _columns(found)
     if len(columns) > MAX_JOBS:
@@ -93,7 +95,7 @@ def plan_shards(found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES,
 
 
 def github_matrix(
-    found: list[Cell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1
+    found: list[MatrixCell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1
 ) -> dict[str, list[dict[str, str]]]:
     """``{"include": [job, ...]}`` for ``strategy.matrix``: one job per shard of each column that runs a turn.
 

@@ -4,7 +4,7 @@
 frozen :class:`CellOptions` (:mod:`runner.cli.settings` parses them, typed), then into one :class:`CellPlan` per cell
 with :func:`plan_cells`. The plan holds the model choice (worked out once per column from the options and the host's
 credential variables, which the options carry), whether the cell runs a turn (the cell's own rule,
-:meth:`~runner.matrix.cells.Cell.disposition`), the pins known before it runs (what resume compares) and the exact
+:meth:`~runner.matrix.cells.MatrixCell.disposition`), the pins known before it runs (what resume compares) and the exact
 command that reruns it alone. Everything below takes the plan and decides nothing again.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import runner
 from runner.conformance.hashing import current_pins
 from runner.harnesses.profile import Profile
-from runner.matrix.cells import Cell, Disposition
+from runner.matrix.cells import Disposition, MatrixCell
 from runner.matrix.result import CellPins
 from runner.model.settings import Dialect, ModelMode
 from runner.model.types import ModelEndpointError
@@ -43,7 +43,7 @@ class CellOptions(TurnSettings):
 
 @dataclass(frozen=True)
 class CellPlan:
-    cell: Cell
+    cell: MatrixCell
     options: CellOptions
     model: ModelChoice  # resolved once: the mode, why, and the fault it plays (mode none on a column with no model)
     profile_hash: str
@@ -126,13 +126,13 @@ class CellPlan:
         return " ".join(shlex.quote(a) for a in ["runner", *self.repro_argv()])
 
 
-def profile_hash(cell: Cell) -> str:
+def profile_hash(cell: MatrixCell) -> str:
     source = Path(cell.profile.source) if cell.profile.source else None
     data = source.read_bytes() if source and source.is_file() else cell.profile.model_dump_json().encode()
     return hashlib.sha256(data).hexdigest()
 
 
-def plan_cells(cells: list[Cell], options: CellOptions, *, fault_every_column: bool = False) -> list[CellPlan]:
+def plan_cells(cells: list[MatrixCell], options: CellOptions, *, fault_every_column: bool = False) -> list[CellPlan]:
     """One plan per cell. The model is chosen once per column; a choice that cannot be made (``--model live``
     without credentials, a fault on a model that cannot play one) raises :class:`ModelChoiceError` here, before
     anything starts. With ``--model-fault``, the columns that talk to no model run as they are, and a selection
@@ -148,7 +148,7 @@ def plan_cells(cells: list[Cell], options: CellOptions, *, fault_every_column: b
             choice = choose_model(options.model, profile, options.host.variables, fault, options.recording)
             columns[cell.profile.id] = (profile, choice, profile_hash(cell))
         profile, choice, digest = columns[cell.profile.id]
-        plans.append(CellPlan(Cell(cell.case, cell.condition, profile), options, choice, digest))
+        plans.append(CellPlan(MatrixCell(cell.case, cell.condition, profile), options, choice, digest))
     if options.fault and cells and all(c.profile.model is None for c in cells):
         raise ModelChoiceError(f"--model-fault {options.fault.shown}: none of the chosen harnesses talks to a model")
     if dialect and cells and not any(p.dialect == dialect for p in plans):

@@ -17,7 +17,7 @@ from runner.conformance.behaviours import parse_behaviour
 from runner.conformance.cases import get_case
 from runner.conformance.hashing import comparable
 from runner.harnesses.profile import find_profile
-from runner.matrix.cells import Cell
+from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.result import CellPins, CellResult
 from runner.turn.settings import REPLAY_PREFIX, Host, parse_dialect, parse_fault, parse_model
@@ -31,7 +31,8 @@ def repro_plan(
     condition or behaviour) of a cell this runner no longer knows."""
     pins = recorded.pins
     case = get_case(recorded.cell.case)
-    cell = Cell(case, case.condition_for(recorded.cell.condition), find_profile(recorded.cell.column, profiles_dirs))
+    cell = MatrixCell(case, case.condition_for(recorded.cell.condition),
+                      find_profile(recorded.cell.column, profiles_dirs))
     mode = pins.model_mode
     asked = f"{REPLAY_PREFIX}{directory / 'model-exchanges.jsonl'}" if mode == "live" else mode
     model, recording = parse_model(asked if asked != "none" else None)

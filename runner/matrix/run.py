@@ -33,8 +33,7 @@ from runner.matrix.plan import CellPlan
 from runner.matrix.result import INTERRUPTED, CellPins, CellRef, CellResult, DeclaredGrade
 
 if TYPE_CHECKING:
-    import docker
-
+    from runner.sandbox.engine import EngineClient
     from runner.sandbox.images import ImageRecord
 
 CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]
@@ -55,7 +54,7 @@ class ImagePins:
     """The planned pins of each cell for resume, the column's image built (or found) once per image, and only
     for the cells that run a turn: a declared cell needs no image."""
 
-    def __init__(self, client: docker.DockerClient | None) -> None:
+    def __init__(self, client: EngineClient | None) -> None:
         self.client = client
         self.images: dict[str, ImageRecord] = {}
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
 from runner.model.replay import RecordedExchange, load_recording
 from runner.model.script import normalise_actions
@@ -36,7 +36,7 @@ class ModelEndpointConfig:
 
     mode: ModelMode
     scrubber: Scrubber
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[dict[str, JsonValue]] = field(default_factory=list)  # normalised (and checked) on construction
     live: LiveModel | None = None
     placeholder_key: str = DEFAULT_PLACEHOLDER_KEY
     model: str = DEFAULT_MODEL
@@ -76,14 +76,14 @@ class ModelEndpointConfig:
         *,
         mode: ModelMode,
         scrubber: Scrubber,
-        actions: list[Any] | None = None,
+        actions: Iterable[object] | None = None,
         environ: Mapping[str, str] | None = None,
         recording: Path | None = None,
         fault: ModelFault | None = None,
     ) -> ModelEndpointConfig:
         """The config for a profile's ``model:`` section."""
         return cls(
-            mode=mode, scrubber=scrubber, actions=list(actions or []), live=endpoint.live,
+            mode=mode, scrubber=scrubber, actions=normalise_actions(actions or []), live=endpoint.live,
             placeholder_key=endpoint.placeholder_key, model=endpoint.scripted_model, environ=environ or {},
             recording=recording, fault=fault,
         )

@@ -38,8 +38,7 @@ whatever the fault, so the same turn faults the same requests in every run.
 
 from __future__ import annotations
 
-from typing import Any
-
+from runner.core.outcomes import JsonValue
 from runner.model.script import Plan
 from runner.model.settings import AFTER_ASK, FaultKind, FaultSpecError, ModelFault
 
@@ -65,7 +64,7 @@ class FaultTrigger:
         self.fired_at: int | None = None  # the conversation request it first fired on
         self.injected = 0
 
-    def check(self, step: int, plan: Plan) -> dict[str, Any] | None:
+    def check(self, step: int, plan: Plan) -> dict[str, JsonValue] | None:
         """Call once per generation request with its step and plan; the log entry when it faults. A side
         request is neither counted nor faulted, whenever it comes (see the module's docstring)."""
         if plan.side:

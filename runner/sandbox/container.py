@@ -4,10 +4,10 @@ Every container is: a non-root user, all capabilities dropped, ``no-new-privileg
 root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an init process, and
 labels naming the run and the cell. Under the ``mount`` transport (:class:`SandboxedProcess`) the only
 host path it sees is the per-turn directory, mounted at ``/run/runner``: it holds the MCP socket, which
-is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream`)
+is the container's one channel to the host. The ``stream`` transport (:mod:`runner.sandbox.stream_transport`)
 is the same container with that directory carried over the engine API instead. Its OCI runtime is the engine's
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
-then the whole sandbox's, :attr:`Limits.sandbox_pids`).
+then the whole sandbox's, :attr:`~runner.sandbox.interface.ResourceLimits.sandbox_pids`).
 
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
@@ -20,22 +20,20 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import docker
 import docker.errors
 import requests
 from docker.types import LogConfig, Mount
-from docker.utils.socket import frames_iter
+from docker.utils.socket import frames_iter_no_tty
 
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
-from runner.sandbox.interface import OutputSink, Runtime, Sandbox, Signal, Transport
+from runner.sandbox.interface import HOME, ContainerSpec, OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
-HOME = "/home/runner"
 USER = "1000:1000"
 OWNER_LABEL = "runner.owner"
 RUN_LABEL = "runner.run"
@@ -44,67 +42,70 @@ STDOUT, STDERR = interface.STDOUT, interface.STDERR  # here too, for callers tha
 logger = logging.getLogger("runner.engine")
 
 
-@dataclass(frozen=True)
-class Limits:
-    memory: str = "1g"
-    pids: int = 256
-    nano_cpus: int = 2_000_000_000
-    tmp_size: str = "256m"
-    home_size: str = "512m"
-    # under runsc the pids limit is the host cgroup's of the whole sandbox: gVisor's own threads and, on its ptrace
-    # platform, host tasks for every task of the CLI. Measured (Debian's runsc 0.0~20221219): an idle sandbox holds
-    # 57; Droid's persistent escalation turn peaks at 242 (18 under runc), and at 256 its sandbox died mid-turn
-    # 2 times in 4 (gVisor could not start a thread: exit code 2)
-    sandbox_pids: int = 1024
+class CreateArgs(TypedDict, total=False):
+    """The arguments of docker-py's ``containers.create`` (and ``run``) runner passes, typed as its stubs type them."""
 
-    def pids_for(self, runtime: Runtime) -> int:
-        """The pids limit the engine enforces under ``runtime``: the CLI's tasks (runc), or the sandbox's (runsc)."""
-        return self.sandbox_pids if runtime is Runtime.RUNSC else self.pids
-
-
-@dataclass(frozen=True)
-class ContainerSpec:
-    image_id: str
-    argv: list[str]
-    turn_dir: Path
+    runtime: str
+    image: str
+    command: list[str]
+    user: str
+    working_dir: str
+    environment: dict[str, str]
+    network_mode: str
+    cap_drop: list[str]
+    security_opt: list[str]
+    read_only: bool
+    tmpfs: dict[str, str]
+    pids_limit: int
+    mem_limit: str
+    memswap_limit: str
+    nano_cpus: int
+    init: bool
     labels: dict[str, str]
-    env: dict[str, str] = field(default_factory=dict)
-    stdin: bytes | None = None
-    keep_stdin_open: bool = False
-    limits: Limits = Limits()
-    workdir: str = HOME
-    runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
+    mounts: list[Mount]
+    stdin_open: bool
+    tty: bool
+    log_config: LogConfig
 
-    def create_kwargs(self) -> dict[str, Any]:
-        tmpfs_opts = "rw,nosuid,nodev,noexec"
-        runtime = {"runtime": self.runtime.value} if self.runtime is not Runtime.RUNC else {}
-        return {
-            **runtime,
-            "image": self.image_id,
-            "command": self.argv,
-            "user": USER,
-            "working_dir": self.workdir,
-            "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **self.env},
-            "network_mode": "none",
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-            "read_only": True,
-            "tmpfs": {
-                "/tmp": f"{tmpfs_opts},size={self.limits.tmp_size},mode=1777",
-                HOME: f"rw,nosuid,nodev,size={self.limits.home_size},uid=1000,gid=1000,mode=0700",
-            },
-            "pids_limit": self.limits.pids_for(self.runtime),
-            "mem_limit": self.limits.memory,
-            "memswap_limit": self.limits.memory,
-            "nano_cpus": self.limits.nano_cpus,
-            "init": True,
-            "labels": {OWNER_LABEL: "runner", **self.labels},
-            "mounts": [Mount(TURN_MOUNT, str(self.turn_dir), type="bind", read_only=False)],
-            "stdin_open": True,
-            "tty": False,
-            # stdout is captured through the attach stream; the engine keeps no copy of a flood
-            "log_config": LogConfig(type=LogConfig.types.NONE),
-        }
+
+def demultiplexed(sock: object) -> Iterator[tuple[int, bytes]]:
+    """(STDOUT or STDERR, chunk) from an attach or exec socket without a tty: docker-py's demultiplexer, whose stubs
+    type the stream number as a str."""
+    return cast(Iterator[tuple[int, bytes]], frames_iter_no_tty(sock))
+
+
+def create_kwargs(spec: ContainerSpec) -> CreateArgs:
+    """The engine's create arguments for ``spec``: the hardened container (see the module's docstring)."""
+    tmpfs_opts = "rw,nosuid,nodev,noexec"
+    kwargs: CreateArgs = {
+        "image": spec.image_id,
+        "command": spec.argv,
+        "user": USER,
+        "working_dir": spec.workdir,
+        "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **spec.env},
+        "network_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "read_only": True,
+        "tmpfs": {
+            "/tmp": f"{tmpfs_opts},size={spec.limits.tmp_size},mode=1777",
+            HOME: f"rw,nosuid,nodev,size={spec.limits.home_size},uid=1000,gid=1000,mode=0700",
+        },
+        "pids_limit": spec.limits.pids_for(spec.runtime),
+        "mem_limit": spec.limits.memory,
+        "memswap_limit": spec.limits.memory,
+        "nano_cpus": spec.limits.nano_cpus,
+        "init": True,
+        "labels": {OWNER_LABEL: "runner", **spec.labels},
+        "mounts": [Mount(TURN_MOUNT, str(spec.turn_dir), type="bind", read_only=False)],
+        "stdin_open": True,
+        "tty": False,
+        # stdout is captured through the attach stream; the engine keeps no copy of a flood
+        "log_config": LogConfig(type=LogConfig.types.NONE),
+    }
+    if spec.runtime is not Runtime.RUNC:
+        kwargs["runtime"] = spec.runtime.value
+    return kwargs
 
 
 class ContainerStartError(EngineError):
@@ -113,7 +114,8 @@ class ContainerStartError(EngineError):
 
 class SandboxedProcess(Sandbox):
     """One CLI in one container, the turn dir bind-mounted (the ``mount`` transport). Every method blocks; call
-    them from a worker thread. :class:`~runner.sandbox.stream.StreamSandboxedProcess` (``stream``) extends it."""
+    them from a worker thread. :class:`~runner.sandbox.stream_transport.StreamSandboxedProcess` (``stream``) extends
+    it."""
 
     def __init__(self, client: docker.DockerClient, spec: ContainerSpec) -> None:
         self.client = client
@@ -152,7 +154,7 @@ class SandboxedProcess(Sandbox):
 
     def _create(self) -> Any:
         """Create the container (the stream transport also fills it before it starts)."""
-        return call_with_retry(self.client.containers.create, **self.spec.create_kwargs())
+        return call_with_retry(self.client.containers.create, **create_kwargs(self.spec))
 
     def close_stdin(self) -> None:
         try:
@@ -164,7 +166,7 @@ class SandboxedProcess(Sandbox):
     def pump(self, on_output: OutputSink) -> None:
         """Read the multiplexed stdout/stderr stream until the container's output ends."""
         try:
-            for stream, data in frames_iter(self._sock, tty=False):
+            for stream, data in demultiplexed(self._sock):
                 on_output(stream, data)
         except (OSError, ValueError):
             return  # the stream was closed under us at teardown

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import ParamSpec, TypeVar
 
 import docker
@@ -69,23 +68,33 @@ class ImageUnavailable(EngineError):
         self.reason = reason
 
 
-def engine_address() -> str:
-    return os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
+def engine_address(environ: Mapping[str, str]) -> str:
+    """Where the engine answers: ``DOCKER_HOST`` among the host's variables ``environ``, or the default socket."""
+    return environ.get("DOCKER_HOST") or DEFAULT_SOCKET
 
 
-def connect(timeout: int = 120) -> docker.DockerClient:
-    """Return a client for the engine at DOCKER_HOST (or the default socket), API version negotiated.
+class EngineClient(docker.DockerClient):
+    """A client of the engine at :attr:`address`, which the wiring probe keys its verdicts by and messages name."""
+
+    address: str = DEFAULT_SOCKET
+
+
+def connect(environ: Mapping[str, str], timeout: int = 120) -> EngineClient:
+    """Return a client for the engine ``environ`` names (the host's variables, read at the edge: ``DOCKER_HOST``
+    and docker-py's TLS ones; without ``DOCKER_HOST``, the default socket), API version negotiated.
 
     A daemon that hiccups at the first requests is retried like any engine call; one that never
     answers raises EngineUnavailable with a hint.
     """
-    where = engine_address()
+    where = engine_address(environ)
     hint = f"no Docker Engine answers at {where}; run scripts/ensure-docker.sh or set DOCKER_HOST"
 
-    def ping() -> docker.DockerClient:
+    def ping() -> EngineClient:
         # version="auto" asks the engine for its API version (1.41 on dockerd 20.10);
         # docker-py's fixed default (1.45) would be rejected by that engine.
-        client = docker.from_env(version="auto", timeout=timeout)
+        client = EngineClient.from_env(version="auto", timeout=timeout, environment=dict(environ))
+        assert isinstance(client, EngineClient)  # from_env makes its class's instance (typed as DockerClient)
+        client.address = where
         client.ping()
         return client
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-import docker
-
-from runner.sandbox.container import ContainerSpec, SandboxedProcess
-from runner.sandbox.interface import TRANSPORTS, Runtime, Sandbox, Transport, TransportChoice
+from runner.sandbox.container import SandboxedProcess
+from runner.sandbox.engine import EngineClient
+from runner.sandbox.interface import ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
-from runner.sandbox.stream import StreamSandboxedProcess
+from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 KINDS: dict[Transport, type[SandboxedProcess]] = {
     Transport.MOUNT: SandboxedProcess,
@@ -24,7 +23,7 @@ class DockerSandboxes:
     ``mount`` (the turn dir bind-mounted) runs once the engine and the image are known to carry a turn
     (the wiring probe, :mod:`runner.sandbox.probe`: it raises a named
     :class:`~runner.sandbox.probe.WiringError` with the fix, so a turn that could not work is never graded).
-    ``stream`` needs only the engine API (:mod:`runner.sandbox.stream`). ``auto`` is ``mount`` where the
+    ``stream`` needs only the engine API (:mod:`runner.sandbox.stream_transport`). ``auto`` is ``mount`` where the
     probe finds the mount reaching the container, else ``stream``; once ``probe`` found it does not, ``auto``
     goes straight to ``stream`` for that engine and image. The sandbox's ``transport`` says which ran.
     ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in.
@@ -34,14 +33,12 @@ class DockerSandboxes:
     Calling it blocks (it may run the probe): call it from a worker thread.
     """
 
-    def __init__(self, client: docker.DockerClient, transport: TransportChoice | str = TransportChoice.AUTO,
+    def __init__(self, client: EngineClient, transport: TransportChoice = TransportChoice.AUTO,
                  probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC) -> None:
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
         self.client = client
-        self.choice = TransportChoice(transport)
+        self.choice = transport  # parsed at the edge (runner.turn.settings.parse_transport)
         self.probe = probe
-        self.runtime = Runtime(runtime)
+        self.runtime = runtime
 
     def __call__(self, spec: ContainerSpec) -> Sandbox:
         spec = dataclasses.replace(spec, runtime=self.runtime)
@@ -51,7 +48,8 @@ class DockerSandboxes:
         """The transport ``spec``'s turn runs over, probed; a :class:`~runner.sandbox.probe.WiringError` when
         none that was asked for can carry it."""
         if self.choice is TransportChoice.STREAM or (
-            self.choice is TransportChoice.AUTO and self.probe.mount_not_visible(spec.image_id, spec.runtime)
+            self.choice is TransportChoice.AUTO
+            and self.probe.mount_not_visible(self.client.address, spec.image_id, spec.runtime)
         ):
             self.probe.check(self.client, spec, Transport.STREAM)
             return Transport.STREAM

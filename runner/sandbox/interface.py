@@ -1,12 +1,12 @@
 """A turn's sandbox, as the turn sees it: one abstract interface, two transports, one factory type.
 
 The turn never builds its sandbox itself and never asks which class it got: it calls a
-:data:`SandboxFactory` with the :class:`~runner.sandbox.container.ContainerSpec` and drives what comes
+:data:`SandboxFactory` with the :class:`ContainerSpec` and drives what comes
 back through :class:`Sandbox` alone. Two classes implement it, one per :class:`Transport`:
 
 - :class:`~runner.sandbox.container.SandboxedProcess` (``mount``): the hardened container, with the
   per-turn directory bind-mounted; the MCP and model sockets in it are the container's channel to the host.
-- :class:`~runner.sandbox.stream.StreamSandboxedProcess` (``stream``): the same container with no host
+- :class:`~runner.sandbox.stream_transport.StreamSandboxedProcess` (``stream``): the same container with no host
   path, its files carried in and out with the archive API and its connections relayed over a
   multiplexed exec stream, for an engine that does not share runner's filesystem.
 
@@ -14,8 +14,8 @@ The default factory, :class:`~runner.sandbox.factory.DockerSandboxes`, picks the
 asks the wiring probe, :mod:`runner.sandbox.probe`); a unit test hands the turn a fake factory instead.
 
 Every method blocks (docker-py does); the turn calls them from its own worker threads, so its MCP
-server keeps answering meanwhile. This module imports no engine library: the command line checks a
-transport's name against it before it connects to anything.
+server keeps answering meanwhile. This module imports no engine library: the command line parses a
+transport's name into :class:`TransportChoice` before it connects to anything.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from runner.sandbox.container import ContainerSpec
+from typing import Literal
 
 STDOUT, STDERR = 1, 2  # the stream numbers a sandbox hands its output with (those of Docker's multiplexed stream)
 OutputSink = Callable[[int, bytes], None]  # (STDOUT or STDERR, chunk)
@@ -51,9 +49,6 @@ class TransportChoice(StrEnum):
     STREAM = "stream"
 
 
-TRANSPORTS = tuple(choice.value for choice in TransportChoice)
-
-
 class Runtime(StrEnum):
     """The OCI runtime the turn's container runs under (``--runtime``, ``RUNNER_RUNTIME``).
 
@@ -67,6 +62,45 @@ class Runtime(StrEnum):
 
 
 RUNTIME_ENV = "RUNNER_RUNTIME"  # the environment variable --runtime defaults to
+HOME = "/home/runner"  # the CLI's HOME in the container (a tmpfs) and its working directory unless the spec says
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """What the engine lets one CLI's container use: memory, tasks, CPU and its two tmpfs."""
+
+    memory: str = "1g"
+    pids: int = 256
+    nano_cpus: int = 2_000_000_000
+    tmp_size: str = "256m"
+    home_size: str = "512m"
+    # under runsc the pids limit is the host cgroup's of the whole sandbox: gVisor's own threads and, on its ptrace
+    # platform, host tasks for every task of the CLI. Measured (Debian's runsc 0.0~20221219): an idle sandbox holds
+    # 57; Droid's persistent escalation turn peaks at 242 (18 under runc), and at 256 its sandbox died mid-turn
+    # 2 times in 4 (gVisor could not start a thread: exit code 2)
+    sandbox_pids: int = 1024
+
+    def pids_for(self, runtime: Runtime) -> int:
+        """The pids limit the engine enforces under ``runtime``: the CLI's tasks (runc), or the sandbox's (runsc)."""
+        return self.sandbox_pids if runtime is Runtime.RUNSC else self.pids
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Everything a sandbox is made from (a :data:`SandboxFactory` takes it): the image, the CLI's command line, the
+    per-turn directory, labels, environment, stdin, limits and OCI runtime. What the engine is asked for from it is
+    :func:`runner.sandbox.container.create_kwargs`."""
+
+    image_id: str
+    argv: list[str]
+    turn_dir: Path
+    labels: dict[str, str]
+    env: dict[str, str] = field(default_factory=dict)
+    stdin: bytes | None = None
+    keep_stdin_open: bool = False
+    limits: ResourceLimits = ResourceLimits()
+    workdir: str = HOME
+    runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
 
 
 class Sandbox(ABC):
@@ -116,4 +150,4 @@ class Sandbox(ABC):
         """Let go of the container and everything the engine holds for it. Must not raise."""
 
 
-SandboxFactory = Callable[["ContainerSpec"], Sandbox]  # may block: the default one may run the wiring probe
+SandboxFactory = Callable[[ContainerSpec], Sandbox]  # may block: the default one may run the wiring probe

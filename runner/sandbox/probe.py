@@ -55,9 +55,9 @@ import docker.errors
 import docker.utils
 import requests
 
-from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerSpec, ContainerStartError
-from runner.sandbox.engine import EngineError, call_with_retry, engine_address
-from runner.sandbox.interface import RUNTIME_ENV, Runtime, Transport
+from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerStartError, create_kwargs
+from runner.sandbox.engine import EngineClient, EngineError, call_with_retry
+from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 RELAY = "socat"
 NONCE_FILE = "probe-nonce"
@@ -111,10 +111,10 @@ class ProbeKey:
     runtime: Runtime = Runtime.RUNC
 
     @classmethod
-    def of(cls, image_id: str, transport: Transport, runtime: Runtime = Runtime.RUNC) -> ProbeKey:
-        """The key for ``image_id`` over ``transport`` under ``runtime`` on this process's engine, host and
-        temporary root."""
-        return cls(engine_address(), socket.gethostname(), tempfile.gettempdir(), image_id, transport, runtime)
+    def of(cls, engine: str, image_id: str, transport: Transport, runtime: Runtime = Runtime.RUNC) -> ProbeKey:
+        """The key for ``image_id`` over ``transport`` under ``runtime`` on the engine at ``engine``, from this
+        process's host and temporary root."""
+        return cls(engine, socket.gethostname(), tempfile.gettempdir(), image_id, transport, runtime)
 
     def digest(self) -> str:
         """The name of its file in the probe cache (the mount transport's under runc is the image alone, as it
@@ -134,44 +134,44 @@ class WiringProbe:
         self._mount_not_visible: set[ProbeKey] = set()
         self._runtimes: set[tuple[str, Runtime]] = set()  # (engine address, runtime) found registered
 
-    def check_runtime(self, client: docker.DockerClient, runtime: Runtime) -> None:
+    def check_runtime(self, client: EngineClient, runtime: Runtime) -> None:
         """:class:`RuntimeMissing`, with its fix, unless the engine runs containers under ``runtime``."""
-        key = (engine_address(), runtime)
+        key = (client.address, runtime)
         if key not in self._runtimes:
             check_runtime(client, runtime)
             self._runtimes.add(key)
 
-    def check(self, client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
+    def check(self, client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
         """Probe ``spec``'s image over ``transport``, unless it passed before; raise a :class:`WiringError`
         subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3 for its relay)."""
         if spec.runtime is not Runtime.RUNC:  # runc, the engine's default, is checked once by the command line
             self.check_runtime(client, spec.runtime)
-        key = ProbeKey.of(spec.image_id, transport, spec.runtime)
+        key = ProbeKey.of(client.address, spec.image_id, transport, spec.runtime)
         if key in self._passed or _cache_file(key).exists():
             self._passed.add(key)
             return
         try:
-            _verdict(_probe(client, spec, transport is Transport.MOUNT), spec)
+            _verdict(_probe(client, spec, transport is Transport.MOUNT), spec, client.address)
         except MountsNotVisible:
             self._mount_not_visible.add(key)
             raise
         self._passed.add(key)
         _remember(key)
 
-    def mount_not_visible(self, image_id: str, runtime: Runtime = Runtime.RUNC) -> bool:
-        """Whether this probe found the mount not reaching ``image_id``'s container on this engine."""
-        return ProbeKey.of(image_id, Transport.MOUNT, runtime) in self._mount_not_visible
+    def mount_not_visible(self, engine: str, image_id: str, runtime: Runtime = Runtime.RUNC) -> bool:
+        """Whether this probe found the mount not reaching ``image_id``'s container on the engine at ``engine``."""
+        return ProbeKey.of(engine, image_id, Transport.MOUNT, runtime) in self._mount_not_visible
 
 
 WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
 
 
-def check_wiring(client: docker.DockerClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
+def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
     """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
     WIRING.check(client, spec, transport)
 
 
-def check_runtime(client: docker.DockerClient, runtime: Runtime) -> None:
+def check_runtime(client: EngineClient, runtime: Runtime) -> None:
     """:class:`RuntimeMissing`, naming the fix, unless the engine (``docker info``'s Runtimes) has ``runtime``.
 
     runc is the engine's default runtime: an engine whose default is another one (e.g. runsc made the default
@@ -179,30 +179,29 @@ def check_runtime(client: docker.DockerClient, runtime: Runtime) -> None:
     try:
         info = call_with_retry(client.info)
     except requests.exceptions.RequestException as err:
-        raise WiringError(f"the engine at {engine_address()} did not say which runtimes it has: {err}") from err
+        raise WiringError(f"the engine at {client.address} did not say which runtimes it has: {err}") from err
     runtimes = sorted(info.get("Runtimes") or {})
     default = info.get("DefaultRuntime")
     if runtime is Runtime.RUNC:
         if default not in (None, "runc", "crun"):
             raise RuntimeMissing(
-                f"the engine at {engine_address()} runs containers under {default!r} by default, not runc, so "
+                f"the engine at {client.address} runs containers under {default!r} by default, not runc, so "
                 f"--runtime runc would not be what runs. Fix: choose --runtime {default} (or {RUNTIME_ENV}={default})"
                 " if runner knows it, or set the engine's default-runtime back to runc in /etc/docker/daemon.json"
             )
         return
     if runtime.value not in runtimes:
         raise RuntimeMissing(
-            f"the engine at {engine_address()} has no {runtime.value} runtime (it has: {', '.join(runtimes) or 'none'}"
+            f"the engine at {client.address} has no {runtime.value} runtime (it has: {', '.join(runtimes) or 'none'}"
             f"), which --runtime {runtime.value} asks for. Fix: `sudo make engine RUNTIME={runtime.value}` (installs "
             "Debian's runsc and registers it with the engine: scripts/ensure-runtime.sh), or choose --runtime runc"
         )
 
 
-def _verdict(code: int, spec: ContainerSpec) -> None:
+def _verdict(code: int, spec: ContainerSpec, where: str) -> None:
     """Nothing for the probe's exit code 0; else the named error its code stands for."""
     if code == 0:
         return
-    where = engine_address()
     if code == 3:
         raise MountsNotVisible(
             f"the engine at {where} does not show runner's files to its containers: a directory under "
@@ -240,7 +239,7 @@ def _limits_fix(where: str, what: str) -> str:
     )
 
 
-def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True) -> int:
+def _probe(client: EngineClient, spec: ContainerSpec, mount: bool = True) -> int:
     nonce = secrets.token_hex(16) if mount else NO_MOUNT
     directory = Path(tempfile.mkdtemp(prefix="runner-probe-"))
     container: Any = None
@@ -255,16 +254,17 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
         argv = ["sleep", str(PROBE_DEADLINE)] if gvisor else [*script, str(spec.limits.pids)]
         probe = ContainerSpec(spec.image_id, argv, directory, labels, limits=spec.limits, workdir="/",
                               runtime=spec.runtime)
-        kwargs = {**probe.create_kwargs(), "stdin_open": False, "environment": {}}
+        kwargs = create_kwargs(probe)
+        kwargs["stdin_open"], kwargs["environment"] = False, {}
         if not mount:
             kwargs["mounts"] = []
         try:
             container = call_with_retry(client.containers.create, **kwargs)
             call_with_retry(container.start)
         except (docker.errors.APIError, EngineError) as err:
-            raise _classify_start_error(err) from err
+            raise _classify_start_error(err, client.address) from err
         if gvisor:
-            _check_sandbox_limits(container, spec)
+            _check_sandbox_limits(container, spec, client.address)
             return int(call_with_retry(container.exec_run, [*script, NO_MOUNT]).exit_code)
         result = call_with_retry(container.wait, timeout=PROBE_DEADLINE)
         return int(result.get("StatusCode", -1))
@@ -277,7 +277,7 @@ def _probe(client: docker.DockerClient, spec: ContainerSpec, mount: bool = True)
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _check_sandbox_limits(container: Any, spec: ContainerSpec) -> None:
+def _check_sandbox_limits(container: Any, spec: ContainerSpec, where: str) -> None:
     """Under gVisor: the pids and memory limits in force on the sandbox's host cgroup, as the engine reads them
     (its stats of the running container); :class:`LimitsNotEnforced` when either is not the one asked for."""
     stats = call_with_retry(container.stats, stream=False, one_shot=True)
@@ -286,27 +286,27 @@ def _check_sandbox_limits(container: Any, spec: ContainerSpec) -> None:
     wanted = docker.utils.parse_bytes(spec.limits.memory)
     if pids != spec.limits.sandbox_pids or memory != wanted:
         raise LimitsNotEnforced(_limits_fix(
-            engine_address(), f"under runsc the sandbox's cgroup holds pids {pids} and memory {memory} (asked for "
+            where, f"under runsc the sandbox's cgroup holds pids {pids} and memory {memory} (asked for "
                               f"{spec.limits.sandbox_pids} and {wanted})"))
 
 
-def _classify_start_error(err: Exception) -> EngineError:
+def _classify_start_error(err: Exception, where: str) -> EngineError:
     text = str(err)
     lowered = text.lower()
     if "bind source path does not exist" in lowered or ("no such file or directory" in lowered and "mount" in lowered):
         return MountsNotVisible(
-            f"the engine at {engine_address()} has no {Path(tempfile.gettempdir())} on its side ({text}). runner and "
+            f"the engine at {where} has no {Path(tempfile.gettempdir())} on its side ({text}). runner and "
             "the engine do not share a filesystem. Fix: run runner on the engine's host, or give runner's container "
             "a directory the engine's host has at the same path and set TMPDIR to it"
         )
     if "invalid mount option" in lowered or "unknown mount option" in lowered:
         return HardeningRefused(
-            f"the engine at {engine_address()} refuses the container's hardening ({text}): the CLI's HOME is a tmpfs "
+            f"the engine at {where} refuses the container's hardening ({text}): the CLI's HOME is a tmpfs "
             "owned by uid 1000 (uid=/gid= options), which Podman's Docker-compatible API (4.3) does not accept. Fix: "
             "use a Docker Engine, or a Podman that accepts tmpfs uid=/gid="
         )
     if "cgroup" in lowered or "controller" in lowered:
-        return LimitsNotEnforced(_limits_fix(engine_address(), f"it refused the limits ({text})"))
+        return LimitsNotEnforced(_limits_fix(where, f"it refused the limits ({text})"))
     return ContainerStartError(f"the wiring probe container could not be started: {text}")
 
 

@@ -27,10 +27,12 @@ too): ``runner gc`` stays the fallback for that.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO
 
 DONE = b"done\n"
@@ -85,8 +87,9 @@ def should_reap(lease: IO[bytes]) -> bool:
     return not data.endswith(DONE)
 
 
-def reap(run_id: str) -> int:
-    """Remove every container of the run; the number removed. Engine failures are retried, then given up."""
+def reap(run_id: str, environ: Mapping[str, str]) -> int:
+    """Remove every container of the run from the engine ``environ`` names; the number removed. Engine failures are
+    retried, then given up."""
     from runner.sandbox.container import RUN_LABEL, remove_labelled
     from runner.sandbox.engine import EngineError, connect
 
@@ -95,7 +98,7 @@ def reap(run_id: str) -> int:
     for at in SWEEPS:
         time.sleep(max(0.0, start + at - time.monotonic()))
         try:
-            removed += len(remove_labelled(connect(timeout=30), f"{RUN_LABEL}={run_id}"))
+            removed += len(remove_labelled(connect(environ, timeout=30), f"{RUN_LABEL}={run_id}"))
         except EngineError:
             continue  # the next sweep tries again; after the last, `runner gc` is the fallback
     return removed
@@ -108,7 +111,7 @@ def main(argv: list[str]) -> int:
     for signum in (signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)  # a terminal's Ctrl-C or hangup is for runner, not for its reaper
     if should_reap(sys.stdin.buffer):
-        reap(argv[1])
+        reap(argv[1], os.environ)  # a process of its own: its edge, with the engine its parent was started for
     return 0
 
 

@@ -14,12 +14,15 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue  # a JSON value, typed (the type alone: no pydantic at run time)
 
 DIRECTORY = "cold-timings"
 
 
-def record(cache: Path, step: str, seconds: float, **detail: Any) -> None:
+def record(cache: Path, step: str, seconds: float, **detail: str | int | float) -> None:
     """Write ``step``'s duration atomically; a cache that cannot be written loses only the figure."""
     folder = cache / DIRECTORY
     body = {"seconds": round(seconds, 2), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **detail}
@@ -32,9 +35,9 @@ def record(cache: Path, step: str, seconds: float, **detail: Any) -> None:
         pass
 
 
-def read(cache: Path) -> dict[str, dict[str, Any]]:
+def read(cache: Path) -> dict[str, dict[str, JsonValue]]:
     """Every recorded step with a numeric ``seconds``; unreadable files are skipped."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, JsonValue]] = {}
     for path in sorted((cache / DIRECTORY).glob("*.json")):
         try:
             body = json.loads(path.read_text(encoding="utf-8"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import runner
 from runner.conformance.behaviours import Behaviour, actions_for
@@ -19,6 +18,7 @@ from runner.conformance.cases import Case, Condition
 from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
+from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
 from runner.core.world import build_world
 from runner.harnesses.interpreters import get_interpreter
@@ -26,8 +26,9 @@ from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
 from runner.mcp.server import Invoker
 from runner.model.settings import ModelMode
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, ContainerSpec
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 from runner.turn.model_choice import ModelChoice
 from runner.turn.settings import TurnSettings
 from runner.turn.transcript import StreamSink
@@ -93,19 +94,19 @@ class PreparedTurn:
     invoker: Invoker  # what the MCP server calls: the latch (the envelope only for a deliberately broken build)
     instructions: str
     prompt: str
-    actions: list[dict[str, Any]]
-    script: dict[str, Any]
+    actions: list[dict[str, JsonValue]]
+    script: dict[str, JsonValue]
     model_id: str | None
     turn_dir: TurnDir
     spec: ContainerSpec
     transcript: Transcript
-    mcp_log: list[dict[str, Any]] = field(default_factory=list)
+    mcp_log: list[dict[str, JsonValue]] = field(default_factory=list)
 
     @property
     def profile(self) -> Profile:
         return self.req.profile
 
-    def log_mcp(self, kind: str, data: dict[str, Any]) -> None:
+    def log_mcp(self, kind: str, data: dict[str, JsonValue]) -> None:
         self.mcp_log.append({"event": kind, **data})
 
 
@@ -132,7 +133,7 @@ def prepare_turn(req: TurnRequest) -> PreparedTurn:
         a.to_json()
         for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
     ]
-    script: dict[str, Any] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": actions}
+    script: dict[str, JsonValue] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": [*actions]}
     model_id = _model_id(profile, req.model)
     values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
     turn_dir = create_turn_dir(profile, script, values)

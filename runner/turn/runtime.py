@@ -28,11 +28,11 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from runner.core.outcomes import ExecutionResult, Json
+from runner.core.outcomes import ExecutionResult, JsonValue
 from runner.core.scrub import Scrubber
 from runner.harnesses.interpreters import get_session_reader
 from runner.mcp.server import McpServerHandle, serve_mcp
@@ -44,7 +44,8 @@ from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
 
 if TYPE_CHECKING:
-    import docker
+    from runner.model import ModelEndpointHandle
+    from runner.sandbox.engine import EngineClient
 
 __all__ = ["TurnReport", "TurnRequest", "run_turn"]
 
@@ -57,17 +58,17 @@ class TurnReport:
 
     request: TurnRequest
     result: ExecutionResult
-    record: dict[str, Json]
+    record: dict[str, JsonValue]
     files: dict[str, str]
     drive: Drive
     elapsed: float
     transport: Transport  # which transport ran (mount or stream)
-    mcp: dict[str, Json] = field(default_factory=dict)
-    infrastructure_error: dict[str, Json] | None = None
+    mcp: dict[str, JsonValue] = field(default_factory=dict)
+    infrastructure_error: dict[str, JsonValue] | None = None
 
-    def to_json(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, JsonValue]:
         result = self.result
-        outcome: dict[str, Json] = {"metadata": result.metadata}
+        outcome: dict[str, JsonValue] = {"metadata": result.metadata}
         if result.escalation is not None:
             outcome = {"type": "escalate", "reason": result.escalation.reason, **outcome}
         elif result.status.value == "succeeded":
@@ -85,7 +86,7 @@ class TurnReport:
             "harness": self.request.profile.id,
             "case": self.request.case.id,
             "behaviour": self.request.behaviour.value,
-            "model": self.request.model.to_json(),
+            "model": {**self.request.model.to_json()},
             "exitCode": self.drive.exit_code,
             "deadlineHit": self.drive.deadline_hit,
             "elapsedSeconds": round(self.elapsed, 3),
@@ -93,7 +94,7 @@ class TurnReport:
             "kept": self.request.keep,
             "transport": self.transport,
             "mcp": self.mcp,
-            "files": self.files,
+            "files": {**self.files},
         }
 
 
@@ -103,8 +104,8 @@ class Played:
 
     run: Drive
     server: McpServerHandle
-    mcp: dict[str, Json]
-    divergence: dict[str, Any] | None
+    mcp: dict[str, JsonValue]
+    divergence: dict[str, JsonValue] | None
 
 
 def _quiet(_message: str) -> None:
@@ -112,7 +113,7 @@ def _quiet(_message: str) -> None:
 
 
 async def run_turn(
-    client: docker.DockerClient | None, req: TurnRequest, progress: Progress = _quiet,
+    client: EngineClient | None, req: TurnRequest, progress: Progress = _quiet,
     *, sandboxes: SandboxFactory | None = None,
 ) -> TurnReport:
     """Run one turn; its CLI's sandbox comes from ``sandboxes`` (a container on ``client`` by default)."""
@@ -152,21 +153,21 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
         model = await _serve_model(stack, req, turn.turn_dir.model_socket, turn.actions, turn.scrubber, turn.model_id)
         progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
         run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress)
-        mcp: dict[str, Json] = {
+        mcp: dict[str, JsonValue] = {
             "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
-            "calls": server.calls, "clients": server.client_infos,
+            "calls": server.calls, "clients": [{**info} for info in server.client_infos],
         }
         divergence = None
         if model is not None:
-            mcp["modelRequests"] = getattr(model, "requests", None)
-            divergence = getattr(model, "divergence", None)
+            mcp["modelRequests"] = model.requests
+            divergence = model.divergence
     return Played(run, server, mcp, divergence)
 
 
 async def _serve_model(
-    stack: AsyncExitStack, req: TurnRequest, socket_path: Path, actions: list[dict[str, Any]],
+    stack: AsyncExitStack, req: TurnRequest, socket_path: Path, actions: list[dict[str, JsonValue]],
     scrubber: Scrubber, model_id: str | None,
-) -> Any:
+) -> ModelEndpointHandle | None:
     profile = req.profile
     if profile.model is None:
         return None
@@ -226,8 +227,8 @@ async def _teardown(turn: PreparedTurn, proc: Sandbox | None) -> None:
 
 
 def _write_artifacts(
-    out: Path, record: dict[str, Json], result: ExecutionResult, script: dict[str, Any], prompt: str,
-    instructions: str, mcp_log: list[dict[str, Any]], scrubber: Scrubber,
+    out: Path, record: dict[str, JsonValue], result: ExecutionResult, script: dict[str, JsonValue], prompt: str,
+    instructions: str, mcp_log: list[dict[str, JsonValue]], scrubber: Scrubber,
 ) -> dict[str, str]:
     def dump(name: str, body: object) -> str:
         path = out / name

@@ -10,9 +10,8 @@ the infrastructure's fault, not the CLI's (:func:`infrastructure_error`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
-from runner.core.outcomes import ERROR_MESSAGE_LIMIT, ExecutionResult, Fail, Json, ProtocolError, RuntimeOutcome
+from runner.core.outcomes import ERROR_MESSAGE_LIMIT, ExecutionResult, Fail, JsonValue, ProtocolError, RuntimeOutcome
 from runner.core.scrub import Scrubber
 from runner.core.vocabulary import Code, message
 from runner.harnesses.profile import Profile
@@ -24,11 +23,11 @@ from runner.turn.prepare import PreparedTurn
 @dataclass(frozen=True)
 class Settlement:
     result: ExecutionResult
-    record: dict[str, Json]
-    infrastructure_error: dict[str, Json] | None
+    record: dict[str, JsonValue]
+    infrastructure_error: dict[str, JsonValue] | None
 
 
-def settle_turn(turn: PreparedTurn, run: Drive, sessions: int, divergence: dict[str, Any] | None) -> Settlement:
+def settle_turn(turn: PreparedTurn, run: Drive, sessions: int, divergence: dict[str, JsonValue] | None) -> Settlement:
     """The turn's result, its record and (for a turn that never really ran) the infrastructure error;
     ``sessions`` is how many MCP sessions the CLI opened, ``divergence`` where a replay stopped."""
     profile, scrubber, latch, envelope = turn.profile, turn.scrubber, turn.latch, turn.envelope
@@ -53,14 +52,14 @@ def settle_turn(turn: PreparedTurn, run: Drive, sessions: int, divergence: dict[
     return Settlement(result, record, infra)
 
 
-def harness_metadata(turn: PreparedTurn) -> dict[str, Json]:
+def harness_metadata(turn: PreparedTurn) -> dict[str, JsonValue]:
     req = turn.req
-    metadata: dict[str, Json] = {
+    metadata: dict[str, JsonValue] = {
         "harness": req.profile.id,
         "toolshare": "mcp",
         "mcpServer": req.profile.mcp_server_name,
         "catalogHash": f"sha256:{turn.envelope.catalogue.catalog_hash}",
-        "transcriptTail": turn.transcript.tail.lines(),
+        "transcriptTail": [*turn.transcript.tail.lines()],
         "imageId": req.image.image_id,
         "cliVersion": req.image.cli_version,
         "behaviour": req.behaviour.value,
@@ -87,23 +86,23 @@ def cli_outcome(run: Drive, reader: StreamReader, profile: Profile, deadline: fl
 
 def infrastructure_error(
     run: Drive, reader: StreamReader, sessions: int, profile: Profile, err_tail: Tail, scrubber: Scrubber
-) -> dict[str, Json] | None:
+) -> dict[str, JsonValue] | None:
     """A turn that never really ran (no container, no MCP) is the infrastructure's fault, not the CLI's."""
     if run.not_started is not None:
         return {"kind": "container_not_started", "detail": scrubber.text(run.not_started)}
     if run.engine_failed is not None:
-        return {"kind": "engine_failed", "detail": scrubber.text(run.engine_failed), "stderrTail": err_tail.lines()}
+        return {"kind": "engine_failed", "detail": scrubber.text(run.engine_failed), "stderrTail": [*err_tail.lines()]}
     failed = [s for s in reader.startup if not s.connected]
     if failed:
         words = "; ".join(f"{s.server}: {s.detail}" for s in failed)
         return {"kind": "mcp_not_connected", "detail": f"the CLI reported its MCP server not connected ({words})",
-                "stderrTail": err_tail.lines()}
+                "stderrTail": [*err_tail.lines()]}
     if profile.mcp_startup_required and not reader.startup:
         return {"kind": "mcp_not_connected", "detail": "the CLI never reported its MCP servers at start-up",
-                "stderrTail": err_tail.lines()}
+                "stderrTail": [*err_tail.lines()]}
     if profile.requires_mcp_session and sessions == 0:
         return {"kind": "mcp_not_connected", "detail": "the CLI never opened an MCP session on the mounted socket",
-                "stderrTail": err_tail.lines()}
+                "stderrTail": [*err_tail.lines()]}
     return None
 
 

@@ -13,12 +13,13 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.harnesses.profile import Profile
-from runner.sandbox.container import HOME as TMPFS_HOME
 from runner.sandbox.container import TURN_MOUNT
+from runner.sandbox.interface import HOME as TMPFS_HOME
 
 CONTAINER_UID = 1000
 
@@ -75,7 +76,7 @@ def placeholder_values(profile: Profile, prompt: str, model_id: str | None, api_
     }
 
 
-def create_turn_dir(profile: Profile, script: dict[str, object], values: dict[str, str]) -> TurnDir:
+def create_turn_dir(profile: Profile, script: Mapping[str, object], values: dict[str, str]) -> TurnDir:
     """Create the directory, readable (and for HOME writable) by the container's uid 1000."""
     host = Path(tempfile.mkdtemp(prefix="runner-turn-"))
     os.chmod(host, 0o755)

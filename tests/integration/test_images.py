@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import time
 import uuid
@@ -232,7 +233,7 @@ def test_missing_build_input_fails_clearly(
 def test_unreachable_engine_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
     with pytest.raises(EngineUnavailable, match=r"ensure-docker\.sh"):
-        connect(timeout=5)
+        connect(os.environ, timeout=5)
 
 
 def test_node_base_is_imported_and_has_node_20(client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,12 +38,13 @@ from mcp import ClientSession, MCPError
 
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
-from runner.core.outcomes import Complete, Json, ToolCall, ToolResult
+from runner.core.outcomes import Complete, JsonValue, ToolCall, ToolResult
 from runner.core.world import build_world
 from runner.mcp.server import SHUTDOWN_GRACE, McpServerHandle, serve_mcp
 from runner.mcp.unix_client import UnixTransport, unix_client
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, SandboxedProcess, remove_labelled
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess, remove_labelled
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -94,7 +95,7 @@ class SlowHost:
         self.finished.set()
         return result
 
-    def annotate(self, key: str, value: Json) -> None:
+    def annotate(self, key: str, value: JsonValue) -> None:
         self.envelope.annotate(key, value)
 
 
@@ -109,7 +110,7 @@ class Turn:
     def kinds(self, kind: str) -> list[dict[str, Any]]:
         return [data for k, data in self.events if k == kind]
 
-    def settle(self) -> dict[str, Json]:
+    def settle(self) -> dict[str, Any]:
         """Settle as a turn does (``runner.turn.runtime``): the latch, then the envelope; the record."""
         outcome = self.latch.settle(Complete("done"), {"harness": "pytest"})
         return self.env.record(self.env.settle(outcome))
@@ -194,7 +195,7 @@ def opened_by(release: anyio.Event) -> Callable[[], Awaitable[None]]:
     return gate
 
 
-def read_trace(record: dict[str, Json]) -> tuple[list[dict[str, Json]], list[str]]:
+def read_trace(record: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """The files.read operations of a record, and the types of the events that name files.read."""
     execution = record["execution"]
     ops = [op for op in execution["operations"] if op["tool"] == "files.read"]
@@ -202,7 +203,7 @@ def read_trace(record: dict[str, Json]) -> tuple[list[dict[str, Json]], list[str
     return ops, kinds
 
 
-def one_escalation(record: dict[str, Json], reason: str) -> None:
+def one_escalation(record: dict[str, Any], reason: str) -> None:
     """The record of a turn that asked exactly once, with ``reason``."""
     execution = record["execution"]
     assert execution["status"] == "escalated" and execution["terminalReasonCode"] == "escalation_requested"
@@ -249,14 +250,14 @@ async def test_a_dropped_call_runs_to_completion_and_a_new_connection_asks(tmp_p
     reconnected_consistently(turn, record)
 
 
-async def settled_after_reconnect(turn: Turn) -> dict[str, Json]:
+async def settled_after_reconnect(turn: Turn) -> dict[str, Any]:
     """Wait for the dropped read to finish (nobody waits for its answer) and both sessions to end; settle."""
     await until(turn.host.finished.is_set)
     await until(lambda: len(turn.kinds("connection.closed")) == 2)
     return turn.settle()
 
 
-def reconnected_consistently(turn: Turn, record: dict[str, Json]) -> None:
+def reconnected_consistently(turn: Turn, record: dict[str, Any]) -> None:
     """A read dropped mid-call on connection 1; the ask and one more call on connection 2."""
     assert turn.handle.connections == 2 and turn.handle.sessions_initialized == 2
     assert turn.host.reads == 1

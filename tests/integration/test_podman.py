@@ -23,8 +23,9 @@ import docker
 import pytest
 
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec
+from runner.sandbox.engine import connect
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PODMAN_USER = os.environ.get("RUNNER_PODMAN_USER", "runner-podman")
@@ -50,7 +51,7 @@ def host() -> str:
 
 @pytest.fixture(scope="module")
 def podman(host: str) -> docker.DockerClient:
-    client = docker.DockerClient(base_url=host, version="auto", timeout=120)
+    client = connect({"DOCKER_HOST": host})
     assert "podman" in str(client.version()).lower(), f"{host} is not a Podman engine"
     return client
 

@@ -23,10 +23,20 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec, Limits
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import RUNTIME_ENV, STDERR, STDOUT, Runtime, Sandbox, Transport
+from runner.sandbox.interface import (
+    RUNTIME_ENV,
+    STDERR,
+    STDOUT,
+    ContainerSpec,
+    ResourceLimits,
+    Runtime,
+    Sandbox,
+    Transport,
+    TransportChoice,
+)
 from runner.sandbox.probe import WiringProbe
 from tests.integration import test_credentials as credentials
 from tests.integration import test_interrupts as interrupts
@@ -73,8 +83,8 @@ def test_inside_the_turns_container_the_kernel_is_gvisors_under_runsc_and_the_ho
         assert host["CapDrop"] == ["ALL"] and not host.get("CapAdd") and not host.get("Privileged")
         assert host["SecurityOpt"] == ["no-new-privileges"]
         assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none" and host["Init"] is True
-        assert (host["PidsLimit"], host["Memory"]) == (Limits().pids_for(runtime),
-                                                       docker.utils.parse_bytes(Limits().memory))
+        assert (host["PidsLimit"], host["Memory"]) == (ResourceLimits().pids_for(runtime),
+                                                       docker.utils.parse_bytes(ResourceLimits().memory))
     finally:
         container.remove(force=True)
     assert report["exitCode"] == 0, Path(report["files"]["stderr"]).read_text()
@@ -127,7 +137,7 @@ def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transp
     os.chmod(turn_dir, 0o755)
     os.chown(turn_dir / "home", 1000, 1000)
     labels = {RUN_LABEL: f"pytest-runsc-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"runsc.{transport}"}
-    factory = DockerSandboxes(engine, transport, probe=probe, runtime=Runtime.RUNSC)
+    factory = DockerSandboxes(engine, TransportChoice(transport.value), probe=probe, runtime=Runtime.RUNSC)
     return factory(ContainerSpec(image.image_id, argv, turn_dir, labels))
 
 
@@ -143,7 +153,8 @@ def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a fresh probe and an empty probe cache: the probe itself runs under gVisor here (its limits read from the
-    # engine's stats of the sandbox: a pids limit of Limits.sandbox_pids and the memory limit, or LimitsNotEnforced)
+    # engine's stats of the sandbox: a pids limit of ResourceLimits.sandbox_pids and the memory limit, or
+    # LimitsNotEnforced)
     monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     probe = WiringProbe()
     box = made(engine, reference_image, tmp_path / "a", transport, ["sh", "-c", LEAVES], probe)

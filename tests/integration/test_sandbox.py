@@ -14,10 +14,10 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, ContainerSpec
+from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import STDERR, STDOUT, Sandbox, Transport
+from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, Sandbox, Transport, TransportChoice
 from tests.support import gone
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -35,7 +35,8 @@ def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transp
     os.chmod(turn_dir, 0o755)
     os.chown(turn_dir / "home", 1000, 1000)  # HOME in the turn dir is the CLI's (uid 1000), as prepare makes it
     labels = {RUN_LABEL: f"pytest-sandbox-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"sandbox.{transport}"}
-    return DockerSandboxes(engine, transport)(ContainerSpec(image.image_id, argv, turn_dir, labels))
+    factory = DockerSandboxes(engine, TransportChoice(transport.value))
+    return factory(ContainerSpec(image.image_id, argv, turn_dir, labels))
 
 
 @pytest.mark.parametrize("transport", list(Transport))

@@ -14,8 +14,8 @@ import docker
 import pytest
 
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.interface import ContainerSpec
 from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]

@@ -14,6 +14,8 @@ DOCS = REPO / "docs" / "columns"
 PROFILES = sorted((REPO / "harness_profiles").glob("*.yaml"))
 PACKAGES = sorted(p.parent for p in (REPO / "runner" / "harnesses").glob("*/__init__.py"))
 LINK = re.compile(r"docs/columns/([a-z0-9-]+\.md)")
+# a package named otherwise than its column: the model column's is model_only, runner.model being the model endpoint
+PACKAGE_COLUMN = {"model_only": "model"}
 
 
 def _profile_link(profile: Path) -> str:
@@ -53,7 +55,7 @@ def test_every_vendor_package_links_to_its_column_document(package: Path) -> Non
     for link in links:
         assert (DOCS / link).is_file(), f"runner/harnesses/{package.name}: {link} does not exist"
     # the package's own column (its directory, with - for _) must be among the documents it names
-    column = package.name.replace("_", "-")
+    column = PACKAGE_COLUMN.get(package.name, package.name.replace("_", "-"))
     assert column in profiles, f"runner/harnesses/{package.name} has no profile harness_profiles/{column}.yaml"
     assert profiles[column] in links, f"runner/harnesses/{package.name} does not link {profiles[column]}"
 

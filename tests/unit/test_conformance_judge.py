@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runner.conformance.cases import OK, Attempt, Case, Condition, Expect, Terminal, get_case
-from runner.conformance.columns import Limits, limits_for
+from runner.conformance.columns import ColumnLimits, limits_for
 from runner.conformance.judge import (
     ASK_SOURCES,
     JUDGE_VERSION,
@@ -209,7 +209,7 @@ def test_not_run_cells() -> None:
     assert cell.record().to_dict()["columnId"] == "reference"
     escalation = get_case("escalation")
     with pytest.raises(ValueError, match="runnable"):
-        not_run_cell(escalation, escalation.condition, Limits())
+        not_run_cell(escalation, escalation.condition, ColumnLimits())
 
 
 def test_out_of_scope_keeps_the_evidence_and_replaces_the_verdict() -> None:
@@ -232,7 +232,7 @@ def test_a_record_that_names_the_turn_as_ended_by_the_envelope() -> None:
         "t", "escalation_refused", "", "", (Condition("c", "", expect_turn=("failed", "tool_unavailable")),),
         (Attempt("a", "control", "files.read", None, OK),), Terminal("escalate", "r"),
     )
-    cell = grade_cell(case, case.condition, Limits(), good_record())
+    cell = grade_cell(case, case.condition, ColumnLimits(), good_record())
     # the turn failed as expected, ended by the envelope; but nothing asked (no ask source), and it was met
     assert cell.status is Grade.PASS
     assert cell.refused_by == ("envelope",)

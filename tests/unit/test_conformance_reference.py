@@ -18,7 +18,7 @@ import pytest
 from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import CASES, Case, Condition, get_case, rows
 from runner.conformance.columns import REFERENCE_COLUMN, Column, limits_for
-from runner.conformance.judge import Cell, Grade, grade_cell, strict_failures
+from runner.conformance.judge import Grade, GradedCell, grade_cell, strict_failures
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, Fail, ProtocolError, RuntimeOutcome, ToolCall
@@ -55,7 +55,7 @@ async def _play(
 def run_cell(
     case: Case, condition: Condition, column: Column, *, behaviour: Behaviour = Behaviour.COOPERATIVE,
     latched: bool = True,
-) -> Cell:
+) -> GradedCell:
     record = anyio.run(_play, case, condition, column, behaviour, latched)
     return grade_cell(case, condition, column.limits(case, condition), record, column_id=column.id)
 

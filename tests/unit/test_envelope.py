@@ -6,13 +6,13 @@ import dataclasses
 
 import pytest
 
-from runner.core.envelope import Envelope, HostClosed, Limits, RuntimeInfo
+from runner.core.envelope import Envelope, HostClosed, RuntimeInfo, StepLimits
 from runner.core.outcomes import Complete, Escalate, Fail, ProtocolError, ToolCall
 from runner.core.vocabulary import ExecutionStatus, ResultStatus
 from runner.core.world import DRAFT, POLICY, WorldCondition, build_world
 
 
-def envelope(condition: WorldCondition | None = None, limits: Limits | None = None) -> Envelope:
+def envelope(condition: WorldCondition | None = None, limits: StepLimits | None = None) -> Envelope:
     return Envelope(build_world(condition), "exec-1", RuntimeInfo("runner.test", "0"), limits)
 
 
@@ -68,7 +68,7 @@ def test_deeply_nested_arguments_are_refused_without_harm() -> None:
 
 
 def test_an_uncatalogued_name_spends_a_unit_of_the_budget_before_the_catalogue_check() -> None:
-    env = envelope(limits=Limits(max_steps=8, max_tool_calls=1))
+    env = envelope(limits=StepLimits(max_steps=8, max_tool_calls=1))
     first = env.mediate(call("admin.grant.issue", 1))
     assert first.error is not None and first.error.code == "tool_unavailable"
     second = env.mediate(call("files.read", 2, path=list(POLICY)))
@@ -81,14 +81,14 @@ def test_an_uncatalogued_name_spends_a_unit_of_the_budget_before_the_catalogue_c
 
 
 def test_draining_is_checked_before_budgets() -> None:
-    env = envelope(limits=Limits(max_steps=8, max_tool_calls=0))
+    env = envelope(limits=StepLimits(max_steps=8, max_tool_calls=0))
     env.draining = True
     result = env.mediate(call("files.read", path=list(POLICY)))
     assert result.error is not None and result.error.code == "turn_draining"
 
 
 def test_declared_steps_are_bounded_by_max_steps() -> None:
-    env = envelope(limits=Limits(max_steps=2, max_tool_calls=8))
+    env = envelope(limits=StepLimits(max_steps=2, max_tool_calls=8))
     ok = [env.mediate(call("files.read", n, path=list(POLICY)), step=s) for n, s in enumerate([0, 1, 1])]
     assert all(r.status is ResultStatus.SUCCEEDED for r in ok)
     over = env.mediate(call("files.read", 9, path=list(POLICY)), step=2)

@@ -17,16 +17,15 @@ EDGES = {
     "runner/cli/settings.py": "the command line's edge",
     "runner/model/__main__.py": "python -m runner.model, a process of its own",
     "runner/bench/cell.py": "the bench's in-process cell, planned as runner run plans it",
+    "runner/bench/__main__.py": "python -m runner.bench, a process of its own",
+    "runner/sandbox/reaper.py": "python -m runner.sandbox.reaper, the run's reaper, a process of its own",
 }
-# (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model/agent.py, would be edges
-# of their own too: today they read no variable)
+# (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model_only/agent.py, would
+# be edges of their own too: today they read no variable)
 # Reads not yet moved to the edge, counted so that none is added. The image code's own locations (RUNNER_REPO_ROOT,
 # RUNNER_CACHE_DIR, the host's CA certificates), a pinned base image's reference, and the environment npm and
-# mmdebstrap inherit: used in two dozen places of runner/sandbox/images. The engine's address (DOCKER_HOST, which
-# docker-py also reads for itself): it names the engine in the wiring probe's cache keys and messages, and the
-# reaper's own process reads it through the same function. Both are the sandbox's and the image code's to hand in.
+# mmdebstrap inherit: used in two dozen places of runner/sandbox/images, the image code's to hand in.
 NOT_YET = {
-    "runner/sandbox/engine.py": 1,
     "runner/sandbox/images/common.py": 3,
     "runner/sandbox/images/bases.py": 2,
     "runner/sandbox/images/staging.py": 1,

@@ -15,7 +15,7 @@ import pytest
 
 from runner.conformance.cases import CASES, Case
 from runner.harnesses.profile import Profile, find_profile, shipped_profiles_dir
-from runner.matrix.cells import Cell, cells
+from runner.matrix.cells import MatrixCell, cells
 from runner.matrix.github import (
     DEFAULT_SHARD_MINUTES,
     KEYS,
@@ -30,11 +30,11 @@ from runner.matrix.github import (
 from runner.matrix.shards import Shard, ShardError, parse_shard, shard_of, shards_needed, sizes
 
 
-def turn_cells(found: list[Cell]) -> list[str]:
+def turn_cells(found: list[MatrixCell]) -> list[str]:
     return [c.id for c in found if c.runs_a_turn()]
 
 
-def jobs_holding(matrix: dict[str, list[dict[str, str]]], found: list[Cell]) -> dict[str, list[str]]:
+def jobs_holding(matrix: dict[str, list[dict[str, str]]], found: list[MatrixCell]) -> dict[str, list[str]]:
     """Which jobs each cell that runs a turn lands in (every job's shard applied to its column's cells)."""
     held: dict[str, list[str]] = {}
     for job in matrix["include"]:
@@ -159,7 +159,7 @@ def test_github_output_is_one_matrix_line_that_parses() -> None:
 # --- synthetic suites: many rows, many columns ------------------------------------------------------------------
 
 
-def synthetic(rows: int, columns: int, cell_seconds: float = 20.0, spread: bool = True) -> list[Cell]:
+def synthetic(rows: int, columns: int, cell_seconds: float = 20.0, spread: bool = True) -> list[MatrixCell]:
     """``rows`` copies of the escalation row (each its own case id) by ``columns`` copies of the reference
     column, each column with its own measured cell time (spread up to ``cell_seconds``, or all the same)."""
     base: Case = CASES["escalation"]
@@ -169,7 +169,8 @@ def synthetic(rows: int, columns: int, cell_seconds: float = 20.0, spread: bool 
     profiles = [
         reference.model_copy(update={"id": f"column-{m:03d}", "cell_seconds": seconds[m]}) for m in range(columns)
     ]
-    return [Cell(case, condition, profile) for case in cases for condition in case.conditions for profile in profiles]
+    return [MatrixCell(case, condition, profile)
+            for case in cases for condition in case.conditions for profile in profiles]
 
 
 @pytest.mark.parametrize(("rows", "columns"), [(1, 1), (32, 9), (60, 16), (60, 1), (1, 16), (45, 12)])
@@ -237,14 +238,15 @@ def test_256_columns_are_accepted_and_more_are_refused_with_a_hint() -> None:
 
 def test_unavailable_columns_do_not_count_towards_the_limit() -> None:
     spare = synthetic(1, MAX_JOBS)
-    gone = [Cell(c.case, c.condition, c.profile.model_copy(update={"id": c.profile.id + "-x", "unavailable": "no"}))
+    gone = [MatrixCell(c.case, c.condition,
+                       c.profile.model_copy(update={"id": c.profile.id + "-x", "unavailable": "no"}))
             for c in spare[:10]]
     assert len(github_matrix(spare + gone)["include"]) == MAX_JOBS
 
 
 def test_a_column_id_that_cannot_name_an_artifact_is_refused() -> None:
     [cell] = synthetic(1, 1)
-    odd = Cell(cell.case, cell.condition, cell.profile.model_copy(update={"id": "a/b"}))
+    odd = MatrixCell(cell.case, cell.condition, cell.profile.model_copy(update={"id": "a/b"}))
     with pytest.raises(ValueError, match="artifact"):
         github_matrix([odd])
 

@@ -18,7 +18,7 @@ import pytest
 from runner.conformance.cases import CASES, get_case
 from runner.conformance.columns import limits_for
 from runner.conformance.hashing import case_set_hash, evaluator_hash, spec_hash, world_hash, world_set_hash
-from runner.conformance.judge import Cell, grade_cell
+from runner.conformance.judge import GradedCell, grade_cell
 from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
 from runner.core.catalogue import resolve_catalogue
 from runner.core.world import build_world
@@ -89,7 +89,7 @@ def test_the_judge_grades_each_recorded_turn_as_it_did(path: Path) -> None:
     assert _grade_json(graded) == json.dumps(body["grade"])
 
 
-def _grade_json(graded: Cell) -> str:
+def _grade_json(graded: GradedCell) -> str:
     return json.dumps(graded.record().to_dict())
 
 

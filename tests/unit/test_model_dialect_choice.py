@@ -15,7 +15,7 @@ from runner.cli import Exit, app
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import reusable
-from runner.matrix.cells import Cell
+from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.turn.model_choice import ModelChoiceError
 from runner.turn.settings import Host, SettingError, parse_dialect
@@ -25,7 +25,7 @@ CASE = get_case("escalation")
 
 
 def plans(*harnesses: str, dialect: str | None = None, strict: bool = False, **environ: str) -> list[CellPlan]:
-    cells = [Cell(CASE, CASE.condition, find_profile(h)) for h in harnesses]
+    cells = [MatrixCell(CASE, CASE.condition, find_profile(h)) for h in harnesses]
     options = CellOptions(dialect=parse_dialect(dialect), host=Host(environ))
     return plan_cells(cells, options, fault_every_column=strict)
 

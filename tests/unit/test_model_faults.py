@@ -128,13 +128,14 @@ def test_exec_refuses_a_bad_fault_as_usage(args: list[str], words: str) -> None:
 
 def test_a_matrix_faults_the_columns_with_a_model_and_runs_the_others_as_they_are(tmp_path: Path) -> None:
     from runner.conformance.cases import get_case
-    from runner.matrix.cells import Cell
+    from runner.matrix.cells import MatrixCell
     from runner.matrix.plan import CellOptions, plan_cells
 
     case = get_case("escalation")
     options = CellOptions(fault=ModelFault.parse("error"))
     codex, reference = plan_cells(
-        [Cell(case, case.condition, find_profile("codex")), Cell(case, case.condition, find_profile("reference"))],
+        [MatrixCell(case, case.condition, find_profile("codex")),
+         MatrixCell(case, case.condition, find_profile("reference"))],
         options,
     )
     assert codex.planned_pins().model_fault == "error@1"

@@ -9,10 +9,11 @@ import docker.errors
 import pytest
 
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec, SandboxedProcess
+from runner.sandbox.container import SandboxedProcess
+from runner.sandbox.engine import DEFAULT_SOCKET
 from runner.sandbox.factory import DockerSandboxes
-from runner.sandbox.interface import Transport
-from runner.sandbox.stream import StreamSandboxedProcess
+from runner.sandbox.interface import ContainerSpec, Transport, TransportChoice
+from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 Probed = list[tuple[str, bool]]  # (image, through the mount) of each probe container run
 
@@ -35,6 +36,15 @@ def probing(monkeypatch: pytest.MonkeyPatch, answer: dict[bool, int]) -> Probed:
     return probed
 
 
+class Engine:
+    """The engine as the probe sees it before it starts a container (the probe container itself is stood in for)."""
+
+    address = DEFAULT_SOCKET
+
+
+ENGINE = Engine()
+
+
 def spec(tmp_path: Path, image_id: str = "sha256:" + "0" * 64) -> ContainerSpec:
     return ContainerSpec(image_id, ["true"], tmp_path, {"runner.run": "r", "runner.cell": "c"})
 
@@ -52,37 +62,37 @@ def test_each_probe_answer_is_a_named_error_with_its_fix(
     wiring = probe.WiringProbe()
     for _ in range(2):
         with pytest.raises(error, match=fix):
-            wiring.check(None, spec(tmp_path))  # type: ignore[arg-type]
+            wiring.check(ENGINE, spec(tmp_path))  # type: ignore[arg-type]
     assert len(probed) == 2, "a failure is probed again: it may have been fixed"
     assert not (tmp_path / "cache" / "probes").exists(), "nor is it written down"
 
 
 def test_a_pass_is_remembered_and_not_probed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     probed = probing(monkeypatch, {True: 0, False: 0})
-    probe.WiringProbe().check(None, spec(tmp_path))  # type: ignore[arg-type]
-    probe.WiringProbe().check(None, spec(tmp_path))  # type: ignore[arg-type]  # a new process: only the file remains
+    probe.WiringProbe().check(ENGINE, spec(tmp_path))  # type: ignore[arg-type]
+    probe.WiringProbe().check(ENGINE, spec(tmp_path))  # type: ignore[arg-type]  # a new process: only the file remains
     assert len(probed) == 1
     [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
-    assert remembered.name == f"{probe.ProbeKey.of(spec(tmp_path).image_id, Transport.MOUNT).digest()}.json"
+    key = probe.ProbeKey.of(ENGINE.address, spec(tmp_path).image_id, Transport.MOUNT)
+    assert remembered.name == f"{key.digest()}.json"
 
 
 def test_a_pass_holds_for_its_own_image_and_transport_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     probed = probing(monkeypatch, {True: 0, False: 0})
     wiring, other = probe.WiringProbe(), spec(tmp_path, "sha256:" + "1" * 64)
     for _ in range(2):
-        wiring.check(None, spec(tmp_path), Transport.MOUNT)  # type: ignore[arg-type]
-        wiring.check(None, spec(tmp_path), Transport.STREAM)  # type: ignore[arg-type]
-        wiring.check(None, other, Transport.MOUNT)  # type: ignore[arg-type]
+        wiring.check(ENGINE, spec(tmp_path), Transport.MOUNT)  # type: ignore[arg-type]
+        wiring.check(ENGINE, spec(tmp_path), Transport.STREAM)  # type: ignore[arg-type]
+        wiring.check(ENGINE, other, Transport.MOUNT)  # type: ignore[arg-type]
     assert probed == [(spec(tmp_path).image_id, True), (spec(tmp_path).image_id, False), (other.image_id, True)]
-    keys = {probe.ProbeKey.of(image, transport).digest()
+    keys = {probe.ProbeKey.of(ENGINE.address, image, transport).digest()
             for image in (spec(tmp_path).image_id, other.image_id) for transport in Transport}
     assert len(keys) == 4, "each (image, transport) has a file of its own"
 
 
-def test_a_probe_on_another_engine_is_another_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    here = probe.ProbeKey.of("sha256:" + "0" * 64, Transport.MOUNT)
-    monkeypatch.setenv("DOCKER_HOST", "tcp://elsewhere:2375")
-    there = probe.ProbeKey.of("sha256:" + "0" * 64, Transport.MOUNT)
+def test_a_probe_on_another_engine_is_another_key() -> None:
+    here = probe.ProbeKey.of(ENGINE.address, "sha256:" + "0" * 64, Transport.MOUNT)
+    there = probe.ProbeKey.of("tcp://elsewhere:2375", "sha256:" + "0" * 64, Transport.MOUNT)
     assert there.engine == "tcp://elsewhere:2375" and there != here and there.digest() != here.digest()
 
 
@@ -93,7 +103,7 @@ def test_a_probe_on_another_engine_is_another_key(monkeypatch: pytest.MonkeyPatc
     ('container create: unknown mount option "uid=1000": invalid mount option', "HardeningRefused"),
 ])
 def test_start_errors_are_told_apart(message: str, error: str) -> None:
-    found = probe._classify_start_error(docker.errors.APIError(message))
+    found = probe._classify_start_error(docker.errors.APIError(message), ENGINE.address)
     assert type(found).__name__ == error
 
 
@@ -102,14 +112,14 @@ def test_auto_probes_the_mount_once_per_process_where_it_does_not_reach(
 ) -> None:
     probed = probing(monkeypatch, {True: 3, False: 0})  # no nonce through the mount; the stream passes
     wiring = probe.WiringProbe()
-    made = [DockerSandboxes(None, "auto", wiring)(spec(tmp_path)) for _ in range(3)]  # type: ignore[arg-type]
+    made = [DockerSandboxes(ENGINE, TransportChoice.AUTO, wiring)(spec(tmp_path)) for _ in range(3)]  # type: ignore[arg-type]
     assert [type(box) for box in made] == [StreamSandboxedProcess] * 3
     assert [box.transport for box in made] == [Transport.STREAM] * 3
     assert [mount for _, mount in probed] == [True, False], "the mount once, the stream once (then remembered)"
     with pytest.raises(probe.MountsNotVisible):  # asked for by name, the mount is probed, and refused, again
-        DockerSandboxes(None, "mount", wiring)(spec(tmp_path))  # type: ignore[arg-type]
+        DockerSandboxes(ENGINE, TransportChoice.MOUNT, wiring)(spec(tmp_path))  # type: ignore[arg-type]
     assert [mount for _, mount in probed] == [True, False, True]
-    fresh = DockerSandboxes(None, "auto", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    fresh = DockerSandboxes(ENGINE, TransportChoice.AUTO, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
     assert fresh.transport is Transport.STREAM
     assert [mount for _, mount in probed] == [True, False, True, True], "another probe knows nothing of it"
 
@@ -118,13 +128,9 @@ def test_auto_is_the_mount_where_it_reaches_and_stream_never_probes_the_mount(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     probed = probing(monkeypatch, {True: 0, False: 0})
-    auto = DockerSandboxes(None, "auto", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    auto = DockerSandboxes(ENGINE, TransportChoice.AUTO, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
     assert type(auto) is SandboxedProcess and auto.transport is Transport.MOUNT
-    stream = DockerSandboxes(None, "stream", probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    stream = DockerSandboxes(ENGINE, TransportChoice.STREAM, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
     assert type(stream) is StreamSandboxedProcess and stream.transport is Transport.STREAM
     assert [mount for _, mount in probed] == [True, False]
 
-
-def test_a_transport_the_sandbox_does_not_know_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="one of auto, mount, stream, not 'tunnel'"):
-        DockerSandboxes(None, "tunnel")  # type: ignore[arg-type]

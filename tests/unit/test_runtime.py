@@ -11,16 +11,17 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import Exit, app
-from runner.cli.turn import RUNTIME_ENV as CLI_RUNTIME_ENV
+from runner.cli.shared import RUNTIME_ENV as CLI_RUNTIME_ENV
 from runner.conformance.cases import get_case
 from runner.errors import InfrastructureError
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import ALWAYS_COMPARED
-from runner.matrix.cells import Cell
+from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.sandbox import probe
-from runner.sandbox.container import ContainerSpec
-from runner.sandbox.interface import RUNTIME_ENV, Runtime, Transport
+from runner.sandbox.container import create_kwargs
+from runner.sandbox.engine import DEFAULT_SOCKET
+from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 CASE = get_case("escalation")
 IMAGE = "sha256:" + "0" * 64
@@ -28,6 +29,8 @@ IMAGE = "sha256:" + "0" * 64
 
 class Engine:
     """What ``docker info`` says about runtimes (the unit layer's stand-in for the engine's answer)."""
+
+    address = DEFAULT_SOCKET
 
     def __init__(self, runtimes: list[str], default: str = "runc") -> None:
         self.answer = {"Runtimes": {name: {"path": name} for name in runtimes}, "DefaultRuntime": default}
@@ -37,7 +40,7 @@ class Engine:
 
 
 def plan(runtime: Runtime) -> CellPlan:
-    [made] = plan_cells([Cell(CASE, CASE.condition, find_profile("reference"))], CellOptions(runtime=runtime))
+    [made] = plan_cells([MatrixCell(CASE, CASE.condition, find_profile("reference"))], CellOptions(runtime=runtime))
     return made
 
 
@@ -47,22 +50,23 @@ def test_the_command_line_and_the_sandbox_name_the_same_environment_variable() -
 
 def test_only_runsc_is_asked_of_the_engine_by_name() -> None:
     spec = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {})
-    assert "runtime" not in spec.create_kwargs()
-    assert ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC).create_kwargs()["runtime"] == "runsc"
+    assert "runtime" not in create_kwargs(spec)
+    assert create_kwargs(ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC))["runtime"] == "runsc"
 
 
 def test_under_runsc_the_pids_limit_is_the_whole_sandboxs() -> None:
-    runc = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}).create_kwargs()
-    runsc = ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC).create_kwargs()
+    runc = create_kwargs(ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}))
+    runsc = create_kwargs(ContainerSpec(IMAGE, ["true"], Path("/tmp"), {}, runtime=Runtime.RUNSC))
     assert (runc["pids_limit"], runsc["pids_limit"]) == (256, 1024)
     assert runc["mem_limit"] == runsc["mem_limit"]
 
 
 def test_a_probe_under_runsc_is_another_key_and_runcs_file_keeps_its_name() -> None:
-    runc = probe.ProbeKey.of(IMAGE, Transport.MOUNT)
-    runsc = probe.ProbeKey.of(IMAGE, Transport.MOUNT, Runtime.RUNSC)
+    runc = probe.ProbeKey.of(DEFAULT_SOCKET, IMAGE, Transport.MOUNT)
+    runsc = probe.ProbeKey.of(DEFAULT_SOCKET, IMAGE, Transport.MOUNT, Runtime.RUNSC)
     assert runc != runsc and runc.digest() != runsc.digest()
-    assert runc.runtime is Runtime.RUNC and runc == probe.ProbeKey.of(IMAGE, Transport.MOUNT, Runtime.RUNC)
+    assert runc.runtime is Runtime.RUNC
+    assert runc == probe.ProbeKey.of(DEFAULT_SOCKET, IMAGE, Transport.MOUNT, Runtime.RUNC)
 
 
 def test_an_engine_without_runsc_is_a_named_infrastructure_error_with_its_fix() -> None:

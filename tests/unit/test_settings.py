@@ -15,7 +15,7 @@ from runner.cli import settings as edge
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import find_profile
-from runner.matrix.cells import Cell, Disposition, cells
+from runner.matrix.cells import Disposition, MatrixCell, cells
 from runner.matrix.plan import CellOptions, plan_cells
 from runner.model.settings import Dialect, FaultKind, ModelFault, ModelMode
 from runner.model.types import DIALECT_NAMES
@@ -137,7 +137,7 @@ def test_exec_refuses_a_bad_transport_as_one_json_error() -> None:
 
 # --- whether a cell runs a turn: one rule -------------------------------------------------------------------------
 
-def cell(cell_id: str) -> Cell:
+def cell(cell_id: str) -> MatrixCell:
     [found] = [c for c in cells("all", "all") if c.id == cell_id]
     return found
 

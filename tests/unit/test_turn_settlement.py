@@ -26,9 +26,9 @@ from runner.conformance.cases import get_case
 from runner.harnesses.profile import Profile, WindDown, find_profile
 from runner.mcp.unix_client import unix_client
 from runner.model.settings import ModelMode
-from runner.sandbox.container import ContainerSpec, ContainerStartError
+from runner.sandbox.container import ContainerStartError
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import STDERR, STDOUT, OutputSink, Sandbox, Signal, Transport
+from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, OutputSink, Sandbox, Signal, Transport
 from runner.turn.model_choice import ModelChoice
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 from runner.turn.settings import TurnSettings

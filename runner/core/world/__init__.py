@@ -4,7 +4,7 @@
 working grant; a :class:`WorldCondition` arms the variations a matrix row needs:
 
 - ``escalation="withheld"``: no grant over the affordance, so ``sharedos.escalate`` is not published;
-- ``max_tool_calls`` / ``max_steps``: the turn's budgets (they flow into the envelope's ``Limits``);
+- ``max_tool_calls`` / ``max_steps``: the turn's budgets (they flow into the envelope's ``StepLimits``);
 - ``bounded``: the single-use ledger grant (``grant-ledger``, ``maxUses`` 1);
 - ``expired`` / ``revoked``: grant ids whose window has already closed, or that the store revoked
   (revoking an ancestor invalidates its descendants, see :mod:`runner.core.grants`);
@@ -57,7 +57,7 @@ from runner.core.world.constants import (
     WORKSPACE,
     WRITE_ACTIONS,
 )
-from runner.core.world.workspace import WorldState
+from runner.core.world_state import WorldState
 
 __all__ = [
     "AGENT",

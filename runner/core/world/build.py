@@ -20,7 +20,8 @@ from runner.core.world.constants import (
     STEP_MS,
 )
 from runner.core.world.definitions import broker_tool, describe_tool, registered_tools
-from runner.core.world.workspace import WorldState, seeded_state
+from runner.core.world.workspace import seeded_state
+from runner.core.world_state import WorldState
 
 
 @dataclass

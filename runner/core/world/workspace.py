@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
 from typing import NoReturn
 
 from runner.core.outcomes import JsonValue
 from runner.core.tools import EscalationNotTerminated, HandlerError, ResultFor, ToolContext, path_argument
 from runner.core.world.constants import BROKER_GRANTED_PATH, DRAFT, LEDGER, POLICY, SEEDED_SNAPSHOT_ID, WORKSPACE
-
-
-@dataclass
-class WorldState:
-    """The world's mutable state; only tool handlers change it.
-
-    ``snapshots`` maps a path to the snapshot ids taken of it, in order; every seeded file already
-    has ``snapshot-1``, so a rollback always has something real to name (upstream's file store).
-    """
-
-    files: dict[tuple[str, ...], str]
-    snapshots: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
-    messages: list[dict[str, JsonValue]] = field(default_factory=list)
-    searches: list[str] = field(default_factory=list)
+from runner.core.world_state import WorldState
 
 
 def seeded_state() -> WorldState:

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,11 @@ def _code_digest() -> str:
     return _hash_json({name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _BUILD_MODULES})
 
 
-def cache_key_inputs(harness: str, root: Path | None = None) -> dict[str, Any]:
+def cache_key_inputs(harness: str, root: Path | None = None) -> dict[str, object]:
     """What :func:`cache_key` hashes: digests only, by path relative to the repository (never absolute paths,
     times or anything read from an engine)."""
     root = root or repo_root()
-    chain: list[dict[str, Any]] = []
+    chain: list[dict[str, object]] = []
     name, seen = harness, list[str]()
     while name not in seen:
         seen.append(name)
@@ -229,7 +230,9 @@ def load_images(client: docker.DockerClient, harness: str, src: Path | None = No
     loaded: list[str] = []
     try:
         with path.open("rb") as f:
-            for chunk in client.api.load_image(f, quiet=True):
+            # the decoded JSON objects `docker load` streams (types-docker leaves APIClient.load_image unannotated)
+            chunks: Iterator[dict[str, object]] = client.api.load_image(f, quiet=True)  # type: ignore[no-untyped-call]
+            for chunk in chunks:
                 if "error" in chunk:
                     return result("corrupt", f"docker load {path}: {chunk['error']}")
                 loaded += [line for line in str(chunk.get("stream", "")).splitlines() if line.strip()]

@@ -78,8 +78,8 @@ class LockEntry:
     cli_version: str | None = None
     pins: tuple[LockedPin, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        body = {k: v for k, v in asdict(self).items() if v is not None and k != "name"}
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = {k: v for k, v in asdict(self).items() if v is not None and k != "name"}
         body["pins"] = [{k: v for k, v in asdict(p).items() if v is not None} for p in self.pins]
         return body
 
@@ -356,7 +356,7 @@ def _base_identity_now(client: docker.DockerClient, name: str, root: Path, integ
     found = _find_base(client, bhash)
     tar = cache_dir() / "base" / f"{bhash}.tar"
     if found is not None:
-        return "sha256:" + found.labels.get("runner.base.sha256", "")
+        return "sha256:" + str(found.labels.get("runner.base.sha256", ""))
     if tar.exists():
         return "sha256:" + _sha256_file(tar)
     raise ImageMissing(f"the base image {name!r} for recipe {bhash[:12]} is not built")

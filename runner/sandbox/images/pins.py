@@ -108,8 +108,8 @@ class Row:
         """Behind, and a bump would move it: not held, and its image can be built here."""
         return self.outdated and not self.hold and not self.unavailable
 
-    def to_json(self) -> dict[str, Any]:
-        body = asdict(self)
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = asdict(self)
         body["pinnedDate"], body["newestDate"] = body.pop("pinned_date"), body.pop("newest_date")
         return {**body, "outdated": self.outdated}
 

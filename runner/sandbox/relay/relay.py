@@ -2,7 +2,7 @@
 over this process's stdin/stdout, multiplexed.
 
 Copied into the container by the archive API (never baked into an image); the runner starts it with an exec and
-speaks the same frames from the other end (runner/sandbox/stream.py). A frame is ``>BII``: kind, channel,
+speaks the same frames from the other end (runner/sandbox/stream_transport.py). A frame is ``>BII``: kind, channel,
 length, then the payload. Kinds: 1 OPEN (relay to runner; payload: the socket's name), 2 DATA, 3 EOF (no more
 from this side), 4 CLOSE. Usage: python3 relay.py DIR NAME... (listens on DIR/NAME.sock; ``ready`` appears in
 DIR once they all listen). It exits when its stdin ends.

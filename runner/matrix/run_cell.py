@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
-import docker
 
 from runner.conformance.judge import grade_cell, not_run_cell
 from runner.matrix.artifact import write_cell
@@ -39,6 +38,7 @@ from runner.sandbox.engine import EngineError
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
+    from runner.sandbox.engine import EngineClient
     from runner.sandbox.images import ImageRecord
 
 
@@ -68,7 +68,7 @@ def _problem(error: Exception) -> InfrastructureProblem:
 
 
 async def run_cell(
-    client: docker.DockerClient | None, plan: CellPlan, directory: Path,
+    client: EngineClient | None, plan: CellPlan, directory: Path,
     progress: Callable[[str], None] = lambda _: None, image: ImageRecord | None = None,
 ) -> tuple[CellResult, TurnReport | None]:
     """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``client`` may
@@ -99,8 +99,8 @@ async def run_cell(
         report = await run_turn(client, request, progress)
     except EngineError as err:
         return _finish(directory, _base(plan, pins, infrastructure_error=_problem(err)), started), None
-    meta = report.result.metadata
-    pins = pins.with_turn(meta.get("promptHash"), meta.get("catalogHash"))
+    executed = report.result
+    pins = pins.with_turn(executed.text("promptHash"), executed.text("catalogHash"))
     problem = report.infrastructure_error
     wiring = None if problem is None else InfrastructureProblem(
         kind=str(problem["kind"]), detail=str(problem["detail"])
@@ -111,8 +111,8 @@ async def run_cell(
     turn = TurnSummary(
         status=report.result.status.value, reason_code=report.result.reason_code,
         reason=report.result.escalation.reason if report.result.escalation else None,
-        calls_after_escalation=meta.get("callsAfterEscalation"), harness_outcome=meta.get("harnessOutcome"),
-        harness_error_code=meta.get("harnessErrorCode"), exit_code=report.drive.exit_code,
+        calls_after_escalation=executed.count("callsAfterEscalation"), harness_outcome=executed.text("harnessOutcome"),
+        harness_error_code=executed.text("harnessErrorCode"), exit_code=report.drive.exit_code,
         deadline_hit=report.drive.deadline_hit,
     )
     model = plan.model

@@ -34,12 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import docker
+from docker.models.containers import Container
 from docker.types import Mount
-from docker.utils.socket import frames_iter
 
-from runner.sandbox.container import TURN_MOUNT, USER, ContainerSpec, ContainerStartError, SandboxedProcess
+from runner.sandbox.container import (
+    TURN_MOUNT,
+    USER,
+    ContainerStartError,
+    SandboxedProcess,
+    create_kwargs,
+    demultiplexed,
+)
 from runner.sandbox.engine import call_with_retry
-from runner.sandbox.interface import Transport
+from runner.sandbox.interface import ContainerSpec, Transport
 
 HEADER = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
@@ -72,7 +79,7 @@ class StreamSandboxedProcess(SandboxedProcess):
         return Transport.STREAM
 
     def _create(self) -> Any:
-        kwargs = self.spec.create_kwargs()
+        kwargs = create_kwargs(self.spec)
         kwargs["mounts"] = [Mount(TURN_MOUNT, None, type="volume")]  # anonymous: removed with the container
         kwargs["command"] = ["sh", "-c", WAIT, "runner-wait", *self.spec.argv]
         container = call_with_retry(self.client.containers.create, **kwargs)
@@ -150,7 +157,7 @@ def turn_archive(turn_dir: Path) -> bytes:
 class Bridge:
     """The runner's end of the relay: one exec stream, demultiplexed into connections to the host-side sockets."""
 
-    def __init__(self, client: docker.DockerClient, container: Any, turn_dir: Path) -> None:
+    def __init__(self, client: docker.DockerClient, container: Container, turn_dir: Path) -> None:
         self.turn_dir = turn_dir
         exec_id = call_with_retry(
             client.api.exec_create, container.id, ["sh", "-c", RELAY_COMMAND, "relay", RELAY_DIR, *SOCKETS],
@@ -176,7 +183,7 @@ class Bridge:
     def _read(self) -> None:
         pending = b""
         try:
-            for stream, data in frames_iter(self._sock, tty=False):
+            for stream, data in demultiplexed(self._sock):
                 if stream != 1:
                     logger.warning("stream relay: %s", data.decode("utf-8", "replace").rstrip())
                     continue
