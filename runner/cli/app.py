@@ -13,6 +13,7 @@ from runner.cli.images import app as images_app
 from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
 from runner.cli.render import UNWRAPPED
+from runner.cli.show import show
 from runner.cli.turn import exec_, gc
 
 EPILOG = (
@@ -34,6 +35,7 @@ app.command("exec")(exec_)
 app.command("run")(run)
 app.command("report")(report)
 app.command("repro")(repro)
+app.command("show")(show)
 app.command("matrix")(matrix)
 app.command("cases")(cases)
 app.command("harnesses")(harnesses)
