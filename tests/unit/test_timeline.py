@@ -24,11 +24,15 @@ from runner.core.timeline import (
     iso_utc,
     wind_down_seconds,
 )
+from runner.matrix.artifact import load_result
+from runner.matrix.series import Group, findings
 from runner.matrix.timeline import CellReadError, read_cell_timeline
 from runner.turn.timeline import TIMELINE, TimelineFile
 
 RUNNER = str(Path(sys.executable).parent / "runner")
-GOLDEN_CELL = Path(__file__).resolve().parents[1] / "golden" / "runs" / "matrix" / "escalation.baseline.reference"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runs"
+GOLDEN_CELL = GOLDEN / "matrix" / "escalation.baseline.reference"
+GOLDEN_TRIALS = GOLDEN / "trials" / "escalation.baseline.model"
 
 
 class Ticks:
@@ -121,6 +125,23 @@ def test_the_timeline_file_holds_one_scrubbed_object_a_line_and_nothing_after_it
     lines = (tmp_path / TIMELINE).read_text().splitlines()
     assert len(lines) == 1 and secret not in lines[0]
     assert json.loads(lines[0])["event"] == "mcp_call"
+
+
+def test_two_scripted_trials_that_wound_down_in_different_times_found_the_same() -> None:
+    first, second = load_result(GOLDEN_TRIALS / "result.json"), load_result(GOLDEN_TRIALS / "trial-2" / "result.json")
+
+    def timed(result: Any, seconds: float, status: str = "escalated") -> Any:
+        turn = result.turn.model_copy(update={"wind_down_seconds": seconds, "status": status})
+        return result.model_copy(update={"turns": (turn,)})
+
+    def found(*runs: Any) -> list[str]:
+        group = Group({})
+        for run in runs:
+            group.add(run)
+        return findings([group])
+
+    assert found(timed(first, 0.8), timed(second, 1.3)) == []
+    assert found(timed(first, 0.8), timed(second, 0.8, status="failed")), "a different ending still is a finding"
 
 
 # --- a cell's timeline, read back ---------------------------------------------------------------------------------
