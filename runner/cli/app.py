@@ -12,6 +12,7 @@ from runner.cli.images import app as images_app
 from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
 from runner.cli.render import UNWRAPPED, is_terminal
+from runner.cli.show import show
 from runner.cli.turn import exec_, gc
 
 EPILOG = (
@@ -33,6 +34,7 @@ app.command("exec")(exec_)
 app.command("run")(run)
 app.command("report")(report)
 app.command("repro")(repro)
+app.command("show")(show)
 app.command("matrix")(matrix)
 app.command("cases")(cases)
 app.command("harnesses")(harnesses)

@@ -80,6 +80,7 @@ class EscalationLatch:
         # checked once, at construction: the affordance is honoured only when the catalogue holds it
         self.offered = ESCALATE_TOOL in set(catalogue)
         self.reason: str | None = None
+        self.ask_call_id: str | None = None  # the call that closed the latch (the turn's timeline marks it)
         self.calls_after_escalation = 0
 
     @property
@@ -96,7 +97,7 @@ class EscalationLatch:
             # not an ask, or an ungranted one: the envelope decides (and refuses tool_unavailable)
             return await self._host.invoke_tool(call)
         # latch synchronously, before any await: no other call can pass in between
-        self.reason = reason
+        self.reason, self.ask_call_id = reason, call.call_id
         self._host.annotate("escalationAsked", {"tool": ESCALATE_TOOL, "reason": reason})
         return ToolResult.ok(call, {"escalated": True, "reason": reason, "note": ESCALATION_NOTE})
 

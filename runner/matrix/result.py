@@ -77,6 +77,7 @@ class TurnSummary(JsonModel):
     reason_code: str | None = None
     reason: str | None = None
     calls_after_escalation: int | None = None
+    wind_down_seconds: float | None = None  # the ask answered -> the CLI's exit by itself; null: no ask, or deadline
     harness_outcome: str | None = None
     harness_error_code: str | None = None
     exit_code: int | None = None
@@ -172,7 +173,7 @@ class CellResult(JsonModel):
     pins: CellPins
     repro: str
     deadline_seconds: int | float | None = omitted()  # the deadline asked for (repro reuses it)
-    started_at: str | None = omitted()
+    started_at: str | None = omitted()  # the turn's start (ISO-8601 UTC); a cell that ran none: when it was written
     grade: GradeRecord | None = omitted()
     infrastructure_error: InfrastructureProblem | None = omitted()
     turns: tuple[TurnSummary, ...] = Field(

@@ -19,6 +19,7 @@ import anyio
 import anyio.to_thread
 
 from runner.conformance.judge import grade_cell, not_run_cell
+from runner.core.timeline import iso_utc
 from runner.matrix.artifact import write_cell
 from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
@@ -52,12 +53,14 @@ def _base(
     plan: CellPlan, pins: CellPins, *, grade: GradeRecord | None = None,
     infrastructure_error: InfrastructureProblem | None = None, turn: TurnSummary | None = None,
     model: ModelRecord | None = None, files: dict[str, str] | None = None, transport: str | None = None,
+    started_at: str | None = None,
 ) -> CellResult:
+    """The cell's result; ``started_at``: its turn's start (now, for a cell that ran no turn)."""
     cell = plan.cell
     return CellResult(
         cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
         row=_row(plan), pins=pins, repro=plan.repro, deadline_seconds=plan.options.deadline,
-        started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), grade=grade,
+        started_at=started_at or iso_utc(time.time()), grade=grade,
         infrastructure_error=infrastructure_error, turns=(turn,) if turn else (), model=model, files=files,
         transport=transport,
     )
@@ -111,7 +114,8 @@ async def run_cell(
     turn = TurnSummary(
         status=report.result.status.value, reason_code=report.result.reason_code,
         reason=report.result.escalation.reason if report.result.escalation else None,
-        calls_after_escalation=executed.count("callsAfterEscalation"), harness_outcome=executed.text("harnessOutcome"),
+        calls_after_escalation=executed.count("callsAfterEscalation"), wind_down_seconds=report.wind_down_seconds,
+        harness_outcome=executed.text("harnessOutcome"),
         harness_error_code=executed.text("harnessErrorCode"), exit_code=report.drive.exit_code,
         deadline_hit=report.drive.deadline_hit,
     )
@@ -121,7 +125,7 @@ async def run_cell(
         model=ModelRecord(mode=model.mode.value, why=model.why, credential=model.credential,
                           recording=str(model.recording) if model.recording else None,
                           fault=model.fault.spec if model.fault else None),
-        files={k: os.path.relpath(v, directory) for k, v in report.files.items()},
+        files={k: os.path.relpath(v, directory) for k, v in report.files.items()}, started_at=report.started_at,
     )
     return _finish(directory, result, started), report
 

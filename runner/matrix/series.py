@@ -149,8 +149,10 @@ def outcome(runs: list[CellResult]) -> str:
 
 
 def reading(run: CellResult) -> dict[str, JsonModel | None]:
-    """What a run found, without when, where or how long: what two scripted runs must agree on."""
-    return {"grade": run.grade, "turn": run.turn, "infrastructureError": run.infrastructure_error}
+    """What a run found, without when, where or how long (its turn's wind-down is a time): what two scripted runs
+    must agree on."""
+    turn = run.turn.model_copy(update={"wind_down_seconds": None}) if run.turn is not None else None
+    return {"grade": run.grade, "turn": turn, "infrastructureError": run.infrastructure_error}
 
 
 def findings(groups: list[Group]) -> list[str]:

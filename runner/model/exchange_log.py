@@ -1,11 +1,13 @@
 """The exchange log: one JSON line per model request, scrubbed, with a bounded copy of the answer.
 
-Each record holds ``request_seq`` (the request's number in arrival order, 1-based; ``seq`` is the
-line's number in write order, which is completion order), the request (method, path, query,
-headers with credentials redacted, the JSON body, decoded first when the client gzip- or
-deflate-compressed it), the dialect, the scripted model's ``step`` and decision (or, live, the
-upstream URL; replay, the recorded exchange it served or the divergence), the response, how the
-exchange ended, and its duration.
+Each record holds ``at`` and ``t``, when the request arrived (the wall clock, ISO-8601 UTC with milliseconds,
+and seconds since the turn's start, both from the turn's one clock: :class:`runner.core.timeline.TurnClock`),
+``ts`` (the wall clock on that same clock when the line was written, that is when the exchange ended),
+``request_seq`` (the request's number in arrival order, 1-based; ``seq`` is the line's number in write
+order, which is completion order), the request (method, path, query, headers with credentials redacted,
+the JSON body, decoded first when the client gzip- or deflate-compressed it), the dialect, the scripted
+model's ``step`` and decision (or, live, the upstream URL; replay, the recorded exchange it served or the
+divergence), the response, how the exchange ended, and its duration.
 
 The response is ``status``, ``content_type`` and, where the endpoint passes on more than that,
 ``headers`` (credential headers redacted); then for a stream ``stream: true`` and the SSE
@@ -34,14 +36,15 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import time
 import zlib
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, overload
 
 from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
+from runner.core.timeline import TurnClock
 from runner.model.sse import SseEvent, SseParser, compact_json
 
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
@@ -260,8 +263,12 @@ def _cut_pieces(pieces: list[tuple[int, Any, Any]], joined: str, scrubber: Scrub
 class ExchangeLog:
     """Appends scrubbed exchange records to a JSONL file."""
 
-    def __init__(self, path: Path, scrubber: Scrubber, secrets: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, path: Path, scrubber: Scrubber, secrets: Mapping[str, str] | None = None, *,
+        clock: TurnClock | None = None,
+    ) -> None:
         self.path = path
+        self.clock = clock or TurnClock(time.monotonic, time.time)  # the turn's, or one started with the log
         self.scrubber = scrubber.with_secrets(secrets or {}, MIN_EXTRA_SECRET)
         self.count = 0
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -300,7 +307,7 @@ class ExchangeLog:
         if self._file is None:
             return
         self.count += 1
-        full = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "seq": self.count, **record}
+        full = {"ts": self.clock.now().at, "seq": self.count, **record}
         line = self.scrub(json.dumps(self.scrub_value(full), ensure_ascii=False, separators=(",", ":")))
         self._file.write(line + "\n")
         self._file.flush()

@@ -11,7 +11,9 @@ preconnect) is answered 200. Every other request is answered by the endpoint's o
 (:mod:`~runner.model.handlers.scripted`); in live mode every request is forwarded, the dialect only
 labels it (:mod:`~runner.model.handlers.live`); in replay mode every request is answered from the
 recording (:mod:`~runner.model.handlers.replay`, the rule in :mod:`runner.model.replay`). Every
-exchange is appended to the exchange log. A scripted model can be told to fail on purpose (an
+exchange is appended to the exchange log, stamped (``at``, ``t``) when its request arrived on the clock of the
+turn's timeline (when one is given: each request then also goes on it as ``model_request``; otherwise on a
+clock started with the endpoint). A scripted model can be told to fail on purpose (an
 error, a stall, a stream cut short: :mod:`runner.model.faults`).
 """
 
@@ -35,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from runner.core.outcomes import JsonValue
+from runner.core.timeline import Timeline, TimelineEvent, TurnClock
 from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.dialects import dialect_for, guess_dialect
 from runner.model.exchange_log import ExchangeLog, body_for_log, classify_auth, decode_body, redact_headers
@@ -80,12 +83,14 @@ class _Service:
     """Routing: every request is read, counted and logged here, then answered by the handler."""
 
     def __init__(
-        self, config: ModelEndpointConfig, handle: ModelEndpointHandle, log: ExchangeLog, handler: ModelHandler
+        self, config: ModelEndpointConfig, handle: ModelEndpointHandle, log: ExchangeLog, handler: ModelHandler,
+        timeline: Timeline | None = None,
     ) -> None:
         self.config = config
         self.handle = handle
         self.log = log
         self.handler = handler
+        self.timeline = timeline
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
@@ -100,7 +105,12 @@ class _Service:
         dialect = dialect_for(method, path)
         self.handle.requests += 1
         self.handle.by_dialect[dialect.name if dialect else "other"] += 1
+        if self.timeline is not None:
+            arrived = self.timeline.record(TimelineEvent.MODEL_REQUEST, n=self.handle.requests)
+        else:
+            arrived = self.log.clock.now()
         record: dict[str, JsonValue] = {
+            **arrived.to_json(),
             "mode": self.config.mode.value,
             "request_seq": self.handle.requests,
             "dialect": dialect.name if dialect else None,
@@ -170,15 +180,16 @@ def _tcp_socket(host: str, port: int) -> socket.socket:
 @asynccontextmanager
 async def _serve(
     sock: socket.socket, endpoint: ModelEndpointConfig, log_path: Path, server_name: str,
-    handle: ModelEndpointHandle,
+    handle: ModelEndpointHandle, timeline: Timeline | None,
 ) -> AsyncIterator[ModelEndpointHandle]:
     forwarder: LiveForwarder | None = None
     if endpoint.mode is ModelMode.LIVE:
         if endpoint.live is None:  # pragma: no cover - ModelEndpointConfig refuses this
             raise ValueError("live mode without live settings")
         forwarder = LiveForwarder(endpoint.live, endpoint.environ)  # reads the credential now
-    log = ExchangeLog(log_path, endpoint.scrubber, forwarder.secrets if forwarder else None)
-    service = _Service(endpoint, handle, log, handler_for(endpoint, handle, log, server_name, forwarder))
+    clock = timeline.clock if timeline is not None else TurnClock(time.monotonic, time.time)
+    log = ExchangeLog(log_path, endpoint.scrubber, forwarder.secrets if forwarder else None, clock=clock)
+    service = _Service(endpoint, handle, log, handler_for(endpoint, handle, log, server_name, forwarder), timeline)
     config = uvicorn.Config(
         service.app(), http="h11", lifespan="off", log_config=None, log_level="warning", access_log=False,
         server_header=False,
@@ -217,16 +228,18 @@ async def _serve(
 
 @asynccontextmanager
 async def serve_model(
-    socket_path: Path, endpoint: ModelEndpointConfig, log_path: Path, *, server_name: str = "sharedos"
+    socket_path: Path, endpoint: ModelEndpointConfig, log_path: Path, *, server_name: str = "sharedos",
+    timeline: Timeline | None = None,
 ) -> AsyncIterator[ModelEndpointHandle]:
-    """Serve the model endpoint on the unix socket ``socket_path`` until the block exits.
+    """Serve the model endpoint on the unix socket ``socket_path`` until the block exits; each request goes on
+    ``timeline`` when one is given, and the exchange log is stamped on its clock.
 
     Yields a :class:`ModelEndpointHandle` (counters). On exit, held-back (``hang``) answers are
     released, in-flight streams get :data:`SHUTDOWN_GRACE` seconds, and the socket is removed."""
     sock = _unix_socket(socket_path)
     handle = ModelEndpointHandle(endpoint.mode, "http://model.sock", socket_path=socket_path, log_path=log_path)
     try:
-        async with _serve(sock, endpoint, log_path, server_name, handle):
+        async with _serve(sock, endpoint, log_path, server_name, handle, timeline):
             yield handle
     finally:
         socket_path.unlink(missing_ok=True)
@@ -235,12 +248,12 @@ async def serve_model(
 @asynccontextmanager
 async def serve_model_tcp(
     endpoint: ModelEndpointConfig, log_path: Path, *, host: str = "127.0.0.1", port: int = 0,
-    server_name: str = "sharedos",
+    server_name: str = "sharedos", timeline: Timeline | None = None,
 ) -> AsyncIterator[ModelEndpointHandle]:
     """The same endpoint on TCP (``port=0``: any free port); ``handle.url`` is its base URL."""
     sock = _tcp_socket(host, port)
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     handle = ModelEndpointHandle(endpoint.mode, f"http://{shown}:{bound[1]}", log_path=log_path)
-    async with _serve(sock, endpoint, log_path, server_name, handle):
+    async with _serve(sock, endpoint, log_path, server_name, handle, timeline):
         yield handle

@@ -4,6 +4,9 @@ Nothing here reacts to what the CLI asked: the only stop is the deadline, which 
 CLI's process group, waits the profile's grace period, then sends SIGKILL. Blocking docker-py calls
 run in worker threads from our own limiter, so the MCP server keeps answering meanwhile.
 
+Every moment of it goes on the turn's timeline when one is given: the container started, the CLI's first
+output, each deadline signal, the CLI's exit (``by`` itself, or by the deadline).
+
 Each engine call is retried on its own (runner.sandbox.engine). One that still fails mid-turn (the
 wait, a signal) is kept in ``Drive.engine_failed``: the turn then ends as an infrastructure error,
 and teardown removes the container as always.
@@ -17,6 +20,8 @@ from dataclasses import dataclass
 import anyio
 import anyio.to_thread
 
+from runner.core.outcomes import JsonValue
+from runner.core.timeline import EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
 from runner.harnesses.profile import Profile
 from runner.sandbox.container import ContainerStartError
 from runner.sandbox.engine import EngineError
@@ -39,7 +44,7 @@ class Drive:
 
 async def drive(
     proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
-    progress: object,
+    progress: object, timeline: Timeline | None = None,
 ) -> Drive:
     """Start the CLI and drive it to its end: by itself, or stopped by the deadline and the wind-down."""
     say = progress if callable(progress) else (lambda _m: None)
@@ -50,14 +55,15 @@ async def drive(
         run.not_started = str(err)
         return run
     run.container_id = proc.id
-    watch = _Watch(proc, stdout, stderr, profile)
+    watch = _Watch(proc, stdout, stderr, profile, timeline)
+    watch.mark(TimelineEvent.CONTAINER_STARTED)
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch.pump)
         tg.start_soon(watch.wait)
         say(f"turn running (deadline {deadline:g}s)")
         if not await watch.exited_within(deadline):
-            run.deadline_hit = True
-            await _wind_down(watch, profile, say)
+            run.deadline_hit = watch.deadline_hit = True
+            await _wind_down(watch, profile, deadline, say)
         # the output stream ends with the process; let the pump drain what is left
         with anyio.move_on_after(DRAIN_SECONDS):
             await watch.pumped.wait()
@@ -68,27 +74,40 @@ async def drive(
     return run
 
 
-async def _wind_down(watch: _Watch, profile: Profile, say: Callable[[str], None]) -> None:
+async def _wind_down(watch: _Watch, profile: Profile, deadline: float, say: Callable[[str], None]) -> None:
     """The deadline passed: SIGTERM to the CLI's process group, the grace period, then SIGKILL."""
     say("deadline reached: SIGTERM to the CLI's process group")
-    await watch.send("SIGTERM")
-    if await watch.exited_within(profile.wind_down.grace_seconds):
+    await watch.send("SIGTERM", f"the turn deadline of {deadline:g}s passed")
+    grace = profile.wind_down.grace_seconds
+    if await watch.exited_within(grace):
         return
     say("grace period over: SIGKILL")
-    await watch.send("SIGKILL")
+    await watch.send("SIGKILL", f"the grace period of {grace:g}s after SIGTERM passed")
     await watch.exited_within(KILL_WAIT_SECONDS)
 
 
 class _Watch:
     """The running CLI: its output pumped into the sinks, its exit awaited, signals sent, failures kept."""
 
-    def __init__(self, proc: Sandbox, stdout: StreamSink, stderr: StreamSink, profile: Profile) -> None:
+    def __init__(
+        self, proc: Sandbox, stdout: StreamSink, stderr: StreamSink, profile: Profile, timeline: Timeline | None
+    ) -> None:
         self.proc, self.stdout, self.stderr, self.profile = proc, stdout, stderr, profile
+        self.timeline = timeline
         self.exited, self.pumped = anyio.Event(), anyio.Event()
         self.codes: list[int | None] = []
         self.failures: list[EngineError] = []  # engine calls that kept failing after their retries
+        self.deadline_hit = False
+        self.heard = False  # the CLI's first output is on the timeline
+
+    def mark(self, event: TimelineEvent, **fields: JsonValue) -> None:
+        if self.timeline is not None:
+            self.timeline.record(event, **fields)
 
     def on_output(self, stream: int, data: bytes) -> None:
+        if not self.heard and data:  # called from the pump's one thread: no other caller races this flag
+            self.heard = True
+            self.mark(TimelineEvent.CLI_FIRST_OUTPUT, stream="stdout" if stream == STDOUT else "stderr")
         if stream != STDOUT:
             self.stderr.feed(data)
         elif self.stdout.feed(data) and self.profile.prompt.keep_stdin_open:
@@ -100,7 +119,10 @@ class _Watch:
 
     async def wait(self) -> None:
         try:
-            self.codes.append(await anyio.to_thread.run_sync(self.proc.wait, limiter=THREADS, abandon_on_cancel=True))
+            code = await anyio.to_thread.run_sync(self.proc.wait, limiter=THREADS, abandon_on_cancel=True)
+            self.codes.append(code)
+            self.mark(TimelineEvent.CLI_EXITED, exitCode=code,
+                      by=EXITED_BY_DEADLINE if self.deadline_hit else EXITED_BY_ITSELF)
         except EngineError as err:
             self.failures.append(err)  # nobody can say how the CLI ended; teardown removes the container
         self.exited.set()
@@ -110,7 +132,8 @@ class _Watch:
             await self.exited.wait()
         return self.exited.is_set()
 
-    async def send(self, signal: Signal) -> None:
+    async def send(self, signal: Signal, reason: str) -> None:
+        self.mark(TimelineEvent.DEADLINE_SIGNAL, signal=signal, reason=reason)
         try:
             await anyio.to_thread.run_sync(self.proc.signal, signal, limiter=THREADS)
         except EngineError as err:

@@ -20,6 +20,8 @@ from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
+from runner.core.timeline import Timeline, TimelineEvent, TurnClock, answer_of
+from runner.core.vocabulary import Code
 from runner.core.world import build_world
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
@@ -31,6 +33,7 @@ from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 from runner.turn.model_choice import ModelChoice
 from runner.turn.settings import TurnSettings
+from runner.turn.timeline import TimelineFile, open_timeline, start_clock
 from runner.turn.transcript import StreamSink
 from runner.turn.turndir import TurnDir, create_turn_dir, placeholder_values
 
@@ -100,6 +103,8 @@ class PreparedTurn:
     turn_dir: TurnDir
     spec: ContainerSpec
     transcript: Transcript
+    timeline: Timeline
+    timeline_file: TimelineFile
     mcp_log: list[dict[str, JsonValue]] = field(default_factory=list)
 
     @property
@@ -107,14 +112,30 @@ class PreparedTurn:
         return self.req.profile
 
     def log_mcp(self, kind: str, data: dict[str, JsonValue]) -> None:
-        self.mcp_log.append({"event": kind, **data})
+        """One MCP server event, stamped on the turn's clock; a tool call also goes on the timeline, with how it
+        was answered: the ask that closed the latch, and every call the latch refused after it."""
+        if kind != "tool.called":
+            self.mcp_log.append({"event": kind, **self.timeline.clock.now().to_json(), **data})
+            return
+        tool, given = data.get("tool"), data.get("code")
+        code = given if isinstance(given, str) else None
+        after = code == Code.ESCALATION_PENDING
+        stamp = self.timeline.record(TimelineEvent.MCP_CALL, tool=tool, answer=answer_of(str(data.get("status")), code),
+                                     afterAsk=after)
+        self.mcp_log.append({"event": kind, **stamp.to_json(), **data})
+        if self.latch.ask_call_id is not None and data.get("callId") == self.latch.ask_call_id:
+            self.timeline.record(TimelineEvent.ASK_ANSWERED, stamp, tool=tool)
+        elif after:
+            self.timeline.record(TimelineEvent.REFUSED_AFTER_ASK, stamp, tool=tool, code=code)
 
 
-def prepare_turn(req: TurnRequest) -> PreparedTurn:
-    """Everything the turn needs before its servers and its process start; creates the turn dir."""
+def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTurn:
+    """Everything the turn needs before its servers and its process start; creates the turn dir and opens the
+    turn's timeline on ``clock`` (started now when None), its first entry ``turn_started`` at the clock's start."""
     profile, case, condition = req.profile, req.case, req.condition
     execution_id = f"{case.id}.{condition.id}.{profile.id}"
     scrubber = Scrubber(req.settings.host.variables, profile.credentials)
+    clock = clock or start_clock()
     req.out_dir.mkdir(parents=True, exist_ok=True)
 
     world = build_world(condition.world)
@@ -137,13 +158,15 @@ def prepare_turn(req: TurnRequest) -> PreparedTurn:
     model_id = _model_id(profile, req.model)
     values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
     turn_dir = create_turn_dir(profile, script, values)
+    timeline, timeline_file = open_timeline(req.out_dir, scrubber, clock)
+    timeline.record(TimelineEvent.TURN_STARTED, clock.started)
     return PreparedTurn(
         req=req, execution_id=execution_id,
         deadline=req.deadline if req.deadline is not None else profile.default_deadline_seconds,
         scrubber=scrubber, envelope=envelope, latch=latch, invoker=invoker, instructions=instructions,
         prompt=prompt, actions=actions, script=script, model_id=model_id, turn_dir=turn_dir,
         spec=_container_spec(req, execution_id, turn_dir, prompt, values),
-        transcript=_transcript(req, profile, scrubber),
+        transcript=_transcript(req, profile, scrubber), timeline=timeline, timeline_file=timeline_file,
     )
 
 

@@ -18,12 +18,16 @@
 5. **Collect**: the record, the transcripts and the CLI's own session transcript are written, scrubbed.
 6. **Teardown, always**, in order: close the bridge (MCP server), stop the model endpoint (both when
    step 2's stack exits), remove the sandbox (unless kept), remove the turn dir.
+
+The turn runs on one clock (:func:`runner.turn.timeline.start_clock`), started first: the turn's start
+(``startedAt``), the stamps of the MCP events and the model exchanges, and every moment on the timeline
+(``timeline.jsonl``), down to ``teardown_done`` and ``turn_ended``. From it the report takes
+``windDownSeconds``: the ask answered to the CLI's exit by itself.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ import anyio
 
 from runner.core.outcomes import ExecutionResult, JsonValue
 from runner.core.scrub import Scrubber
+from runner.core.timeline import TimelineEvent, wind_down_seconds
 from runner.harnesses.interpreters import get_session_reader
 from runner.mcp.server import McpServerHandle, serve_mcp
 from runner.sandbox.factory import DockerSandboxes
@@ -42,6 +47,7 @@ from runner.turn.collect import copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive
 from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
+from runner.turn.timeline import start_clock
 
 if TYPE_CHECKING:
     from runner.model import ModelEndpointHandle
@@ -65,6 +71,8 @@ class TurnReport:
     transport: Transport  # which transport ran (mount or stream)
     mcp: dict[str, JsonValue] = field(default_factory=dict)
     infrastructure_error: dict[str, JsonValue] | None = None
+    started_at: str | None = None  # the turn's start, on its clock (ISO-8601 UTC, milliseconds)
+    wind_down_seconds: float | None = None  # the ask answered -> the CLI's exit by itself; None: no ask, or deadline
 
     def to_json(self) -> dict[str, JsonValue]:
         result = self.result
@@ -89,6 +97,8 @@ class TurnReport:
             "model": {**self.request.model.to_json()},
             "exitCode": self.drive.exit_code,
             "deadlineHit": self.drive.deadline_hit,
+            "windDownSeconds": self.wind_down_seconds,
+            "startedAt": self.started_at,
             "elapsedSeconds": round(self.elapsed, 3),
             "containerId": self.drive.container_id,
             "kept": self.request.keep,
@@ -117,15 +127,16 @@ async def run_turn(
     *, sandboxes: SandboxFactory | None = None,
 ) -> TurnReport:
     """Run one turn; its CLI's sandbox comes from ``sandboxes`` (a container on ``client`` by default)."""
-    started = time.monotonic()
+    clock = start_clock()
     if sandboxes is None:
         if client is None:
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
         sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
-    turn = prepare_turn(req)
+    turn = prepare_turn(req, clock)
     proc: Sandbox | None = None
     try:
         proc = await anyio.to_thread.run_sync(sandboxes, turn.spec, limiter=THREADS)
+        turn.timeline.record(TimelineEvent.CONTAINER_CREATED)
         played = await _serve_and_drive(turn, proc, progress)
         turn.transcript.close()
         session = await anyio.to_thread.run_sync(_copy_session, turn, proc, limiter=THREADS)
@@ -135,8 +146,9 @@ async def run_turn(
         files = _collect(turn, settled, session)
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
-            elapsed=time.monotonic() - started, transport=proc.transport, mcp=played.mcp,
-            infrastructure_error=settled.infrastructure_error,
+            elapsed=clock.now().t, transport=proc.transport, mcp=played.mcp,
+            infrastructure_error=settled.infrastructure_error, started_at=clock.started.at,
+            wind_down_seconds=wind_down_seconds(turn.timeline.entries),
         )
     finally:
         await _teardown(turn, proc)
@@ -150,9 +162,10 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
             turn.turn_dir.mcp_socket, turn.envelope.catalogue, turn.invoker, instructions=turn.instructions,
             server_name=profile.mcp_server_name, on_event=turn.log_mcp,
         ))
-        model = await _serve_model(stack, req, turn.turn_dir.model_socket, turn.actions, turn.scrubber, turn.model_id)
+        model = await _serve_model(stack, turn)
         progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
-        run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress)
+        run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress,
+                          turn.timeline)
         mcp: dict[str, JsonValue] = {
             "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
             "calls": server.calls, "clients": [{**info} for info in server.client_infos],
@@ -164,10 +177,8 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
     return Played(run, server, mcp, divergence)
 
 
-async def _serve_model(
-    stack: AsyncExitStack, req: TurnRequest, socket_path: Path, actions: list[dict[str, JsonValue]],
-    scrubber: Scrubber, model_id: str | None,
-) -> ModelEndpointHandle | None:
+async def _serve_model(stack: AsyncExitStack, turn: PreparedTurn) -> ModelEndpointHandle | None:
+    req, actions, scrubber = turn.req, turn.actions, turn.scrubber
     profile = req.profile
     if profile.model is None:
         return None
@@ -181,9 +192,10 @@ async def _serve_model(
         recording=req.model.recording, placeholder_key=profile.model.placeholder_key, fault=req.model.fault,
         invents=profile.issues_uncatalogued,
     )
-    return await stack.enter_async_context(
-        serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)
-    )
+    return await stack.enter_async_context(serve_model(
+        turn.turn_dir.model_socket, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name,
+        timeline=turn.timeline,
+    ))
 
 
 def _copy_session(turn: PreparedTurn, proc: Sandbox) -> Path | None:
@@ -215,15 +227,22 @@ def _collect(turn: PreparedTurn, settled: Settlement, session: Path | None) -> d
         files["session"] = str(session)
     if profile.model is not None:
         files["modelExchanges"] = str(req.out_dir / "model-exchanges.jsonl")
+    files["timeline"] = str(turn.timeline_file.path)
     return files
 
 
 async def _teardown(turn: PreparedTurn, proc: Sandbox | None) -> None:
-    """Remove the sandbox (unless kept) and the turn dir, whatever happened before, even under cancellation."""
+    """Remove the sandbox (unless kept) and the turn dir, whatever happened before, even under cancellation; the
+    timeline's last two entries, and its file closed."""
     with anyio.CancelScope(shield=True):
-        if proc is not None and not turn.req.keep:
-            await anyio.to_thread.run_sync(proc.remove, limiter=THREADS)
-        turn.turn_dir.remove()
+        try:
+            if proc is not None and not turn.req.keep:
+                await anyio.to_thread.run_sync(proc.remove, limiter=THREADS)
+            turn.turn_dir.remove()
+            turn.timeline.record(TimelineEvent.TEARDOWN_DONE)
+            turn.timeline.record(TimelineEvent.TURN_ENDED)
+        finally:
+            turn.timeline_file.close()
 
 
 def _write_artifacts(

@@ -41,6 +41,7 @@ HARNESSES = "reference,codex"
 CASES = "escalation,escalation-refused,host-policy-denied,hidden-tool,forged-grant"
 INPUTS = {"harness": HARNESSES, "case": CASES, "model": "scripted", "shard_minutes": "0.2"}
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
+TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after the ask: a time, not a finding
 # an image id is the engine's own: each job's engine builds (or loads) its own image from the same committed recipe
 # (images/lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
 MACHINE_LOCAL_PINS = ("imageId",)
@@ -147,7 +148,10 @@ def results(directory: Path, column: str | None = None) -> dict[str, dict[str, A
         data = json.loads(file.read_text(encoding="utf-8"))
         if column is None or data["cell"]["column"] == column:
             pins = {k: v for k, v in data.get("pins", {}).items() if k not in MACHINE_LOCAL_PINS}
-            found[data["cell"]["id"]] = {**{k: v for k, v in data.items() if k not in TRANSIENT}, "pins": pins}
+            kept = {k: v for k, v in data.items() if k not in TRANSIENT}
+            if "turn" in kept:
+                kept["turn"] = {k: v for k, v in kept["turn"].items() if k not in TRANSIENT_IN_TURN}
+            found[data["cell"]["id"]] = {**kept, "pins": pins}
     return found
 
 

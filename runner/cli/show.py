@@ -1,0 +1,127 @@
+"""``runner show CELL_DIR``: one cell's verdict and its timeline, in a terminal or a pipe (or ``--json``).
+
+The text is plain lines: the verdict as ``key  value`` (keys aligned, the value last), then the timeline, one moment
+a line (time, source and event aligned, the details last). No line is padded past its own content, none ends in a
+space, none is folded: it reads the same in a terminal, through ``less``, in a file or in ``grep``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from runner.cli.render import fail, reported
+from runner.errors import Exit
+
+if TYPE_CHECKING:
+    from runner.matrix.result import CellResult
+    from runner.matrix.timeline import CellTimeline, Moment
+
+GAP = "  "
+
+
+def show(
+    cell_dir: Annotated[Path, typer.Argument(metavar="CELL_DIR", help="A cell directory (it holds result.json).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+) -> None:
+    """Print a cell's verdict and its timeline: the turn's moments, the MCP events and the model requests, merged by
+    their time since the turn's start. Exit 2 when CELL_DIR is not a cell directory or one of its files cannot be
+    read (the message names the file and the line).
+
+    Example: runner show runs/matrix/escalation.baseline.codex
+    """
+    from runner.matrix.artifact import RESULT, load_result
+    from runner.matrix.timeline import read_cell_timeline
+
+    if not (cell_dir / RESULT).is_file():
+        what = "does not exist" if not cell_dir.exists() else f"holds no {RESULT}"
+        fail(Exit.USAGE, f"{cell_dir}: not a cell directory ({what})", as_json)
+    with reported(as_json):
+        result = load_result(cell_dir / RESULT)
+        timeline = read_cell_timeline(cell_dir)
+    body = verdict(result)
+    if as_json:
+        print(json.dumps({"cell": str(cell_dir), "verdict": body, "timeline": [m.to_json() for m in timeline.moments],
+                          "untimed": timeline.untimed}, ensure_ascii=False))
+        return
+    print("\n".join(render(body, timeline)))
+
+
+def verdict(result: CellResult) -> dict[str, Any]:
+    """What the cell came to: its grade and how its turn ended (None where it ran no turn)."""
+    turn = result.turn
+    problem = result.infrastructure_error
+    return {
+        "cell": result.id,
+        "grade": result.status,
+        "status": turn.status if turn else None,
+        "reasonCode": turn.reason_code if turn else None,
+        "reason": turn.reason if turn else None,
+        "harness": result.cell.column,
+        "behaviour": result.pins.behaviour,
+        "exitCode": turn.exit_code if turn else None,
+        "deadlineHit": turn.deadline_hit if turn else None,
+        "callsAfterEscalation": turn.calls_after_escalation if turn else None,
+        "windDownSeconds": turn.wind_down_seconds if turn else None,
+        "startedAt": result.started_at,
+        "evidence": result.evidence,
+        "infrastructureError": problem.to_dict() if problem else None,
+    }
+
+
+def render(body: dict[str, Any], timeline: CellTimeline) -> list[str]:
+    """The text ``runner show`` prints: the verdict, then the timeline."""
+    status = body["status"]
+    if status is not None and body["reasonCode"]:
+        status = f"{status} ({body['reasonCode']})"
+    exit_code = body["exitCode"]
+    exited = None if body["status"] is None else "unknown" if exit_code is None else str(exit_code)
+    if exited is not None and body["deadlineHit"]:
+        exited += " (stopped by the deadline)"
+    problem = body["infrastructureError"]
+    rows = [
+        ("cell", body["cell"]), ("grade", body["grade"]), ("status", status), ("reason", body["reason"]),
+        ("harness", body["harness"]), ("behaviour", body["behaviour"]), ("exit", exited),
+        ("callsAfterEscalation", body["callsAfterEscalation"]), ("windDownSeconds", body["windDownSeconds"]),
+        ("startedAt", body["startedAt"]), ("evidence", body["evidence"]),
+        ("infrastructureError", f"{problem['kind']}: {problem['detail']}" if problem else None),
+    ]
+    shown = [(key, "-" if value is None else str(value)) for key, value in rows]
+    lines = aligned([[key, value] for key, value in shown])
+    lines.append("")
+    if not timeline.moments:
+        lines.append("timeline: none (the cell ran no turn, or its files carry no times)")
+    else:
+        lines.append("timeline (t: seconds since the turn's start)")
+        lines += aligned([[f"{m.t:.3f}", m.source, m.event, details(m)] for m in timeline.moments], right=(0,))
+    for name, count in timeline.untimed.items():
+        lines.append(f"{name}: {count} lines carry no time (written by an older runner), not on the timeline")
+    return lines
+
+
+def details(moment: Moment) -> str:
+    """A moment's fields as ``key=value`` words: a string as it is (quoted when it holds a space), anything else as
+    compact JSON."""
+    words = []
+    for key, value in moment.fields.items():
+        if isinstance(value, str) and value and not any(c.isspace() for c in value) and '"' not in value:
+            text = value
+        else:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        words.append(f"{key}={text}")
+    return " ".join(words)
+
+
+def aligned(rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+    """Rows as lines whose columns align; the last column is never padded and no line ends in a space."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append(GAP.join([*cells, " ".join(row[-1].splitlines())]).rstrip())
+    return lines
