@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
@@ -17,6 +17,7 @@ from runner.cli.render import fail, reported
 from runner.errors import Exit
 
 if TYPE_CHECKING:
+    from runner.core.outcomes import JsonValue
     from runner.matrix.result import CellResult
     from runner.matrix.timeline import CellTimeline, Moment
 
@@ -50,7 +51,26 @@ def show(
     print("\n".join(render(body, timeline)))
 
 
-def verdict(result: CellResult) -> dict[str, Any]:
+class Verdict(TypedDict):
+    """What ``runner show --json`` says a cell came to (``verdict``)."""
+
+    cell: str
+    grade: str
+    status: str | None
+    reasonCode: str | None
+    reason: str | None
+    harness: str
+    behaviour: str | None
+    exitCode: int | None
+    deadlineHit: bool | None
+    callsAfterEscalation: int | None
+    windDownSeconds: float | None
+    startedAt: str | None
+    evidence: str | None
+    infrastructureError: dict[str, JsonValue] | None
+
+
+def verdict(result: CellResult) -> Verdict:
     """What the cell came to: its grade and how its turn ended (None where it ran no turn)."""
     turn = result.turn
     problem = result.infrastructure_error
@@ -72,7 +92,7 @@ def verdict(result: CellResult) -> dict[str, Any]:
     }
 
 
-def render(body: dict[str, Any], timeline: CellTimeline) -> list[str]:
+def render(body: Verdict, timeline: CellTimeline) -> list[str]:
     """The text ``runner show`` prints: the verdict, then the timeline."""
     status = body["status"]
     if status is not None and body["reasonCode"]:
