@@ -295,10 +295,14 @@
   ["column", "row", "grade"].forEach(function (name) {
     document.getElementById("filter-" + name).addEventListener("change", applyFilters);
   });
-  applyFilters();
-  var wanted = /^#cell=(.+)$/.exec(location.hash);
-  if (wanted) {
+  // a link to one cell (report.html#cell=<cell id>) opens it
+  function openFromHash() {
+    var wanted = /^#cell=(.+)$/.exec(location.hash);
+    if (!wanted) return;
     var id = decodeURIComponent(wanted[1]);
     DATA.cells.forEach(function (cell, index) { if (cell.id === id) openCell(index); });
   }
+  window.addEventListener("hashchange", openFromHash);
+  applyFilters();
+  openFromHash();
 })();
