@@ -287,12 +287,13 @@ def tail(file: Path, bounds: TailBounds) -> list[str]:
 
 
 def _unavailable(group: Group, columns: list[str]) -> dict[str, str]:
-    """Each column whose every cell is unavailable, with its reason (said once, not once per row)."""
+    """Each unavailable column with its reason, said once, not once per row (its rows the case set declares, or
+    that it could not run anyway, keep their own grades)."""
     out = {}
     for column in columns:
-        mine = [r for r in group.runs if r.cell.column == column]
-        if mine and all(r.status == UNAVAILABLE for r in mine):
-            out[column] = mine[0].evidence.removeprefix(f"{UNAVAILABLE}; ")
+        said = {r.evidence for r in group.runs if r.cell.column == column and r.status == UNAVAILABLE}
+        if len(said) == 1:
+            out[column] = said.pop().removeprefix(f"{UNAVAILABLE}; ")
     return out
 
 

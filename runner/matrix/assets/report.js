@@ -116,23 +116,26 @@
     return best || power * 10;
   }
 
-  function drawTimeline(events) {
+  // the events between start and end (seconds of the turn) on an axis of their own
+  function drawTimeline(events, start, end) {
     var width = 900, left = 70, right = 24, top = 14, laneHeight = 34, names = ["turn", "model", "MCP"];
     var height = top + names.length * laneHeight + 26;
-    var end = Math.max.apply(null, events.map(function (e) { return e.t; }).concat([0.001]));
-    var x = function (t) { return left + (t / end) * (width - left - right); };
+    events = events.filter(function (e) { return e.t >= start && e.t <= end; });
+    end = Math.max(end, start + 0.001);
+    var x = function (t) { return left + ((t - start) / (end - start)) * (width - left - right); };
     var y = function (i) { return top + i * laneHeight + laneHeight / 2; };
     var root = svg("svg", {viewBox: "0 0 " + width + " " + height, "class": "timeline", role: "img",
-      "aria-label": "The turn on a time axis, " + end.toFixed(3) + " s long"});
+      "aria-label": "The turn on a time axis, from " + start.toFixed(3) + " s to " + end.toFixed(3) + " s"});
     names.forEach(function (name, i) {
       root.appendChild(svg("line", {x1: left, x2: width - right, y1: y(i), y2: y(i), "class": "lane"}));
       root.appendChild(svg("text", {x: 6, y: y(i) + 4}, name));
     });
-    var every = step(end), axis = top + names.length * laneHeight;
-    for (var t = 0; t <= end + every / 1000; t += every) {
+    var every = step(end - start), axis = top + names.length * laneHeight;
+    var decimals = Math.max(0, Math.ceil(-Math.log10(every) - 1e-9));
+    for (var t = Math.ceil(start / every) * every; t <= end + every / 1000; t += every) {
       root.appendChild(svg("line", {x1: x(t), x2: x(t), y1: top, y2: axis, "class": "tick"}));
       root.appendChild(svg("text", {x: x(t), y: axis + 14, "text-anchor": "middle"},
-        (every < 1 ? t.toFixed(every < 0.1 ? 2 : 1) : t.toFixed(0)) + " s"));
+        t.toFixed(decimals) + " s"));
     }
     var asked = events.filter(function (e) { return e.event === "ask_answered"; })[0];
     var exited = events.filter(function (e) { return e.event === "cli_exited"; })[0];
@@ -173,7 +176,17 @@
       return box;
     }
     if (events[0].at) box.appendChild(el("p", {"class": "legend"}, "t = 0 at " + events[0].at));
-    box.appendChild(drawTimeline(events));
+    var end = Math.max.apply(null, events.map(function (e) { return e.t; }));
+    box.appendChild(drawTimeline(events, 0, end));
+    // a CLI's own work is often a small part of the turn (the container starts first): drawn again, closer
+    var first = events.filter(function (e) { return e.event === "cli_first_output"; })[0];
+    var exit = events.filter(function (e) { return e.event === "cli_exited"; })[0];
+    var from = first ? first.t : 0, to = exit ? exit.t : end;
+    if (to > from && (to - from) < 0.5 * end) {
+      var margin = (to - from) * 0.05;
+      box.appendChild(el("p", {"class": "legend"}, "From the CLI's first output to its exit:"));
+      box.appendChild(drawTimeline(events, Math.max(0, from - margin), Math.min(end, to + margin)));
+    }
     box.appendChild(el("p", {"class": "legend"}, "model request ▮ · call answered ok ● · the ask ◆ · refused ✕ · ",
       "latch | · deadline signal ▲ · exit █ · shaded: the wind-down"));
     if (run.timelineNote) box.appendChild(el("p", {"class": "note"}, run.timelineNote));
