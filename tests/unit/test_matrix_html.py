@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,7 +17,7 @@ from runner.matrix.artifact import trial_dir, write_cell
 from runner.matrix.html import MAX_EVENTS, STDERR, TRANSCRIPT, html_report, script_json, tail, timeline
 from runner.matrix.report import gate, locate_cells
 from runner.matrix.result import CellResult
-from tests.html_tree import FAILING, HOSTILE, TIMELINE, build_tree
+from tests.html_tree import FAILING, GOLDEN, HOSTILE, TIMELINE, build_tree
 from tests.support import RUNNER
 from tests.unit.test_matrix_report import result_json
 
@@ -98,6 +99,16 @@ def test_the_grid_has_every_cell_its_grade_and_the_unavailable_reason_once(tmp_p
     data = Page(text).data()
     amp = [c for c in data["cells"] if c["column"] == "amp"]
     assert all("files" not in run for c in amp for run in c["runs"])  # a declared cell ran nothing: no logs
+
+
+def test_an_unavailable_columns_reason_is_said_once_beside_its_rows_declared_otherwise(tmp_path: Path) -> None:
+    run = build_tree(tmp_path)
+    declared = "escalation-refused.escalation-withheld.amp"  # not_applicable: declared before the column is asked
+    shutil.copytree(GOLDEN / "matrix" / declared, run / declared)
+    text, _ = render(tmp_path, run)
+    assert re.search(f'data-id="{re.escape(declared)}" data-status="not_applicable"', text)
+    assert text.count("Amp talks only to the Amp service") == 1
+    assert '<li class="col" data-column="amp"><b>amp</b>: <span class="reason">Amp talks only' in text
 
 
 def test_a_run_links_its_files_relative_to_the_page_and_inlines_only_tails(tmp_path: Path) -> None:
