@@ -156,6 +156,9 @@ def test_the_report_of_a_real_matrix_reads_in_a_browser(matrix: Path, browser: W
         assert run.find_element(By.CSS_SELECTOR, "[data-fact='callsAfterEscalation']").text == "1"
         trial_dir = matrix.parent / "failing" / FAILING / ("" if number == 1 else f"trial-{number}")
         recorded = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+        wind_down = recorded["turn"]["windDownSeconds"]  # the ask answered -> the exit by itself, as recorded
+        assert wind_down is not None and wind_down > 0
+        assert run.find_element(By.CSS_SELECTOR, "[data-fact='windDownSeconds']").text == f"{wind_down:.3f} s"
         assert run.find_element(By.CSS_SELECTOR, ".repro pre").text == recorded["repro"]
         assert "--behaviour control-after-ask" in recorded["repro"]
         # its files are links, relative to the page, to the cell's own files
