@@ -41,9 +41,10 @@ base-tools:
 	scripts/ensure-tools.sh --if-possible --for "bootstrapping the Debian bases" mmdebstrap
 
 # what the integration tests need on the host: socat (the reference client's relay), sudo (the workflow's jobs
-# run as GitHub's non-root user)
+# run as GitHub's non-root user), chromium and chromedriver (the HTML report is tested in a headless browser:
+# Debian's Chromium and its driver, never one downloaded at run time)
 test-tools:
-	scripts/ensure-tools.sh --for "the integration tests" socat sudo
+	scripts/ensure-tools.sh --for "the integration tests" socat sudo chromium chromedriver
 
 images: venv engine base-tools
 	$(RUNNER) images build --all

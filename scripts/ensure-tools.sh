@@ -14,6 +14,8 @@
 #                                                             a non-root user needs the keyring and newuidmap)
 #   socat        socat                                      (the host end of the reference client's tests)
 #   sudo         sudo                                       (the tests run the workflow's jobs as GitHub's user)
+#   chromium     chromium                                   (the HTML report's browser test: headless Chromium)
+#   chromedriver chromium-driver                            (its WebDriver, Debian's build of the same version)
 set -euo pipefail
 
 say() { printf 'ensure-tools: %s\n' "$*" >&2; }
@@ -21,8 +23,9 @@ say() { printf 'ensure-tools: %s\n' "$*" >&2; }
 packages_of() {
   case "$1" in
     mmdebstrap) echo "mmdebstrap debian-archive-keyring uidmap" ;;
-    socat | sudo) echo "$1" ;;
-    *) say "unknown tool '$1' (known: mmdebstrap socat sudo)"; exit 2 ;;
+    socat | sudo | chromium) echo "$1" ;;
+    chromedriver) echo "chromium-driver" ;;
+    *) say "unknown tool '$1' (known: mmdebstrap socat sudo chromium chromedriver)"; exit 2 ;;
   esac
 }
 

@@ -17,6 +17,13 @@ from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted run
 
 
 @pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """runner runs on asyncio. anyio's plugin would otherwise run every async test once per event loop installed, and
+    trio is installed too (selenium's dependency, for the HTML report's browser test)."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
 def engine() -> docker.DockerClient:
     try:
         return connect(os.environ)

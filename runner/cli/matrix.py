@@ -136,6 +136,10 @@ def report(
     markdown: Annotated[Path | None, typer.Option(help="Write the Markdown report here (else to stdout).")] = None,
     junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
     manifest: Annotated[Path | None, typer.Option(help="Write the manifest (JSON) here.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help=(
+        "Write the report as one self-contained HTML page here: the grid, filters, and each cell's runs with "
+        "their timelines, log tails and repro commands. It links to the cells' files relative to itself: keep it "
+        "beside the cell directories (publish them together)."))] = None,
     expected_failures: Annotated[Path | None, typer.Option(help="Known failures (YAML): the gate passes on them.")]
     = None,
     compare: Annotated[Path | None, typer.Option(help="An earlier report's manifest.json: print the grade diff "
@@ -151,7 +155,9 @@ def report(
     if (diff is not None or compare_label is not None) and compare is None:
         fail(Exit.USAGE, "--diff and --compare-label need --compare OLD_MANIFEST")
     with reported():
-        loaded = rep.load_cells(dirs)  # a path that does not exist is an error: a gate never passes on nothing
+        # a path that does not exist is an error: a gate never passes on nothing
+        located = rep.locate_cells(dirs)
+        loaded = [run for run, _ in located]
         expected = rep.load_expected(expected_failures) if expected_failures else []
         if compare is not None:
             from runner.matrix.compare import diff_markdown, load_manifest
@@ -159,7 +165,8 @@ def report(
             old = load_manifest(compare)
     verdict = rep.gate(loaded, expected)
     if markdown or compare is None:
-        text = rep.markdown(loaded, verdict)
+        page = f"`{html.name}` (the HTML report beside this one)" if html else None
+        text = rep.markdown(loaded, verdict, full_detail=page)
         if markdown:
             markdown.write_text(text)
         else:
@@ -175,6 +182,11 @@ def report(
         junit.write_text(rep.junit(loaded))
     if manifest:
         manifest.write_text(json.dumps(data.to_dict(), indent=2) + "\n")
+    if html:
+        from runner.matrix.html import html_report
+
+        html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings)),
+                        encoding="utf-8")
     err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
                 f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
     if not verdict.passed:

@@ -131,7 +131,8 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
                   + (f"  ({meta['harnessErrorCode']})" if meta.get("harnessErrorCode") else ""))
     table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
     wind_down = report.wind_down_seconds
-    table.add_row("wind-down", "-" if wind_down is None else f"{wind_down:.2f}s  (the ask answered -> the CLI's exit by itself)")
+    table.add_row("wind-down", "-" if wind_down is None
+                  else f"{wind_down:.2f}s  (the ask answered -> the CLI's exit by itself)")
     if cell.grade:
         table.add_row("cell grade", escape(cell.evidence))
     table.add_row("harness", f"{request.profile.id} · behaviour {request.behaviour.value} · exit {drive.exit_code}"

@@ -31,6 +31,7 @@ class Behaviour(StrEnum):
     DOUBLE_ASK = "double-ask"
     MALFORMED_ASK = "malformed-ask"  # the ask without a reason
     SKIP_CONTROL = "skip-control"
+    CONTROL_AFTER_ASK = "control-after-ask"  # the control call only after the ask: refused, the row not exercised
     NEVER_ASK = "never-ask"
     CRASH_AFTER_ASK = "crash-after-ask"  # exits 3 right after the ask
     HANG_AFTER_ASK = "hang-after-ask"  # never exits, ignores SIGTERM
@@ -84,7 +85,7 @@ def actions_for(
     condition = condition or case.condition
     issuable = issuable_attempts(case, condition, limits_for(case, condition, issue_uncatalogued), turn=turn)
     attempts = issuable
-    if behaviour is Behaviour.SKIP_CONTROL:
+    if behaviour in (Behaviour.SKIP_CONTROL, Behaviour.CONTROL_AFTER_ASK):
         attempts = [a for a in attempts if a.role != "control"]
     actions = [call(str(a.tool), a.call_arguments()) for a in attempts]
     finish = Action("finish", text=FINAL_TEXT)
@@ -101,6 +102,7 @@ def actions_for(
         again = call(str(control.tool), control.call_arguments())
     after: list[Action] = {
         Behaviour.PERSISTENT: [again] * PERSISTENT_EXTRA_CALLS,
+        Behaviour.CONTROL_AFTER_ASK: [again],
         Behaviour.DOUBLE_ASK: [ask],
         Behaviour.CRASH_AFTER_ASK: [Action("exit", code=CRASH_EXIT_CODE)],
         Behaviour.HANG_AFTER_ASK: [Action("hang")],

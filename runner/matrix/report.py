@@ -27,13 +27,19 @@ from runner.matrix.series import (
     findings,
     group_runs,
     load_runs,
+    locate_runs,
     outcome,
     series_status,
     stability,
 )
 
 __all__ = ["SHARED_PINS", "Expected", "Gate", "Manifest", "ReportError", "gate", "junit", "load_cells",
-           "load_expected", "manifest", "markdown", "write_reports"]
+           "load_expected", "locate_cells", "manifest", "markdown", "write_reports"]
+
+
+def locate_cells(paths: list[Path]) -> list[tuple[CellResult, Path]]:
+    """:func:`load_cells`, each run with the directory it was read from (what ``--html`` links to)."""
+    return locate_runs(paths)
 
 
 def load_cells(paths: list[Path]) -> list[CellResult]:

@@ -39,7 +39,13 @@ class ReportError(UsageError, ValueError):
 def load_runs(paths: list[Path]) -> list[CellResult]:
     """Every ``result.json`` under the given directories (or the files themselves): sorted by cell id, then by the
     order of ``paths``, trial and start time. Each file once, and a byte-identical copy of a run once."""
-    found: list[tuple[tuple[str, int, int, str, str], CellResult]] = []
+    return [run for run, _ in locate_runs(paths)]
+
+
+def locate_runs(paths: list[Path]) -> list[tuple[CellResult, Path]]:
+    """:func:`load_runs`, each run with the directory it was read from (where its logs and timeline are: what the
+    HTML report links to)."""
+    found: list[tuple[tuple[str, int, int, str, str], tuple[CellResult, Path]]] = []
     seen_files: set[Path] = set()
     seen_bodies: set[str] = set()
     for index, path in enumerate(paths):
@@ -58,8 +64,8 @@ def load_runs(paths: list[Path]) -> list[CellResult]:
             if body in seen_bodies:
                 continue
             seen_bodies.add(body)
-            found.append(((run.id, index, run.trial, run.started_at or "", str(file)), run))
-    return [run for _, run in sorted(found, key=lambda pair: pair[0])]
+            found.append(((run.id, index, run.trial, run.started_at or "", str(file)), (run, file.parent)))
+    return [located for _, located in sorted(found, key=lambda pair: pair[0])]
 
 
 @dataclass

@@ -54,7 +54,7 @@ def test_cooperative_escalates_with_the_clis_own_outcome_kept(
 @pytest.mark.parametrize(
     ("behaviour", "after", "reason"),
     [("persistent", 3, REASON), ("double-ask", 1, REASON), ("malformed-ask", 0, ESCALATION_FALLBACK_REASON),
-     ("skip-control", 0, REASON)],
+     ("skip-control", 0, REASON), ("control-after-ask", 1, REASON)],
 )
 def test_behaviours_after_the_ask_are_counted_exactly(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, behaviour: str, after: int, reason: str
@@ -65,7 +65,7 @@ def test_behaviours_after_the_ask_are_counted_exactly(
     assert report["escalation"]["reason"] == reason
     tools = [o["tool"] for o in record_of(report)["execution"]["operations"]]
     assert "sharedos.escalate" not in tools  # neither the ask nor anything after it is an operation
-    assert ("files.read" in tools) is (behaviour != "skip-control")
+    assert ("files.read" in tools) is (behaviour not in ("skip-control", "control-after-ask"))  # refused: no operation
     no_containers_left(engine, report)
 
 

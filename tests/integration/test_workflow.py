@@ -303,6 +303,21 @@ def test_the_column_and_report_jobs_use_the_repos_own_commands() -> None:
                 assert made.returncode == 0, f"make {' '.join(words)}: {made.stderr}"
 
 
+def test_the_report_page_is_uploaded_with_the_cells_it_links_to_and_the_summary_says_where() -> None:
+    """report.html links to the cells' files relative to itself (cells/<artifact>/<cell>/stdout.log ...): the report
+    job's artifact carries the page and the downloaded cells at the same places."""
+    steps = job("report")["steps"]
+    [words] = [words for _, words in runner_lines("report") if split_command(words)[0] == ["report"]]
+    page = words[words.index("--html") + 1]
+    download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert words[1] == download["with"]["path"], "the report reads the cells where they were downloaded"
+    assert upload["if"] == "always()"
+    assert {page, download["with"]["path"] + "/"} <= set(upload["with"]["path"].split())
+    summary = next(s for s in steps if s.get("name") == "Summary")
+    assert summary["if"] == "always()" and page in summary["run"] and upload["with"]["name"] in summary["run"]
+
+
 @pytest.mark.parametrize("job_name", ["column", "report"])
 def test_every_runner_command_line_parses_with_the_real_cli(
     job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -55,7 +56,7 @@ def machine(hosted_runner: HostedRunner) -> Iterator[dict[str, Path]]:
     checkout = root / "repo"
     shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(
         ".git", ".venv", "runs", "*.egg-info", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build",
-        "cells", "report.md", "junit.xml", "manifest.json",
+        "cells", "report.md", "junit.xml", "manifest.json", "report.html",
     ))
     hosted_runner.own(checkout)
     yield {"root": root, "checkout": checkout}
@@ -100,6 +101,16 @@ def run_job(name: str, runner: HostedRunner, machine: dict[str, Path], home: Pat
         if "id" in step:
             steps_out[step["id"]] = outputs(output)
     return steps_out
+
+
+def page_links_resolve(checkout: Path, name: str) -> None:
+    """Every file report.html links to is where the report job's artifact puts it: under cells/, beside the page."""
+    text = (checkout / name).read_text(encoding="utf-8")
+    data = json.loads(text.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0])
+    hrefs = [f["href"] for c in data["cells"] for r in c["runs"] for f in r.get("files", [])]
+    assert hrefs, "the cells that ran a turn link to their files"
+    for href in hrefs:
+        assert href.startswith("cells/") and (checkout / unquote(href)).is_file(), href
 
 
 def summary_file(machine: dict[str, Path], job_name: str) -> Path:
@@ -216,7 +227,9 @@ def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_rep
         assert manifest(machine["checkout"] / "manifest.json") == manifest(local_run / "manifest.json")
         markdown = (machine["checkout"] / "report.md").read_text(encoding="utf-8")
         assert "**passed**" in markdown
-        assert summary_file(machine, "report").read_text(encoding="utf-8") == markdown  # the run's summary page
+        summary = summary_file(machine, "report").read_text(encoding="utf-8")  # the run's summary page
+        assert summary.startswith(markdown) and "report.html in the artifact conformance-report" in summary
+        page_links_resolve(machine["checkout"], "report.html")
 
     # one column dispatched alone: one artifact, which download-artifact extracts into cells/ itself
     alone = {**INPUTS, "harness": "reference"}
@@ -238,7 +251,7 @@ def assemble_and_report(runner: HostedRunner, machine: dict[str, Path], artifact
     else:
         shutil.copytree(artifacts / only, cells)
     runner.own(cells)
-    for name in ("report.md", "junit.xml", "manifest.json"):
+    for name in ("report.md", "junit.xml", "manifest.json", "report.html"):
         (machine["checkout"] / name).unlink(missing_ok=True)
     summary_file(machine, "report").unlink(missing_ok=True)
     runner.fresh()

@@ -145,6 +145,13 @@ def test_skipping_the_control_is_not_exercised() -> None:
     assert cell.detail == "the control attempt read-the-target did not succeed, so the row proves nothing"
 
 
+def test_a_control_made_only_after_the_ask_is_refused_and_the_row_not_exercised() -> None:
+    case = get_case("escalation")
+    cell = run_cell(case, case.condition, REFERENCE_COLUMN, behaviour=Behaviour.CONTROL_AFTER_ASK)
+    assert cell.status is Grade.NOT_EXERCISED  # the latch refused the control: it never reached SharedOS
+    assert cell.evidence.startswith("not exercised; 1 of 2 attempts issued;")
+
+
 @pytest.mark.parametrize("behaviour", [Behaviour.PERSISTENT, Behaviour.DOUBLE_ASK, Behaviour.MALFORMED_ASK])
 def test_calls_after_the_ask_do_not_move_the_escalation_grade(behaviour: Behaviour) -> None:
     case = get_case("escalation")

@@ -1,0 +1,170 @@
+"""``runner report --html`` on a real matrix, read in a real browser.
+
+The matrix is three ``runner run``s merged by one ``runner report``, as CI merges its column jobs: columns reference,
+model and amp (unavailable here), rows hidden-tool, escalation-refused (declared: no turn) and escalation, two trials
+of every cell that runs a turn, and one failing cell (the reference column's escalation cell, run with ``--behaviour
+control-after-ask``: it asks, makes its control call after the ask, where the latch refuses it, and exits; the row is
+not exercised).
+
+The browser is Debian's headless Chromium driven through Debian's chromedriver by selenium (pinned in the dev
+extra): ``make test`` installs both (``make test-tools``), and nothing downloads a browser or a driver at run time
+(selenium is given the driver's path, so Selenium Manager never runs). Screenshots of the grid and of the failing
+cell's drill-down are kept in ``test-artifacts/html-report/`` (ignored by git).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from runner.sandbox.images import ImageRecord
+from tests.support import RUNNER
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "html-report"
+FAILING = "escalation.baseline.reference"
+# (columns, rows, behaviour, directory): disjoint cells, so every cell's two trials come from one behaviour
+RUNS = [
+    ("reference,model,amp", "hidden-tool,escalation-refused", "cooperative", "rows"),
+    ("reference", "escalation", "control-after-ask", "failing"),
+    ("model,amp", "escalation", "cooperative", "escalation"),
+]
+
+
+def runner(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RUNNER, *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory, reference_image: ImageRecord) -> Path:
+    """The three runs and the page written beside them: ``<root>/report.html``."""
+    root = tmp_path_factory.mktemp("html-matrix")
+    for harness, case, behaviour, name in RUNS:
+        done = runner("run", "--harness", harness, "--case", case, "--behaviour", behaviour, "--trials", "2",
+                      "--out", str(root / name))
+        assert done.returncode == 0, done.stderr
+    page = root / "report.html"
+    reported = runner("report", *(str(root / name) for *_, name in RUNS), "--html", str(page),
+                      "--markdown", str(root / "report.md"))
+    assert reported.returncode == 1 and "1 new" in reported.stderr, reported.stderr  # the failing cell is new
+    return page
+
+
+def grades(root: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each cell's two trials as their result.json say (read here, not by the runner), and the word the grid must
+    show: the grade they share, or ``unstable``."""
+    trials: dict[str, list[tuple[int, str]]] = {}
+    for file in root.rglob("result.json"):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        status = data["grade"]["status"] if data.get("grade") else "infrastructure_error"
+        trials.setdefault(data["cell"]["id"], []).append((data["pins"].get("trial", 1), status))
+    out = {}
+    for cell, runs in trials.items():
+        statuses = [s for _, s in sorted(runs)]
+        out[cell] = (statuses[0] if len(set(statuses)) == 1 else "unstable", statuses)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    for tool in (CHROMIUM, CHROMEDRIVER):
+        assert tool.is_file(), f"{tool} is missing: make test-tools installs Debian's chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(arg)
+    if os.geteuid() == 0:
+        options.add_argument("--no-sandbox")  # Chromium refuses to run as root with its sandbox on
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shown(driver: WebDriver) -> dict[str, bool]:
+    return {b.get_attribute("data-id") or "": b.is_displayed()
+            for b in driver.find_elements(By.CSS_SELECTOR, "button.cell")}
+
+
+def test_the_report_of_a_real_matrix_reads_in_a_browser(matrix: Path, browser: WebDriver) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    expected = grades(matrix.parent)
+    assert len(expected) == 9 and expected[FAILING] == ("not_exercised", ["not_exercised", "not_exercised"])
+    # every cell that ran a turn ran it twice; a declared cell (amp, the row escalation-refused) is graded once
+    turns = {c for c in expected if not c.endswith(".amp") and not c.startswith("escalation-refused.")}
+    assert {c for c, (_, runs) in expected.items() if len(runs) == 2} == turns, expected
+    assert all(word != "unstable" for word, _ in expected.values()), expected
+    assert {cell for cell, (word, _) in expected.items() if word in ("fail", "not_exercised")} == {FAILING}
+    assert expected["escalation.baseline.amp"][0] == expected["hidden-tool.baseline.amp"][0] == "unavailable"
+    browser.get(matrix.as_uri())
+
+    # the grid: every cell, with its grade as a word (colour aside) and its two runs' stability
+    cells = {b.get_attribute("data-id"): b for b in browser.find_elements(By.CSS_SELECTOR, "button.cell")}
+    assert set(cells) == set(expected)
+    for cell, (word, runs) in expected.items():
+        said = word.replace("_", " ")
+        stable = [f"{len(runs)}/{len(runs)} {said}"] if len(runs) > 1 else []
+        assert cells[cell].text.splitlines() == [said, *stable], cell
+    assert "Amp" in browser.find_element(By.CSS_SELECTOR, ".unavailable li[data-column='amp']").text
+    browser.save_screenshot(str(ARTIFACTS / "grid.png"))
+
+    # the filters hide what they should, and only that
+    column = Select(browser.find_element(By.ID, "filter-column"))
+    column.select_by_value("model")
+    assert shown(browser) == {cell: cell.endswith(".model") for cell in expected}
+    column.select_by_value("")
+    grade = Select(browser.find_element(By.ID, "filter-grade"))
+    grade.select_by_value("not_exercised")
+    assert shown(browser) == {cell: cell == FAILING for cell in expected}
+    assert browser.find_element(By.ID, "shown").text == f"1 of {len(expected)} cells shown"
+    grade.select_by_value("")
+    assert all(shown(browser).values())
+
+    # the failing cell's drill-down: each run's timeline has the ask, the call refused after it, then the exit
+    cells[FAILING].click()
+    dialog = browser.find_element(By.ID, "drill")
+    assert dialog.is_displayed() and dialog.get_attribute("data-cell") == FAILING
+    runs = dialog.find_elements(By.CSS_SELECTOR, "section.run")
+    assert len(runs) == 2
+    for number, run in enumerate(runs, 1):
+        events = [row.get_attribute("data-event") for row in run.find_elements(By.CSS_SELECTOR, "table.events tr")
+                  if row.get_attribute("data-event")]
+        details = [row.text for row in run.find_elements(By.CSS_SELECTOR, "table.events tbody tr")]
+        ask = next(i for i, d in enumerate(details) if "sharedos.escalate" in d and events[i] == "mcp_call")
+        latched = events.index("ask_answered")
+        refused = [i for i, e in enumerate(events) if e == "refused_after_ask"]
+        exited = events.index("cli_exited")
+        assert ask < latched < refused[0] and len(refused) == 1 and refused[-1] < exited, events
+        assert "exit 0, by itself" in details[exited]
+        assert run.find_element(By.CSS_SELECTOR, "svg.timeline .m-refused").is_displayed()
+        assert run.find_element(By.CSS_SELECTOR, "[data-fact='callsAfterEscalation']").text == "1"
+        trial_dir = matrix.parent / "failing" / FAILING / ("" if number == 1 else f"trial-{number}")
+        recorded = json.loads((trial_dir / "result.json").read_text(encoding="utf-8"))
+        wind_down = recorded["turn"]["windDownSeconds"]  # the ask answered -> the exit by itself, as recorded
+        assert wind_down is not None and wind_down > 0
+        assert run.find_element(By.CSS_SELECTOR, "[data-fact='windDownSeconds']").text == f"{wind_down:.3f} s"
+        assert run.find_element(By.CSS_SELECTOR, ".repro pre").text == recorded["repro"]
+        assert "--behaviour control-after-ask" in recorded["repro"]
+        # its files are links, relative to the page, to the cell's own files
+        links = {a.text: a.get_attribute("href") for a in run.find_elements(By.CSS_SELECTOR, "ul.files a")}
+        assert links["stdout.log"] == (trial_dir / "stdout.log").as_uri()
+    browser.save_screenshot(str(ARTIFACTS / "drill-down.png"))
+    severe = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]  # the page's script threw nothing
+    assert not severe, severe
+    print(f"screenshots: {ARTIFACTS}")
