@@ -42,6 +42,11 @@ RUNTIME_HELP = (
     "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
     "with `sudo make engine RUNTIME=runsc`). The result pins it."
 )
+PROTOCOL_HELP = (
+    "The SharedOS protocol epoch the turn's MCP server speaks: 1 (what upstream has released, 1.0.0-preview; the "
+    "default) or 2 (ADR 0027, unreleased upstream: _meta[\"sharedos/protocolVersion\"] on initialize, tools/list "
+    "and every tool result, and a client's pin of another epoch refused with -32602). The result pins it."
+)
 TRIALS_HELP = (
     "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
     "(a cell graded from what is declared is written once). The report shows the runs side by side with their "
@@ -153,6 +158,7 @@ def exec_(
     = None,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
     runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
+    protocol: Annotated[str | None, typer.Option(metavar="1|2", help=PROTOCOL_HELP)] = None,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:
@@ -187,7 +193,7 @@ def exec_(
     with reported(as_json):
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
-                               run_unsupported=True, runtime=runtime)
+                               run_unsupported=True, runtime=runtime, protocol=protocol)
         cell = Cell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, fault_every_column=True)
     target = out_dir or Path("runs") / run_id / cell.id

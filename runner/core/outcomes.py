@@ -165,6 +165,7 @@ class ExecutionResult:
     output: JsonValue = None
     error: ProtocolError | None = None
     escalation: Escalation | None = None
+    version: str = "1"  # the protocol epoch the turn spoke (runner.core.protocol): the result's version says it
 
     @property
     def reason_code(self) -> str | None:
@@ -178,7 +179,9 @@ class ExecutionResult:
         return None
 
     def to_json(self) -> dict[str, JsonValue]:
-        body: dict[str, JsonValue] = {"version": "1", "executionId": self.execution_id, "status": self.status.value}
+        body: dict[str, JsonValue] = {
+            "version": self.version, "executionId": self.execution_id, "status": self.status.value,
+        }
         if self.status is ExecutionStatus.SUCCEEDED:
             body["output"] = self.output
         if self.error is not None:
