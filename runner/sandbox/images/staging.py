@@ -274,8 +274,7 @@ def _download_debs(
     log: list[str] = []
     for argv in ([*apt_get, "update"], [*apt_get, "install", "--download-only", "--yes", *recipe.debian]):
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                                  env={**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"})
+            proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)  # --yes: no prompt
         except FileNotFoundError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise ImageBuildError(f"apt-get is not installed on the host; images/{recipe.harness} stages its Debian "
