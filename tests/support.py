@@ -143,6 +143,25 @@ def copy_image_recipes(root: Path, dest: Path) -> None:
                 shutil.copyfile(root / rel, dest / rel)
 
 
+def stage_debs(root: Path, engine: Any) -> None:
+    """A synthetic Debian stage for each buildable recipe with ``debian`` packages (images/vibe), keyed by its base as
+    it stands in the synthetic cache (the npm stages and base tarballs must be there first; ``engine`` holds no
+    base)."""
+    from runner.sandbox.images.bases import debian_root
+    from runner.sandbox.images.lock import _base_identity_now, lock_integrity_or_none
+    from runner.sandbox.images.recipes import buildable_harnesses, load_harness_recipe
+    from runner.sandbox.images.staging import _debs_dir
+
+    for harness in buildable_harnesses(root):
+        recipe = load_harness_recipe(harness, root)
+        if recipe.debian:
+            name = debian_root(root, recipe.base)[0]
+            identity = _base_identity_now(engine, name, root, lock_integrity_or_none(root))
+            stage = _debs_dir(recipe, identity)
+            (stage / "debs").mkdir(parents=True, exist_ok=True)
+            (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
+
+
 def gone(engine: docker.DockerClient, box: Sandbox) -> bool:
     """Whether the engine no longer has ``box``'s container (removed, however it ended)."""
     try:

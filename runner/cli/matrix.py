@@ -15,6 +15,7 @@ from runner.cli.shared import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
+    PROTOCOL_HELP,
     RUNTIME_ENV,
     RUNTIME_HELP,
     TRANSPORT_HELP,
@@ -47,6 +48,7 @@ def run(
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
     runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
+    protocol: Annotated[str | None, typer.Option(metavar="1|2", help=PROTOCOL_HELP)] = None,
     trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
@@ -86,7 +88,8 @@ def run(
     run_id = new_run_id()
     with reported():
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
-                               model_dialect=model_dialect, transport=transport, runtime=runtime)
+                               model_dialect=model_dialect, transport=transport, runtime=runtime,
+                               protocol=protocol)
     check_out(out_dir, False)
     with reported():
         plans = with_trials(plan_cells(chosen, options), trials)

@@ -58,16 +58,25 @@ def reaper_enabled() -> bool:
 def cell_options(
     *, behaviour: Behaviour, run_id: str, model: str | None = None, model_fault: str | None = None,
     model_dialect: str | None = None, transport: str = "auto", deadline: float | None = None, keep: bool = False,
-    run_unsupported: bool = False, runtime: str = "runc",
+    run_unsupported: bool = False, runtime: str = "runc", protocol: str | None = None,
 ) -> CellOptions:
     """The command's options as the plan takes them, with the host's environment: each parsed once, here. A value
     an option does not take raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
+    from runner.core.protocol import RELEASED_EPOCH
     from runner.matrix.plan import CellOptions
-    from runner.turn.settings import parse_dialect, parse_fault, parse_model, parse_runtime, parse_transport
+    from runner.turn.settings import (
+        parse_dialect,
+        parse_fault,
+        parse_model,
+        parse_protocol,
+        parse_runtime,
+        parse_transport,
+    )
 
     mode, recording = parse_model(model)
     return CellOptions(
         behaviour=behaviour, model=mode, recording=recording, fault=parse_fault(model_fault),
         dialect=parse_dialect(model_dialect), transport=parse_transport(transport), deadline=deadline, keep=keep,
         run_id=run_id, host=host(), run_unsupported=run_unsupported, runtime=parse_runtime(runtime),
+        protocol=parse_protocol(protocol) if protocol is not None else RELEASED_EPOCH,
     )

@@ -33,6 +33,11 @@ RUNTIME_HELP = (
     "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
     "with `sudo make engine RUNTIME=runsc`). The result pins it."
 )
+PROTOCOL_HELP = (
+    "The SharedOS protocol epoch the turn's MCP server speaks: 1 (what upstream has released, 1.0.0-preview; the "
+    "default) or 2 (ADR 0027, unreleased upstream: _meta[\"sharedos/protocolVersion\"] on initialize, tools/list "
+    "and every tool result, and a client's pin of another epoch refused with -32602). The result pins it."
+)
 TRIALS_HELP = (
     "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
     "(a cell graded from what is declared is written once). The report shows the runs side by side with their "

@@ -15,6 +15,7 @@ from runner.cli.shared import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
     FAULT_HELP,
+    PROTOCOL_HELP,
     RUNTIME_ENV,
     RUNTIME_HELP,
     TRANSPORT_HELP,
@@ -57,6 +58,7 @@ def exec_(
     = None,
     transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
     runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
+    protocol: Annotated[str | None, typer.Option(metavar="1|2", help=PROTOCOL_HELP)] = None,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:

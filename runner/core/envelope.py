@@ -25,6 +25,7 @@ from runner.core.outcomes import (
     ToolCall,
     ToolResult,
 )
+from runner.core.protocol import RELEASED_EPOCH
 from runner.core.tools import (
     ArgumentError,
     EscalationNotTerminated,
@@ -64,7 +65,7 @@ class StepLimits:
 class RuntimeInfo:
     id: str
     version: str
-    protocol_version: str = "1"
+    protocol_version: str = RELEASED_EPOCH.value  # the SharedOS protocol epoch (runner.core.protocol)
 
     def to_json(self) -> dict[str, JsonValue]:
         return {"id": self.id, "version": self.version, "protocolVersion": self.protocol_version}
@@ -287,7 +288,8 @@ class Envelope:
         error: ProtocolError | None = None,
         escalation: Escalation | None = None,
     ) -> ExecutionResult:
-        return ExecutionResult(self.execution_id, status, list(self.events), metadata, output, error, escalation)
+        return ExecutionResult(self.execution_id, status, list(self.events), metadata, output, error, escalation,
+                               version=self.runtime.protocol_version)
 
     def _emit(self, type_: str, data: dict[str, JsonValue]) -> None:
         n = len(self.events) + 1
@@ -320,7 +322,7 @@ class Envelope:
             "escalationAsked": meta.get("escalationAsked"),
         }
         return {
-            "version": "1",
+            "version": self.runtime.protocol_version,  # the epoch the turn spoke (ADR 0027: never relabelled)
             "experiment": {"executionId": self.execution_id},
             "authority": {"grants": [g.id for g in self.world.grants if g.subject == self.world.agent]},
             "execution": _compact(execution),

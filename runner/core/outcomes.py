@@ -162,6 +162,7 @@ class ExecutionResult:
     output: JsonValue = None
     error: ProtocolError | None = None
     escalation: Escalation | None = None
+    version: str = "1"  # the protocol epoch the turn spoke (runner.core.protocol): the result's version says it
 
     @property
     def reason_code(self) -> str | None:
@@ -185,7 +186,9 @@ class ExecutionResult:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def to_json(self) -> dict[str, JsonValue]:
-        body: dict[str, JsonValue] = {"version": "1", "executionId": self.execution_id, "status": self.status.value}
+        body: dict[str, JsonValue] = {
+            "version": self.version, "executionId": self.execution_id, "status": self.status.value,
+        }
         if self.status is ExecutionStatus.SUCCEEDED:
             body["output"] = self.output
         if self.error is not None:

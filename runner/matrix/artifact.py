@@ -25,8 +25,9 @@ PLANNED_PINS = (
     "modelMode", "behaviour", "profileHash",
 )
 # pins compared even when the planned cell lacks them: a faulted result never stands in for a plain one, nor a
-# result in one model dialect for another, nor one trial for another, nor one under gVisor for one under runc
-ALWAYS_COMPARED = ("modelFault", "modelDialect", "trial", "runtime")
+# result in one model dialect for another, nor one trial for another, nor one under gVisor for one under runc, nor
+# one of protocol epoch 2 for one of epoch 1
+ALWAYS_COMPARED = ("modelFault", "modelDialect", "trial", "runtime", "protocolVersion")
 TRIAL_PREFIX = "trial-"
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import runner
 from runner.conformance.hashing import current_pins
+from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch
 from runner.harnesses.profile import Profile
 from runner.matrix.cells import Disposition, MatrixCell
 from runner.matrix.result import CellPins
@@ -94,6 +95,10 @@ class CellPlan:
             extra["modelDialect"] = self.dialect  # so is a cell in another dialect
         if self.options.runtime is not Runtime.RUNC:
             extra["runtime"] = self.options.runtime.value  # a cell under gVisor is another experiment (runc: no pin)
+        if self.options.protocol is not ProtocolEpoch.ONE:
+            # so is a cell of another protocol epoch. Epoch 1 has no pin: every result written before epochs were
+            # selectable is of epoch 1, and an absent pin keeps meaning "1" whichever epoch becomes the default
+            extra["protocolVersion"] = self.options.protocol.value
         if self.trial > 1:
             extra["trial"] = self.trial
         pins = current_pins(
@@ -117,6 +122,9 @@ class CellPlan:
             argv += ["--model-dialect", self.dialect]
         if options.runtime is not Runtime.RUNC:
             argv += ["--runtime", options.runtime.value]
+        if options.protocol is not RELEASED_EPOCH or RELEASED_EPOCH is not ProtocolEpoch.ONE:
+            # the default's epoch goes unsaid while it is epoch 1; once the default moves, every repro names its own
+            argv += ["--protocol", options.protocol.value]
         return argv
 
     @property

@@ -16,11 +16,12 @@ from pathlib import Path
 from runner.conformance.behaviours import parse_behaviour
 from runner.conformance.cases import get_case
 from runner.conformance.hashing import comparable
+from runner.core.protocol import ProtocolEpoch
 from runner.harnesses.profile import find_profile
 from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.result import CellPins, CellResult
-from runner.turn.settings import REPLAY_PREFIX, Host, parse_dialect, parse_fault, parse_model
+from runner.turn.settings import REPLAY_PREFIX, Host, parse_dialect, parse_fault, parse_model, parse_protocol
 
 
 def repro_plan(
@@ -40,6 +41,7 @@ def repro_plan(
         behaviour=parse_behaviour(pins.behaviour or "cooperative"), model=model, recording=recording,
         fault=parse_fault(pins.model_fault), dialect=parse_dialect(pins.model_dialect),
         deadline=recorded.deadline_seconds, run_id=run_id, host=host, run_unsupported=True,
+        protocol=parse_protocol(pins.protocol_version or ProtocolEpoch.ONE.value),  # no pin: epoch 1
     )
     [plan] = plan_cells([cell], options, fault_every_column=True)
     return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin

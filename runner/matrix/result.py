@@ -122,6 +122,7 @@ class CellPins(JsonModel):
     model_fault: str | None = None
     model_dialect: str | None = None
     runtime: str | None = None  # runsc (gVisor); absent under runc, the engine's default
+    protocol_version: str | None = None  # the SharedOS protocol epoch: "2"; absent under epoch 1, the first one
     trial: int | None = Field(default=None, ge=1)
     prompt_hash: str | None = None
     catalog_hash: str | None = None

@@ -27,6 +27,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 
 import runner
 from runner.core.catalogue import Catalogue
+from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch
 from runner.mcp.server import EventSink, Invoker, McpServerHandle, _Service, _Session
 
 if TYPE_CHECKING:
@@ -64,10 +65,12 @@ async def memory_streams(
     server_name: str = "sharedos",
     server_version: str = runner.__version__,
     on_event: EventSink | None = None,
+    protocol: ProtocolEpoch = RELEASED_EPOCH,
 ) -> AsyncIterator[MemoryTransport]:
     """Serve ``catalogue`` through ``invoker`` as connection 1, on memory streams, until the block exits."""
     service = _Service(McpServerHandle(MEMORY_PATH), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
+    service.epoch = protocol
     # The session's socket is never touched: only its SDK server runs, not its read and write loops.
     session = _Session(service, 1, None)
     options = session.server.create_initialization_options(NotificationOptions(tools_changed=False))
@@ -90,11 +93,12 @@ async def memory_session(
     server_version: str = runner.__version__,
     on_event: EventSink | None = None,
     client_info: types.Implementation | None = None,
+    protocol: ProtocolEpoch = RELEASED_EPOCH,
 ) -> AsyncIterator[MemorySession]:
     """:func:`memory_streams` with an SDK ``ClientSession`` on it, already through ``initialize``."""
     async with memory_streams(
         catalogue, invoker, instructions=instructions, server_name=server_name, server_version=server_version,
-        on_event=on_event,
+        on_event=on_event, protocol=protocol,
     ) as transport, ClientSession(transport.read, transport.write, client_info=client_info) as client:
         result = await client.initialize()
         yield MemorySession(client, transport.handle, result)

@@ -45,7 +45,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 import runner
 from runner.core.catalogue import Catalogue
 from runner.core.outcomes import JsonValue, ToolCall, ToolResult
+from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch
 from runner.mcp.encoding import CATALOG_HASH_META, EXECUTION_ID_META, to_call_tool_result, to_mcp_tool
+from runner.mcp.epoch import EpochGate
 from runner.mcp.framing import answer_to_unparsable
 
 logger = logging.getLogger(__name__)
@@ -93,10 +95,13 @@ async def serve_mcp(
     server_name: str = "sharedos",
     server_version: str = runner.__version__,
     on_event: EventSink | None = None,
+    protocol: ProtocolEpoch = RELEASED_EPOCH,
 ) -> AsyncIterator[McpServerHandle]:
-    """Serve ``catalogue`` on ``socket_path`` until the block exits; then stop every session and unlink."""
+    """Serve ``catalogue`` on ``socket_path`` until the block exits; then stop every session and unlink.
+    ``protocol``: the SharedOS epoch its messages speak (:mod:`runner.mcp.epoch`)."""
     service = _Service(McpServerHandle(socket_path), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
+    service.epoch = protocol
     listener = await anyio.create_unix_listener(socket_path)
     try:
         os.chmod(socket_path, 0o666)  # a non-root, capability-less container user connects through a bind mount
@@ -131,6 +136,7 @@ class _Service:
         self.name = name
         self.version = version
         self.on_event: EventSink | None = None
+        self.epoch = RELEASED_EPOCH  # the SharedOS protocol epoch (serve_mcp's protocol)
         self.sessions: set[_Session] = set()
         self.inflight: set[anyio.CancelScope] = set()  # calls the invoker is running
         self.stopping = False
@@ -230,6 +236,8 @@ class _Session:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
         )
+        if service.epoch.stamps:  # outermost: a refused pin leaves no trace, and every answer is stamped last
+            self.server.middleware.append(EpochGate(service.epoch, self.refused_pin))
         self.server.middleware.append(self.observe)
 
     @property
@@ -316,6 +324,9 @@ class _Session:
 
     def reject(self, reason: str, size: int) -> None:
         self.service.emit("message.rejected", {"connection": self.number, "reason": reason, "bytes": size})
+
+    def refused_pin(self, method: str, received: JsonValue) -> None:
+        self.service.emit("protocol.refused", {"connection": self.number, "method": method, "received": received})
 
     # --- MCP ---------------------------------------------------------------------------------
 

@@ -139,9 +139,8 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
     req.out_dir.mkdir(parents=True, exist_ok=True)
 
     world = build_world(condition.world)
-    envelope = Envelope(
-        world, execution_id, RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__), clock=world.clock
-    )
+    runtime = RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__, req.settings.protocol.value)
+    envelope = Envelope(world, execution_id, runtime, clock=world.clock)
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
     # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").

@@ -160,7 +160,7 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
     async with AsyncExitStack() as stack:
         server = await stack.enter_async_context(serve_mcp(
             turn.turn_dir.mcp_socket, turn.envelope.catalogue, turn.invoker, instructions=turn.instructions,
-            server_name=profile.mcp_server_name, on_event=turn.log_mcp,
+            server_name=profile.mcp_server_name, on_event=turn.log_mcp, protocol=req.settings.protocol,
         ))
         model = await _serve_model(stack, turn)
         progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.conformance.behaviours import Behaviour
+from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch, parse_epoch
 from runner.errors import UsageError
 from runner.model.settings import Dialect, FaultSpecError, ModelFault, ModelMode
 from runner.sandbox.interface import RUNTIME_ENV, Runtime, TransportChoice
@@ -63,6 +64,7 @@ class TurnSettings:
     deadline: float | None = None  # --deadline SECONDS; the profile's when None
     keep: bool = False  # --keep: the container is left for inspection
     runtime: Runtime = Runtime.RUNC  # --runtime runc|runsc (RUNNER_RUNTIME): the container's OCI runtime
+    protocol: ProtocolEpoch = RELEASED_EPOCH  # --protocol 1|2: the SharedOS protocol epoch the turn's MCP speaks
     run_id: str = "run"  # the run's containers are labelled with it
     host: Host = Host()
 
@@ -103,6 +105,14 @@ def parse_transport(text: str) -> TransportChoice:
         return TransportChoice(text)
     except ValueError:
         raise SettingError(f"--transport must be mount, stream or auto, not {text!r}") from None
+
+
+def parse_protocol(text: str) -> ProtocolEpoch:
+    """``--protocol 1|2``."""
+    try:
+        return parse_epoch(text)
+    except ValueError as error:
+        raise SettingError(f"--protocol: {error}") from None
 
 
 def parse_runtime(text: str) -> Runtime:

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
 VENDORS = [
     "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
-    "copilot", "cline", "kilo", "kimi", "droid",
+    "copilot", "cline", "kilo", "kimi", "droid", "vibe",
 ]
 IMAGE_OF = {"pi-direct": "pi"}
 

@@ -48,6 +48,7 @@ def test_the_golden_set_covers_every_shape_of_result() -> None:
     broken = [b for b in bodies if "infrastructureError" in b]
     assert graded and declared and unavailable and interrupted and broken
     assert any("trial" in b["pins"] for b in bodies) and any("modelFault" in b["pins"] for b in bodies)
+    assert any(b["pins"].get("protocolVersion") == "2" for b in bodies)  # an epoch-2 cell (issue 19)
     assert any(b["pins"] == {} for b in bodies) and any("deadlineSeconds" in b for b in bodies)
     assert any(b.get("turn", {}).get("harnessErrorCode", 0) is None for b in bodies)  # a null that is written
 

@@ -27,8 +27,8 @@ from runner.sandbox.images import (
     recipe_hash,
 )
 from runner.sandbox.images.lock import locked_integrity
-from runner.sandbox.images.staging import _npm_dir
-from tests.support import copy_image_recipes
+from runner.sandbox.images.staging import _npm_dir, _wheel_dir
+from tests.support import copy_image_recipes, stage_debs
 
 REPO = Path(__file__).resolve().parents[2]
 # the vendor images: on the shared CLI layer, or on the node-22 layer built on it (Pi)
@@ -61,7 +61,7 @@ def _append(path: Path, text: str) -> None:
 def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
     assert VENDORS == [
         "claude-code", "cline", "codex", "copilot", "deepseek", "droid", "gemini", "kilo", "kimi", "opencode", "pi",
-        "pi-adapter", "qwen",
+        "pi-adapter", "qwen", "vibe",
     ]
     layer = load_harness_recipe("base-cli", REPO)
     assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
@@ -70,7 +70,7 @@ def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
     assert {"base-cli", "base-node22"}.isdisjoint(buildable_harnesses(REPO))
     on_node22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
     assert on_node22 == {"deepseek", "kimi", "pi", "pi-adapter"}
-    for harness in [*VENDORS, "auggie", "amp", "vibe"]:
+    for harness in [*VENDORS, "auggie", "amp"]:
         text = (REPO / "images" / harness / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
         dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
@@ -122,14 +122,21 @@ class _NoImages:
 
 def _stage(repo: Path, cache: Path) -> None:
     """A synthetic cache: the node base's tarball and one completed npm stage per vendor (and per layer with npm
-    packages: base-node22's node)."""
+    packages: base-node22's node), and vibe's wheels and Debian packages."""
     tar = cache / "base" / f"{base_recipe_hash(repo, 'base-node')}.tar"
     tar.parent.mkdir(parents=True)
     tar.write_bytes(b"not really a root filesystem")
     for harness in [*VENDORS, "base-node22"]:
         stage = _npm_dir(load_harness_recipe(harness, repo))
-        (stage / "npm-global").mkdir(parents=True)
+        (stage / "npm-global").mkdir(parents=True, exist_ok=True)  # vibe's (no npm) is the same as an empty list's
         (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
+        recipe = load_harness_recipe(harness, repo)
+        if recipe.wheels:  # vibe: a Python program
+            wheels = _wheel_dir(recipe)
+            wheels.mkdir(parents=True)
+            (wheels / "a-1.0-py3-none-any.whl").write_bytes(b"a wheel")
+            (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")
+    stage_debs(repo, _NoImages())
 
 
 def _hashes() -> dict[str, tuple[str, str]]:

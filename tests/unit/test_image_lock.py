@@ -39,7 +39,7 @@ from runner.sandbox.images.lock import local_findings, locked_integrity, write_b
 from runner.sandbox.images.pins import Change, Pin, rewrite_pin
 from runner.sandbox.images.recipes import HarnessRecipe
 from runner.sandbox.images.staging import _npm_dir, _wheel_dir
-from tests.support import copy_image_recipes
+from tests.support import copy_image_recipes, stage_debs
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "images" / "lock.json"
@@ -89,6 +89,7 @@ def _stage(repo: Path, cache: Path) -> None:
             wheels.mkdir(parents=True, exist_ok=True)
             (wheels / "mcp-2.3.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")
+    stage_debs(repo, _Engine())
 
 
 class _Engine:

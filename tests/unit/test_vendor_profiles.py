@@ -17,7 +17,7 @@ from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shippe
 
 VENDORS = [
     "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
-    "copilot", "cline",
+    "copilot", "cline", "vibe",
 ]
 PROMPT = 'Call `files.read` with arguments: {"path": "a b"}; it costs $5 and is "quoted" \\ done.'
 VALUES = {
@@ -92,7 +92,8 @@ def test_vendor_profiles_share_the_turn_contract(name: str) -> None:
 
 
 def test_no_vendor_column_is_unavailable() -> None:
-    # deepseek was, until dsh 0.1.0-rc.8 was measured to run a turn here (issue 11)
+    # deepseek was, until dsh 0.1.0-rc.8 was measured to run a turn here (issue 11); vibe, until its image had a
+    # Python >= 3.12 of its own (trixie's 3.13, issue 19)
     assert [name for name in VENDORS if profile(name).unavailable] == []
 
 

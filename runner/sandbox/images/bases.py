@@ -81,6 +81,20 @@ def _base_recipe(root: Path, name: str) -> dict[str, Any]:
     return recipe
 
 
+def debian_root(root: Path, name: str) -> tuple[str, dict[str, Any]]:
+    """The mmdebstrap base at the root of base ``name``'s chain (``name`` itself, or the base a layer such as
+    images/base-cli stands on, recursively), and its recipe: the suite, sources and architecture its image's packages
+    come from."""
+    seen: list[str] = []
+    while not _is_base_dir(root / "images" / name):
+        recipe = _load_json(root / "images" / name / "recipe.json")
+        if name in seen or "base" not in recipe:
+            raise ImageBuildError(f"images/{name}: no Debian base at the root of its chain ({' -> '.join(seen)})")
+        seen.append(name)
+        name = str(recipe["base"])
+    return name, _base_recipe(root, name)
+
+
 def base_recipe_hash(root: Path | None = None, name: str = DEFAULT_BASE) -> str:
     return _hash_json(_base_recipe(root or repo_root(), name))
 

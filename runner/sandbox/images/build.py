@@ -7,7 +7,9 @@ tree and the lock's integrity hashes, and the build key adds this machine's inpu
 
 from __future__ import annotations
 
+import io
 import re
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterable
@@ -23,7 +25,7 @@ from docker.models.images import Image
 
 from runner.sandbox import timings
 from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
-from runner.sandbox.images.bases import _Base, _ensure_base
+from runner.sandbox.images.bases import _Base, _ensure_base, debian_root
 from runner.sandbox.images.common import Progress, _exclusive, _id, _stderr, cache_dir, repo_root
 from runner.sandbox.images.context import (
     PlanEntry,
@@ -35,7 +37,7 @@ from runner.sandbox.images.context import (
 )
 from runner.sandbox.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
 from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
-from runner.sandbox.images.staging import _stage_npm, _stage_wheels
+from runner.sandbox.images.staging import _empty_npm, _stage_debs, _stage_npm, _stage_wheels, _Tree
 
 # the first version-looking token; a full stop ending the sentence is not part of it ("GitHub Copilot CLI 1.0.102.")
 _VERSION = re.compile(r"\d+(?:\.\d+)+(?:[\w.+-]*[\w+-])?")
@@ -77,7 +79,10 @@ def _ensure_built(client: docker.DockerClient, recipe: HarnessRecipe, root: Path
     started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
     wheels = _stage_wheels(recipe, say) if recipe.wheels else None
     npm = _stage_npm(recipe, say) if recipe.npm else None
-    plan = _context_plan(recipe, root, wheels, npm)
+    if npm is None and is_layer_dir(root / "images" / recipe.base):
+        npm = _empty_npm()  # the layer's ONBUILD copies a prefix (images/vibe installs nothing from npm)
+    debs = _ensure_debs(client, recipe, root, base, say) if recipe.debian else None
+    plan = _context_plan(recipe, root, wheels, npm, debs)
     rhash = recipe_hash(name, root, lock_integrity_or_none(root))
     key = _build_key(plan, base.identity, recipe.build_args, rhash)
     local = _local_inputs(plan, base.identity)
@@ -93,6 +98,33 @@ def _ensure_built(client: docker.DockerClient, recipe: HarnessRecipe, root: Path
         image = call_with_retry(client.images.get, _build(client, recipe, plan, base, labels, tag, say))
     timings.record(cache_dir(), f"image.{name}", time.monotonic() - started, recipe=rhash)
     return _Found(image, base, rhash, key, local, tag, built=True)
+
+
+def _ensure_debs(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, base: _Base, say: Progress) -> _Tree:
+    """The recipe's Debian packages staged for ``base``: resolved against what that image has installed, from the
+    suite of the mmdebstrap base at the root of its chain."""
+    name, debian = debian_root(root, recipe.base)
+    identity = _ensure_base(client, say, root, name).identity  # ensured already, on the way to ``base``
+    return _stage_debs(recipe, identity, debian, lambda: _dpkg_status(client, base), say)
+
+
+def _dpkg_status(client: docker.DockerClient, base: _Base) -> bytes:
+    """``/var/lib/dpkg/status`` of the base image, read from a container created (never started) from it."""
+    container = call_with_retry(client.containers.create, base.image_id, ["true"], network_mode="none",
+                                labels={"runner.owner": "images"})
+    try:
+        stream, _ = container.get_archive("/var/lib/dpkg/status")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.extractfile("status")
+            if member is None:
+                raise ImageBuildError(f"{base.ref or base.image_id}: /var/lib/dpkg/status is not a file")
+            return member.read()
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"{base.ref or base.image_id} has no dpkg status to stage Debian packages for: {exc}") \
+            from exc
+    finally:
+        with suppress(docker.errors.APIError):
+            container.remove(force=True)
 
 
 def ensure_image(client: docker.DockerClient, harness: str, progress: Progress | None = None) -> ImageRecord:

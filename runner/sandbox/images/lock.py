@@ -31,7 +31,7 @@ import docker
 import docker.errors
 
 from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
-from runner.sandbox.images.bases import _base_recipe, _find_base, _pinned_ref, base_recipe_hash
+from runner.sandbox.images.bases import _base_recipe, _find_base, _pinned_ref, base_recipe_hash, debian_root
 from runner.sandbox.images.common import _hash_json, _sha256_file, cache_dir, lock_path, repo_root
 from runner.sandbox.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
 from runner.sandbox.images.pins import Pin, recipe_pins
@@ -43,7 +43,15 @@ from runner.sandbox.images.recipes import (
     load_harness_recipe,
 )
 from runner.sandbox.images.registry import ClientRegistry, RegistryError
-from runner.sandbox.images.staging import _npm_digest, _npm_dir, _Tree, _wheel_dir
+from runner.sandbox.images.staging import (
+    _debs_digest,
+    _debs_dir,
+    _empty_npm,
+    _npm_digest,
+    _npm_dir,
+    _Tree,
+    _wheel_dir,
+)
 
 LOCK_VERSION = 2
 _RELOCK = "run `runner images lock` (or `runner images bump`) and commit images/lock.json"
@@ -341,7 +349,17 @@ def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, in
     stage = _npm_dir(recipe)
     digest = _npm_digest(stage)
     npm = _Tree(stage / "npm-global", digest) if digest else None
-    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm)
+    if not recipe.npm and is_layer_dir(root / "images" / recipe.base):
+        npm = _empty_npm()
+    debs = None
+    if recipe.debian:
+        debian_identity = _base_identity_now(client, debian_root(root, recipe.base)[0], root, integrity)
+        debs_stage = _debs_dir(recipe, debian_identity)
+        debs_digest = _debs_digest(debs_stage)
+        if debs_digest is None:
+            raise ImageMissing(f"the Debian packages of {recipe.harness} are not staged for its base here")
+        debs = _Tree(debs_stage / "debs", debs_digest)
+    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm, debs)
     rhash = recipe_hash(recipe.harness, root, integrity)
     return Keys(rhash, _build_key(plan, identity, recipe.build_args, rhash), _local_inputs(plan, identity))
 

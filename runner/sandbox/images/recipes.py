@@ -14,6 +14,7 @@ from runner.sandbox.engine import ImageBuildError, ImageMissing
 from runner.sandbox.images.common import DEFAULT_BASE, _load_json, repo_root
 
 NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name (Policy §5.6.1), no version
 
 @dataclass(frozen=True)
 class HarnessRecipe:
@@ -33,6 +34,10 @@ class HarnessRecipe:
     # ranges now pull in releases that break it, e.g. dsh 0.1.0-rc.8: images/deepseek/README.md)
     npm_before: str | None = None
     kind: str = "harness"  # "base": a shared layer other recipes build on (images/base-cli), not a harness
+    # Debian packages of the suite the image's Debian base is bootstrapped from, staged on the host as .debs
+    # (with what they need that the base does not have) and installed in the image's own layer (images/vibe:
+    # trixie's python3); like a base's include, resolved from the suite as it stands when staged
+    debian: tuple[str, ...] = ()
 
 
 def is_layer_dir(directory: Path) -> bool:
@@ -55,6 +60,10 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
     if unavailable is not None and not (isinstance(unavailable, str) and unavailable.strip()):
         raise ImageBuildError(f"{directory}/recipe.json: 'unavailable' must be a non-empty reason string")
     npm_before = data.get("npm_before")
+    debian = data.get("debian", [])
+    if not isinstance(debian, list) or not all(isinstance(p, str) and DEBIAN_PACKAGE.match(p) for p in debian):
+        raise ImageBuildError(f"{directory}/recipe.json: 'debian' must be a list of Debian package names "
+                              f"(no versions: they come from the base's suite), not {debian!r}")
     if npm_before is not None and not (isinstance(npm_before, str) and NPM_BEFORE.match(npm_before)):
         raise ImageBuildError(f"{directory}/recipe.json: 'npm_before' must be a UTC time like 2026-08-25T00:00:00Z")
     return HarnessRecipe(
@@ -72,6 +81,7 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
         unavailable=unavailable.strip() if unavailable else None,
         npm_before=npm_before,
         kind=str(data.get("kind", "harness")),
+        debian=tuple(debian),
     )
 
 

@@ -1,8 +1,10 @@
 """Inputs staged on the host once and reused: wheels downloaded with pip for the image's Python ABI
-(``$RUNNER_CACHE_DIR/wheels/<key>``) and npm packages installed with ``npm install --global --prefix
-<stage>/npm-global`` once per package list (``$RUNNER_CACHE_DIR/npm/<key>``). A stage's digest (every installed
-package's path, name and version, plus the symlinks) is computed once and kept in ``<stage>/.complete``, so the warm
-path reads one small file instead of hashing hundreds of megabytes. The context gets the tree as ``npm-global/``."""
+(``$RUNNER_CACHE_DIR/wheels/<key>``), npm packages installed with ``npm install --global --prefix
+<stage>/npm-global`` once per package list (``$RUNNER_CACHE_DIR/npm/<key>``), and Debian packages downloaded with
+apt for the image's base (``$RUNNER_CACHE_DIR/debs/<key>``: what the recipe's ``debian`` names and what it needs that
+the base has not installed). A stage's digest (every installed package's path, name and version, plus the symlinks;
+every .deb's name and sha256) is computed once and kept in ``<stage>/.complete``, so the warm path reads one small
+file instead of hashing hundreds of megabytes. The context gets the trees as ``npm-global/`` and ``debs/``."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,3 +189,118 @@ def _npm_inventory(prefix: Path) -> dict[str, list[list[str]]]:
         rel = entry.relative_to(prefix).as_posix()
         links.append([rel, os.readlink(entry) if entry.is_symlink() else "sha256:" + _sha256_file(entry)])
     return {"packages": packages, "links": links}
+
+
+def _empty_npm() -> _Tree:
+    """An empty npm prefix: what an image that installs nothing from npm gives the ``ONBUILD COPY npm-global/`` of
+    the layer it stands on (images/base-cli). Only such an image gets it, so no other image's context moves."""
+    path = cache_dir() / "npm" / "empty" / "npm-global"
+    path.mkdir(parents=True, exist_ok=True)
+    return _Tree(path, _hash_json({"packages": [], "links": []}))
+
+
+# ------------------------------------------------------------------------------------------- Debian packages
+
+_DEBS_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")  # mmdebstrap's too (debian-archive-keyring)
+
+
+def _debs_dir(recipe: HarnessRecipe, debian_identity: str) -> Path:
+    """Where the .debs of ``recipe`` are staged, per Debian base: ``debian_identity`` is the local identity of the
+    mmdebstrap base at the root of its chain (its tarball's digest; another base, or the same one bootstrapped again,
+    is another set of packages to add). The layers between (base-cli, base-node22) install no Debian package, so
+    the root's packages are the base's; were one to, ``dpkg --install`` in the image would stop on what is missing,
+    never build a wrong image. Not the layer's build key: that moves with the host's CA certificates, which change
+    no package."""
+    spec = {"format": _DEBS_STAGE_FORMAT, "packages": sorted(recipe.debian), "base": debian_identity}
+    return cache_dir() / "debs" / _hash_json(spec)[:24]
+
+
+def _debs_digest(stage: Path) -> str | None:
+    """The digest recorded when ``stage`` was completed, or None if it is not (fully) staged."""
+    try:
+        digest = (stage / ".complete").read_text().strip()
+    except OSError:
+        return None
+    return digest if _HEX64.match(digest) and (stage / "debs").is_dir() else None
+
+
+def _stage_debs(
+    recipe: HarnessRecipe, debian_identity: str, debian: dict[str, object], status: Callable[[], bytes],
+    say: Progress,
+) -> _Tree:
+    """Download the recipe's Debian packages once per Debian base: ``debian`` is the recipe of the mmdebstrap base
+    at the root of the image's chain (its suite, sources and architecture) and ``debian_identity`` its local
+    identity, ``status`` reads the image's base's ``/var/lib/dpkg/status`` (only when they are not staged yet)."""
+    stage = _debs_dir(recipe, debian_identity)
+    digest = _debs_digest(stage)
+    if digest is None:
+        with _exclusive(f"debs-{stage.name}"):
+            digest = _debs_digest(stage) or _download_debs(recipe, stage, debian, status(), say)
+    return _Tree(stage / "debs", digest)
+
+
+def _download_debs(
+    recipe: HarnessRecipe, stage: Path, debian: dict[str, object], status: bytes, say: Progress
+) -> str:
+    """``apt-get install --download-only`` in a private apt tree whose dpkg status is the base's: apt resolves the
+    packages against what the base has installed, fetches exactly what is missing, and checks every file against
+    the suite's signed Release (Debian's archive keyring)."""
+    stage.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=stage.parent))
+    apt = tmp / "apt"
+    for sub in ("etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/trusted.gpg.d", "lists/partial",
+                "archives/partial", "log"):
+        (apt / sub).mkdir(parents=True)
+    (apt / "status").write_bytes(status)
+    suite = str(debian.get("suite"))
+    raw_sources = debian.get("sources")
+    sources = [str(s) for s in raw_sources] if isinstance(raw_sources, list) else []
+    (apt / "etc/apt/sources.list").write_text("\n".join(sources or [f"deb http://deb.debian.org/debian {suite} main"])
+                                              + "\n")
+    arch = str(debian.get("architecture") or "amd64")
+    options = {
+        "Dir": str(apt), "Dir::Etc": str(apt / "etc/apt"), "Dir::State::Lists": str(apt / "lists"),
+        "Dir::State::status": str(apt / "status"), "Dir::Cache::Archives": str(apt / "archives"),
+        "Dir::Log": str(apt / "log"), "Dir::Etc::trusted": str(DEBIAN_KEYRING),
+        "Dir::Etc::trustedparts": str(apt / "etc/apt/trusted.gpg.d"), "Debug::NoLocking": "1",
+        "APT::Architecture": arch, "APT::Architectures": arch, "APT::Install-Recommends": "false",
+        "APT::Install-Suggests": "false",
+    }
+    if os.geteuid() == 0:  # apt would hand the downloads to _apt, which cannot write in root's cache
+        options["APT::Sandbox::User"] = "root"
+    apt_get = ["apt-get", *[a for k, v in options.items() for a in ("-o", f"{k}={v}")]]
+    say(f"[{recipe.harness}] apt-get install --download-only ({suite}): {' '.join(recipe.debian)}")
+    log: list[str] = []
+    for argv in ([*apt_get, "update"], [*apt_get, "install", "--download-only", "--yes", *recipe.debian]):
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)  # --yes: no prompt
+        except FileNotFoundError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ImageBuildError(f"apt-get is not installed on the host; images/{recipe.harness} stages its Debian "
+                                  "packages with it (and Debian's archive keyring: debian-archive-keyring)") from exc
+        log.append(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ImageBuildError(f"apt-get {argv[-1] if argv[-1] == 'update' else 'install'} for {recipe.harness} "
+                                  f"failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    debs = tmp / "debs"
+    debs.mkdir()
+    for deb in sorted((apt / "archives").glob("*.deb")):
+        os.replace(deb, debs / deb.name)
+    inventory = [[deb.name, _sha256_file(deb)] for deb in sorted(debs.iterdir())]
+    if not inventory:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ImageBuildError(f"apt-get downloaded nothing for {recipe.harness}: the base already has "
+                              f"{' '.join(recipe.debian)}; drop 'debian' from images/{recipe.harness}/recipe.json")
+    digest = _hash_json({"format": _DEBS_STAGE_FORMAT, "debs": inventory})
+    (tmp / "apt.log").write_text("\n".join(log))
+    (tmp / "installed.json").write_text(
+        json.dumps({"requested": list(recipe.debian), "suite": suite, "digest": digest, "debs": inventory}, indent=1)
+        + "\n"
+    )
+    shutil.rmtree(apt, ignore_errors=True)
+    (tmp / ".complete").write_text(digest + "\n")
+    shutil.rmtree(stage, ignore_errors=True)
+    os.replace(tmp, stage)
+    return digest

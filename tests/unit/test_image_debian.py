@@ -1,0 +1,89 @@
+"""A harness image's own Debian packages (``"debian"`` in its recipe: images/vibe's python3 and python3-venv from
+trixie): how the recipe is read, where the packages come from, what goes into the build context and the keys, and
+that no other image moves. The download itself (apt against the mirror) and the image built from it are exercised
+by ``runner images build vibe`` and tests/e2e (a real build, a real turn)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.sandbox.engine import ImageBuildError
+from runner.sandbox.images.bases import debian_root
+from runner.sandbox.images.context import _context_plan, _local_inputs
+from runner.sandbox.images.lock import read_lock
+from runner.sandbox.images.recipes import buildable_harnesses, load_harness_recipe
+from runner.sandbox.images.staging import _debs_dir, _empty_npm, _Tree
+from tests.support import copy_image_recipes
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    dest = tmp_path / "checkout"
+    copy_image_recipes(REPO, dest)
+    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    return dest
+
+
+def test_vibe_takes_trixies_python_in_its_own_layer_and_is_buildable() -> None:
+    recipe = load_harness_recipe("vibe", REPO)
+    assert recipe.debian == ("python3", "python3-venv") and recipe.unavailable is None
+    assert recipe.base == "base-cli" and "vibe" in buildable_harnesses(REPO)
+    assert recipe.wheels == ("mistral-vibe==2.26.1",) and recipe.wheel_python == "3.13"
+    name, debian = debian_root(REPO, recipe.base)
+    assert (name, debian["suite"]) == ("base-node", "trixie")  # trixie packages Python 3.13
+    # no shared base carries a Python for it: the node base and the CLI layers stay as they were
+    assert "python3" not in debian["include"]
+    assert all(not load_harness_recipe(h, REPO).debian for h in buildable_harnesses(REPO) if h != "vibe")
+    dockerfile = (REPO / "images" / "vibe" / "Dockerfile").read_text()
+    assert "COPY debs/ /tmp/debs/" in dockerfile and "dpkg --install /tmp/debs/*.deb" in dockerfile
+
+
+def test_the_lock_pins_mistral_vibe_with_its_wheels_integrity() -> None:
+    entry = read_lock(REPO)["vibe"]
+    assert (entry.base, entry.cli_package, entry.cli_version) == ("base-cli", "mistral-vibe", "2.26.1")
+    [pin] = entry.pins
+    assert (pin.kind, pin.package, pin.version) == ("pypi", "mistral-vibe", "2.26.1")
+    assert pin.integrity == "sha256:1ceb43e38a2e82cb8c54e1032b011874f8422e998cf87b4a3fdf58704133de55"
+
+
+@pytest.mark.parametrize("debian", ["python3", ["python3=3.13.5-1"], ["Python3"], [""], [3]])
+def test_a_debian_field_that_is_not_package_names_is_refused_naming_the_file(repo: Path, debian: object) -> None:
+    recipe = repo / "images" / "vibe" / "recipe.json"
+    recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "debian": debian}))
+    with pytest.raises(ImageBuildError, match=r"images/vibe/recipe.json: 'debian' must be a list of Debian package"):
+        load_harness_recipe("vibe", repo)
+
+
+def test_the_staged_packages_and_an_empty_npm_prefix_go_into_the_context_and_the_local_key(repo: Path) -> None:
+    recipe = load_harness_recipe("vibe", repo)
+    wheels = Path(repo / "wheels")
+    wheels.mkdir()
+    (wheels / "a-1.0-py3-none-any.whl").write_bytes(b"a wheel")
+    debs = _Tree(repo / "debs", "d" * 64)
+    with pytest.raises(ImageBuildError, match="Debian packages for vibe are not staged"):
+        _context_plan(recipe, repo, wheels, _empty_npm())
+    plan = _context_plan(recipe, repo, wheels, _empty_npm(), debs)
+    assert plan["debs"] is debs and isinstance(plan["npm-global"], _Tree)
+    assert not any(_empty_npm().path.iterdir())  # base-cli's ONBUILD copies it: nothing lands in /usr/local
+    staged = _local_inputs(plan, "base")["staged"]
+    other = _local_inputs({**plan, "debs": _Tree(repo / "debs", "e" * 64)}, "base")["staged"]
+    assert staged != other  # other packages: another build key, never the image built from these
+
+
+def test_an_image_on_the_python_base_gets_no_npm_prefix_and_no_debs(repo: Path) -> None:
+    recipe = load_harness_recipe("reference", repo)
+    wheels = Path(repo / "wheels")
+    wheels.mkdir()
+    plan = _context_plan(recipe, repo, wheels)
+    assert "npm-global" not in plan and "debs" not in plan
+
+
+def test_the_packages_are_staged_per_debian_base_not_per_certificate() -> None:
+    recipe = load_harness_recipe("vibe", REPO)
+    one, two = _debs_dir(recipe, "sha256:" + "1" * 64), _debs_dir(recipe, "sha256:" + "2" * 64)
+    assert one != two and one == _debs_dir(recipe, "sha256:" + "1" * 64)
