@@ -93,7 +93,7 @@ def exec_(
     with reported(as_json):
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
-                               run_unsupported=True, runtime=runtime)
+                               run_unsupported=True, runtime=runtime, protocol=protocol)
         cell = MatrixCell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, fault_every_column=True)
     target = out_dir or Path("runs") / run_id / cell.id

@@ -32,7 +32,7 @@ from runner.core.protocol import (
 from runner.core.world import build_world
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import ALWAYS_COMPARED, load_result, reusable
-from runner.matrix.cells import Cell
+from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.repro import repro_plan
 from runner.matrix.result import CellPins, CellResult
@@ -166,7 +166,7 @@ def test_a_pinned_call_of_another_epoch_never_reaches_the_latch_or_the_envelope(
 
 
 def plan(protocol: ProtocolEpoch) -> CellPlan:
-    [made] = plan_cells([Cell(CASE, CASE.condition, find_profile("reference"))], CellOptions(protocol=protocol))
+    [made] = plan_cells([MatrixCell(CASE, CASE.condition, find_profile("reference"))], CellOptions(protocol=protocol))
     return made
 
 

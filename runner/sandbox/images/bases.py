@@ -81,7 +81,7 @@ def _base_recipe(root: Path, name: str) -> dict[str, Any]:
     return recipe
 
 
-def debian_root(root: Path, name: str) -> tuple[str, dict[str, Any]]:
+def debian_root(root: Path, name: str) -> tuple[str, dict[str, object]]:
     """The mmdebstrap base at the root of base ``name``'s chain (``name`` itself, or the base a layer such as
     images/base-cli stands on, recursively), and its recipe: the suite, sources and architecture its image's packages
     come from."""
