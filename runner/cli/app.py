@@ -12,6 +12,7 @@ import runner
 from runner.cli.images import app as images_app
 from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
+from runner.cli.profiles import app as profiles_app
 from runner.cli.render import UNWRAPPED
 from runner.cli.turn import exec_, gc
 
@@ -39,6 +40,7 @@ app.command("cases")(cases)
 app.command("harnesses")(harnesses)
 app.command("gc")(gc)
 app.add_typer(images_app, name="images")
+app.add_typer(profiles_app, name="profiles")
 
 
 @app.callback(invoke_without_command=True)
