@@ -17,7 +17,8 @@
    the envelope.
 5. **Collect**: the record, the transcripts and the CLI's own session transcript are written, scrubbed.
 6. **Teardown, always**, in order: close the bridge (MCP server), stop the model endpoint (both when
-   step 2's stack exits), remove the sandbox (unless kept), remove the turn dir.
+   step 2's stack exits), remove the sandbox (unless kept; once nothing more is read from it, while step 4
+   settles and step 5 writes, so that the engine's work and runner's overlap), remove the turn dir.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from runner.core.outcomes import ExecutionResult, Json
 from runner.core.scrub import Scrubber
@@ -123,6 +126,7 @@ async def run_turn(
         sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
     turn = prepare_turn(req)
     proc: Sandbox | None = None
+    removed = False
     try:
         proc = await anyio.to_thread.run_sync(sandboxes, turn.spec, limiter=THREADS)
         played = await _serve_and_drive(turn, proc, progress)
@@ -130,15 +134,20 @@ async def run_turn(
         session = await anyio.to_thread.run_sync(_copy_session, turn, proc, limiter=THREADS)
         if session is not None:  # a CLI whose outcome is in its session log, not on stdout (dsh), is read now
             await anyio.to_thread.run_sync(_read_session_log, turn, played.run, session, limiter=THREADS)
-        settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
-        files = _collect(turn, settled, session)
+        async with anyio.create_task_group() as tg:
+            if not req.keep:  # nothing more is read from the container: the engine removes it while the turn settles
+                tg.start_soon(partial(anyio.to_thread.run_sync, proc.remove, limiter=THREADS))
+                await anyio.lowlevel.checkpoint()  # the removal's thread starts before the settling below
+            settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
+            files = _collect(turn, settled, session)
+        removed = not req.keep
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
             elapsed=time.monotonic() - started, transport=proc.transport, mcp=played.mcp,
             infrastructure_error=settled.infrastructure_error,
         )
     finally:
-        await _teardown(turn, proc)
+        await _teardown(turn, None if removed else proc)
 
 
 async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:
