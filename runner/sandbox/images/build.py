@@ -131,7 +131,22 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
         local_inputs=found.local,
     )
     write_build(record)
+    _learn_wiring(client, record)
     return record
+
+
+def _learn_wiring(client: docker.DockerClient, record: ImageRecord) -> None:
+    """Probe a newly recorded image's wiring now, on the engine that built it, while building costs seconds anyway:
+    the verdict is remembered (:mod:`runner.sandbox.probe`), so the image's first turn here starts one container,
+    its own, not a probe before it. A failure (or an engine that fails the probe's calls) is not the build's: the
+    turn that needs the image probes again and names it."""
+    from runner.sandbox.container import CELL_LABEL, ContainerSpec
+    from runner.sandbox.engine import EngineError
+    from runner.sandbox.probe import WIRING
+
+    labels = {CELL_LABEL: f"image.{record.harness}"}
+    with suppress(EngineError):
+        WIRING.check(client, ContainerSpec(record.image_id, ["true"], Path(tempfile.gettempdir()), labels))
 
 
 def _build(
