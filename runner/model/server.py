@@ -257,13 +257,15 @@ async def _serve(
 
 @asynccontextmanager
 async def serve_model(
-    socket_path: Path, endpoint: ModelEndpointConfig, log_path: Path, *, server_name: str = "sharedos"
+    socket_path: Path, endpoint: ModelEndpointConfig, log_path: Path, *, server_name: str = "sharedos",
+    sock: socket.socket | None = None,
 ) -> AsyncIterator[ModelEndpointHandle]:
     """Serve the model endpoint on the unix socket ``socket_path`` until the block exits.
 
     Yields a :class:`ModelEndpointHandle` (counters). On exit, held-back (``hang``) answers are
-    released, in-flight streams get :data:`SHUTDOWN_GRACE` seconds, and the socket is removed."""
-    sock = _unix_socket(socket_path)
+    released, in-flight streams get :data:`SHUTDOWN_GRACE` seconds, and the socket is removed. ``sock``: that
+    path's socket, already bound (and perhaps listening), taken over here."""
+    sock = sock if sock is not None else _unix_socket(socket_path)
     handle = ModelEndpointHandle(endpoint.mode, "http://model.sock", socket_path=socket_path, log_path=log_path)
     try:
         async with _serve(sock, endpoint, log_path, server_name, handle):

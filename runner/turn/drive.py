@@ -37,17 +37,26 @@ class Drive:
     engine_failed: str | None = None  # the engine kept failing a call mid-turn: nobody knows how the CLI ended
 
 
-async def drive(
-    proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
-    progress: object,
-) -> Drive:
-    """Start the CLI and drive it to its end: by itself, or stopped by the deadline and the wind-down."""
-    say = progress if callable(progress) else (lambda _m: None)
-    run = Drive()
+async def start_cli(proc: Sandbox) -> str | None:
+    """Create and start the CLI's sandbox (in a worker thread); why it could not start, or None."""
     try:
         await anyio.to_thread.run_sync(proc.start, limiter=THREADS)
     except ContainerStartError as err:
-        run.not_started = str(err)
+        return str(err)
+    return None
+
+
+async def drive(
+    proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
+    progress: object, *, started: tuple[str | None] | None = None,
+) -> Drive:
+    """Start the CLI (unless ``started`` holds what :func:`start_cli` said) and drive it to its end: by itself, or
+    stopped by the deadline and the wind-down."""
+    say = progress if callable(progress) else (lambda _m: None)
+    run = Drive()
+    not_started = (await start_cli(proc)) if started is None else started[0]
+    if not_started is not None:
+        run.not_started = not_started
         return run
     run.container_id = proc.id
     watch = _Watch(proc, stdout, stderr, profile)

@@ -6,7 +6,8 @@
    the latch wraps the envelope; the prompt and instructions are composed and ``promptHash`` is
    annotated; the turn dir is written and the profile rendered into the process's spec.
 2. **Serve and start**: the MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a
-   model, the model endpoint on ``<turn dir>/model.sock``; the CLI's sandbox comes from the
+   model, the model endpoint on ``<turn dir>/model.sock`` (both sockets listen before the container starts; the
+   servers start, and the MCP SDK is imported, while the engine starts it); the CLI's sandbox comes from the
    injected :data:`~runner.sandbox.interface.SandboxFactory` (the hardened container over the
    requested transport by default, :class:`~runner.sandbox.factory.DockerSandboxes`), and the turn
    drives it through :class:`~runner.sandbox.interface.Sandbox` alone.
@@ -24,9 +25,12 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import stat
 import time
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -38,16 +42,17 @@ import anyio.lowlevel
 from runner.core.outcomes import ExecutionResult, Json
 from runner.core.scrub import Scrubber
 from runner.harnesses.interpreters import get_session_reader
-from runner.mcp.server import McpServerHandle, serve_mcp
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
 from runner.turn.collect import copy_session_transcript
-from runner.turn.drive import THREADS, Drive, drive
+from runner.turn.drive import THREADS, Drive, drive, start_cli
 from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
 
 if TYPE_CHECKING:
     import docker
+
+    from runner.mcp.server import McpServerHandle
 
 __all__ = ["TurnReport", "TurnRequest", "run_turn"]
 
@@ -151,16 +156,38 @@ async def run_turn(
 
 
 async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:
-    """Serve MCP (and the model), start the CLI and drive it to its end; the servers stop on the way out."""
+    """Serve MCP (and the model), start the CLI and drive it to its end; the servers stop on the way out.
+
+    The sockets are bound and listening before anything else, then the engine creates and starts the CLI's container
+    (in a worker thread) while this process imports the MCP SDK and starts its servers: the CLI never finds a socket
+    missing, one that connects early waits in the kernel's backlog for its first answer, and the engine's work and
+    runner's overlap instead of following each other."""
     req, profile = turn.req, turn.profile
+    progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
     async with AsyncExitStack() as stack:
+        mcp_sock = stack.enter_context(_listening(turn.turn_dir.mcp_socket))
+        model_sock = stack.enter_context(_listening(turn.turn_dir.model_socket)) if profile.model else None
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        started: list[str | None] = []
+        ready = anyio.Event()
+
+        async def start() -> None:
+            started.append(await start_cli(proc))
+            ready.set()
+
+        tasks.start_soon(start)
+        await anyio.lowlevel.checkpoint()  # the container's start is under way before the servers' start-up below
+        from runner.mcp.server import serve_mcp  # the SDK's import (about half a second of CPU) overlaps it
+
         server = await stack.enter_async_context(serve_mcp(
             turn.turn_dir.mcp_socket, turn.envelope.catalogue, turn.invoker, instructions=turn.instructions,
-            server_name=profile.mcp_server_name, on_event=turn.log_mcp,
+            server_name=profile.mcp_server_name, on_event=turn.log_mcp, sock=mcp_sock,
         ))
-        model = await _serve_model(stack, req, turn.turn_dir.model_socket, turn.actions, turn.scrubber, turn.model_id)
-        progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
-        run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress)
+        model = await _serve_model(stack, req, turn.turn_dir.model_socket, turn.actions, turn.scrubber, turn.model_id,
+                                   model_sock)
+        await ready.wait()
+        run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress,
+                          started=(started[0],))
         mcp: dict[str, Json] = {
             "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
             "calls": server.calls, "clients": server.client_infos,
@@ -172,9 +199,27 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
     return Played(run, server, mcp, divergence)
 
 
+@contextmanager
+def _listening(path: Path) -> Iterator[socket.socket]:
+    """A unix socket bound at ``path`` and listening, reachable by the container's uid (its server takes it over);
+    closed and unlinked on the way out."""
+    with suppress(FileNotFoundError):
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()  # a stale socket from an earlier run in the same directory
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o666)  # a non-root, capability-less container user connects through the bind mount
+        sock.listen(128)
+        yield sock
+    finally:
+        sock.close()
+        path.unlink(missing_ok=True)
+
+
 async def _serve_model(
     stack: AsyncExitStack, req: TurnRequest, socket_path: Path, actions: list[dict[str, Any]],
-    scrubber: Scrubber, model_id: str | None,
+    scrubber: Scrubber, model_id: str | None, sock: socket.socket | None = None,
 ) -> Any:
     profile = req.profile
     if profile.model is None:
@@ -190,7 +235,8 @@ async def _serve_model(
         invents=profile.issues_uncatalogued,
     )
     return await stack.enter_async_context(
-        serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name)
+        serve_model(socket_path, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name,
+                    sock=sock)
     )
 
 
