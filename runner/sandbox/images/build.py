@@ -45,8 +45,11 @@ def _find_built(client: docker.DockerClient, harness: str, build_key: str, tag: 
     """The image built here for this build key. It must carry its tag too: labels are inherited, so a failed
     build's leftover layer (or an image built FROM this one) can carry the same labels."""
     labels = [f"runner.image={harness}", f"runner.build={build_key}"]
-    found = [i for i in call_with_retry(client.images.list, filters={"label": labels}) if tag in i.tags]
-    return max(found, key=lambda i: str(i.attrs.get("Created", "")), default=None)
+    # the engine's summaries, and one inspect of the image chosen: images.list would inspect every match
+    summaries = call_with_retry(client.api.images, filters={"label": labels})
+    found = [i for i in summaries if tag in (i.get("RepoTags") or [])]
+    newest = max(found, key=lambda i: int(i.get("Created") or 0), default=None)
+    return None if newest is None else call_with_retry(client.images.get, newest["Id"])
 
 
 @dataclass(frozen=True)
