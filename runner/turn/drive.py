@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 
 from runner.harnesses.profile import Profile
@@ -37,12 +38,23 @@ class Drive:
     engine_failed: str | None = None  # the engine kept failing a call mid-turn: nobody knows how the CLI ended
 
 
-async def start_cli(proc: Sandbox) -> str | None:
-    """Create and start the CLI's sandbox (in a worker thread); why it could not start, or None."""
+async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str | None:
+    """Create and start the CLI's sandbox (in a worker thread); why it could not start, or None. ``under_way`` is
+    set once the worker thread has taken the work up (a caller that then blocks the event loop does not hold the
+    start back)."""
+
+    def start() -> None:
+        if under_way is not None:
+            anyio.from_thread.run_sync(under_way.set)
+        proc.start()
+
     try:
-        await anyio.to_thread.run_sync(proc.start, limiter=THREADS)
+        await anyio.to_thread.run_sync(start, limiter=THREADS)
     except ContainerStartError as err:
         return str(err)
+    finally:
+        if under_way is not None:
+            under_way.set()  # also when the thread never ran
     return None
 
 

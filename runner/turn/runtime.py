@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import anyio.lowlevel
+import anyio.abc
+import anyio.from_thread
 
 from runner.core.outcomes import ExecutionResult, Json
 from runner.core.scrub import Scrubber
@@ -141,8 +142,7 @@ async def run_turn(
             await anyio.to_thread.run_sync(_read_session_log, turn, played.run, session, limiter=THREADS)
         async with anyio.create_task_group() as tg:
             if not req.keep:  # nothing more is read from the container: the engine removes it while the turn settles
-                tg.start_soon(partial(anyio.to_thread.run_sync, proc.remove, limiter=THREADS))
-                await anyio.lowlevel.checkpoint()  # the removal's thread starts before the settling below
+                await _begin_in_thread(tg, proc.remove)
             settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
             files = _collect(turn, settled, session)
         removed = not req.keep
@@ -153,6 +153,19 @@ async def run_turn(
         )
     finally:
         await _teardown(turn, None if removed else proc)
+
+
+async def _begin_in_thread(tasks: anyio.abc.TaskGroup, work: Callable[[], object]) -> None:
+    """Run ``work`` in a worker thread, as a task of ``tasks``; return once the thread has taken it up, so that what
+    the caller does next without yielding (writing files, importing) does not hold it back."""
+    under_way = anyio.Event()
+
+    def run() -> None:
+        anyio.from_thread.run_sync(under_way.set)
+        work()
+
+    tasks.start_soon(partial(anyio.to_thread.run_sync, run, limiter=THREADS))
+    await under_way.wait()
 
 
 async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:
@@ -169,14 +182,14 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
         model_sock = stack.enter_context(_listening(turn.turn_dir.model_socket)) if profile.model else None
         tasks = await stack.enter_async_context(anyio.create_task_group())
         started: list[str | None] = []
-        ready = anyio.Event()
+        ready, under_way = anyio.Event(), anyio.Event()
 
         async def start() -> None:
-            started.append(await start_cli(proc))
+            started.append(await start_cli(proc, under_way))
             ready.set()
 
         tasks.start_soon(start)
-        await anyio.lowlevel.checkpoint()  # the container's start is under way before the servers' start-up below
+        await under_way.wait()  # a worker thread is creating the container before the servers' start-up below
         from runner.mcp.server import serve_mcp  # the SDK's import (about half a second of CPU) overlaps it
 
         server = await stack.enter_async_context(serve_mcp(
