@@ -25,6 +25,8 @@ from runner.bench.world import baseline_authority
 if TYPE_CHECKING:
     import docker
 
+    from runner.sandbox.images import ImageRecord
+
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
 
@@ -95,9 +97,11 @@ async def running_cell(
 
 
 async def running_cell_report(
-    client: docker.DockerClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
+    client: docker.DockerClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc",
+    image: ImageRecord | None = None,
 ) -> str:
-    """:func:`running_cell`'s cell; the id of the turn's container."""
+    """:func:`running_cell`'s cell; the id of the turn's container. ``image``: the column's image, resolved once
+    beforehand as ``runner run`` does (None: the cell resolves it, as ``runner exec`` does)."""
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
     from runner.matrix.cell import run_cell
@@ -114,7 +118,7 @@ async def running_cell_report(
     # runner run plans every cell up front, with the host's environment (read at its edge, as here)
     options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))
     [plan] = plan_cells([cell], options)
-    result, report = await run_cell(client, plan, out)
+    result, report = await run_cell(client, plan, out, image=image)
     if result.turn is None or result.turn.status != "escalated" or report is None:
         raise BenchError(f"{harness} under {runtime} did not escalate: {result.dumps()[:300]}")
     return str(report.drive.container_id)

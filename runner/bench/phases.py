@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     import docker
     from rich.table import Table
 
+    from runner.sandbox.images import ImageRecord
+
 ITEM = 8
 CASE = "escalation"
 PHASES = ("before", "boot", "exchanges", "windDown", "after")
@@ -269,17 +271,25 @@ def exec_turn(clock: ContainerClock, harness: str, out: Path) -> Turn:
 
 
 async def cell_turn(client: docker.DockerClient, clock: ContainerClock, harness: str, run_id: str,
-                    out: Path) -> Turn:
-    """One cell of the column in this process, as ``runner run`` pays for it (``run_cell``)."""
+                    out: Path, image: ImageRecord) -> Turn:
+    """One cell of the column in this process, as ``runner run`` pays for it (``run_cell`` with the column's image
+    resolved once, before its cells)."""
     import anyio.to_thread
 
     from runner.bench.cell import running_cell_report
 
     began = time.time()
-    container = await running_cell_report(client, run_id, out, harness)
+    container = await running_cell_report(client, run_id, out, harness, image=image)
     ended = time.time()
     started, exited = await anyio.to_thread.run_sync(clock.wait_for, container)
     return Turn(began, ended, started, exited, exchanges_of(out / "model-exchanges.jsonl"))
+
+
+def _image_of(client: docker.DockerClient, harness: str) -> ImageRecord:
+    from runner.harnesses.profile import find_profile
+    from runner.sandbox.images import ensure_image
+
+    return ensure_image(client, find_profile(harness).image)
 
 
 def bare_boot(client: docker.DockerClient, clock: ContainerClock, harness: str, run_id: str) -> float:
@@ -323,10 +333,11 @@ async def measure_phases(client: docker.DockerClient, plan: Plan, run_id: str, s
             cells: list[Turn] = []
             boots: list[float] = []
             try:
+                image = await anyio.to_thread.run_sync(_image_of, client, harness)
                 for rep in range(plan.phase_reps + 1):  # the first round warms the image, probe and page cache
                     where = scratch / f"phases-{harness}-{rep}"
                     exec_ = await anyio.to_thread.run_sync(exec_turn, clock, harness, where / "exec")
-                    cell = await cell_turn(client, clock, harness, run_id, where / "cell")
+                    cell = await cell_turn(client, clock, harness, run_id, where / "cell", image)
                     boot = await anyio.to_thread.run_sync(bare_boot, client, clock, harness, run_id)
                     if rep:
                         execs.append(exec_)
