@@ -24,6 +24,7 @@ from runner.bench.world import baseline_authority
 
 if TYPE_CHECKING:
     from runner.sandbox.engine import EngineClient
+    from runner.sandbox.images import ImageRecord
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
@@ -89,6 +90,17 @@ async def running_cell(
     """One whole escalation cell of ``harness`` (the scripted model where it talks to one) under ``runtime``, as
     ``runner run`` pays for it, in this already running process: image check, MCP server, container, turn, judge and
     artifacts (``run_cell``); its wall time. A cell that does not escalate is a :class:`BenchError`."""
+    started = time.perf_counter()
+    await running_cell_report(client, run_id, out, harness, runtime)
+    return time.perf_counter() - started
+
+
+async def running_cell_report(
+    client: EngineClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc",
+    image: ImageRecord | None = None,
+) -> str:
+    """:func:`running_cell`'s cell; the id of the turn's container. ``image``: the column's image, resolved once
+    beforehand as ``runner run`` does (None: the cell resolves it, as ``runner exec`` does)."""
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile
     from runner.matrix.cells import MatrixCell
@@ -105,12 +117,10 @@ async def running_cell(
     # runner run plans every cell up front, with the host's environment (read at its edge, as here)
     options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))
     [plan] = plan_cells([cell], options)
-    started = time.perf_counter()
-    result, _ = await run_cell(client, plan, out)
-    wall = time.perf_counter() - started
-    if result.turn is None or result.turn.status != "escalated":
+    result, report = await run_cell(client, plan, out, image=image)
+    if result.turn is None or result.turn.status != "escalated" or report is None:
         raise BenchError(f"{harness} under {runtime} did not escalate: {result.dumps()[:300]}")
-    return wall
+    return str(report.drive.container_id)
 
 
 async def measure_cell(

@@ -80,7 +80,27 @@ TARGETS: dict[str, Target] = {
     # a cell under gVisor ÷ the same cell under runc, median over the columns: the kernel of its own that live
     # mode is recommended to run under may cost a cell up to twice its time, not more
     "runtime.ratio.median": Target("<=", 2.0),
+    # runner's own share of a turn (its wall outside the container's start → exit), the worst column's: a runner exec
+    # process (a Python process that starts, imports and serves MCP) and a cell in a running runner run
+    "phases.runnerExec.worst": Target("<=", 0.8),  # s
+    "phases.runnerRun.worst": Target("<=", 0.3),  # s
 }
+
+
+# targets every column's figure of the phases section has (``phases.<column>.<suffix>``)
+COLUMN_TARGETS: dict[str, Target] = {
+    "runner.exec": Target("<=", 0.8),  # s: runner's share of a runner exec process (wall − container start → exit)
+    "runner.run": Target("<=", 0.3),  # s: the same per cell in a running runner run
+    "boot.excess": Target("<=", 1.0),  # s: a CLI's start → first model request beyond its bare --version
+}
+
+
+def target_of(key: str) -> Target | None:
+    """The target of a figure: its own, or the one its column's kind of figure has."""
+    if key in TARGETS:
+        return TARGETS[key]
+    parts = key.split(".", 2)
+    return COLUMN_TARGETS.get(parts[2]) if len(parts) == 3 and parts[0] == "phases" else None
 
 
 @dataclass
@@ -96,7 +116,7 @@ class Figure:
 
     @property
     def target(self) -> Target | None:
-        return TARGETS.get(self.key)
+        return target_of(self.key)
 
     @property
     def verdict(self) -> str:

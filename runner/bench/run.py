@@ -33,6 +33,8 @@ SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
     "startup": [("startup.help.ratio", 6, "runner --help / python -c pass", "×"),
                 ("startup.cases.ratio", 6, "runner cases / python -c pass", "×")],
     "runtime": [("runtime.ratio.median", 7, "runsc / runc, median over the columns", "×")],
+    "phases": [("phases.runnerExec.worst", 8, "runner's share in runner exec, worst column", "s"),
+               ("phases.runnerRun.worst", 8, "runner's share per cell in runner run, worst column", "s")],
 }
 
 
@@ -48,6 +50,7 @@ async def measure(
     from runner.bench.cell import measure_cell
     from runner.bench.images import measure_images
     from runner.bench.matrix import measure_flood, measure_matrix
+    from runner.bench.phases import measure_phases
     from runner.bench.roundtrip import measure_mcp
     from runner.bench.runtime import measure_runtime
     from runner.bench.startup import measure_startup
@@ -61,6 +64,7 @@ async def measure(
         "images": lambda: anyio.to_thread.run_sync(measure_images),
         "startup": lambda: anyio.to_thread.run_sync(measure_startup, plan, say),
         "runtime": lambda: measure_runtime(client, plan, run_id, scratch, say),
+        "phases": lambda: measure_phases(client, plan, run_id, scratch, say),
     }
     for section in plan.sections:
         say(f"{section} …")
@@ -84,11 +88,13 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Plan]:
     parser.add_argument("--quick", action="store_true", help="a smaller sample (fewer calls, repetitions, cells)")
     parser.add_argument("--only", help=f"comma-separated sections to run: {','.join(SECTIONS)}")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed or not measured")
+    parser.add_argument("--columns", help="comma-separated columns the phases section measures (default: all)")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     if only and (unknown := sorted(set(only) - set(SECTIONS))):
         parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
-    return args, plan_for(args.quick, only)
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else []
+    return args, plan_for(args.quick, only, columns)
 
 
 def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
@@ -145,6 +151,11 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
     out.print(table(doc))
+    rows = next((f["detail"].get("rows") for f in doc["figures"] if f["key"] == "phases.table"), None)
+    if isinstance(rows, list) and rows:
+        from runner.bench.phases import phase_table
+
+        out.print(phase_table([r for r in rows if isinstance(r, dict)]))
     summary = doc["summary"]
     out.print(f"{summary['pass']} PASS, {summary['miss']} MISS, {summary['notMeasured']} not measured; "
               f"wrote {args.out}", highlight=False)

@@ -14,6 +14,7 @@ kept as ``null``: callers drop keys they mean to be absent before hashing, as up
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import unicodedata
@@ -30,6 +31,7 @@ def _char_rank(ch: str) -> tuple[int, str]:
     return (0, ch)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # object keys repeat ("name", "type", ...): each is ranked once per process
 def collation_key(key: str) -> tuple[tuple[tuple[int, str], ...], tuple[int, ...]]:
     """A sort key approximating ``a.localeCompare(b)`` for JSON object keys."""
     normalized = unicodedata.normalize("NFC", key)
@@ -39,15 +41,22 @@ def collation_key(key: str) -> tuple[tuple[tuple[int, str], ...], tuple[int, ...
     return primary, tertiary
 
 
+# json.dumps(value, ensure_ascii=False, allow_nan=False), without building an encoder for every scalar
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_STRING = json.encoder.encode_basestring  # what that encoder writes a str with
+
+
 def canonical_json(value: object) -> str:
     """Serialise ``value`` canonically: sorted keys (see module doc), no whitespace."""
+    if isinstance(value, str):
+        return _STRING(value)
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda kv: collation_key(str(kv[0])))
-        inner = ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{canonical_json(v)}" for k, v in items)
+        inner = ",".join(f"{_STRING(str(k))}:{canonical_json(v)}" for k, v in items)
         return "{" + inner + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(canonical_json(v) for v in value) + "]"
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def sha256_hex(value: object) -> str:

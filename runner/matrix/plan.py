@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from runner.turn.settings import TurnSettings
 
 if TYPE_CHECKING:
     from runner.sandbox.images import ImageRecord
+
+CELL_SECONDS_LINE = re.compile(rb"^cell_seconds\s*:[^\n]*(\n|$)", re.MULTILINE)  # what profile_hash leaves out
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,13 @@ class CellPlan:
 
 
 def profile_hash(cell: MatrixCell) -> str:
+    """The profile file's hash, its ``cell_seconds`` line left out: that figure plans CI jobs and changes nothing in
+    a turn, so ``runner profiles calibrate`` does not make a run's finished cells run again."""
     source = Path(cell.profile.source) if cell.profile.source else None
-    data = source.read_bytes() if source and source.is_file() else cell.profile.model_dump_json().encode()
+    if source and source.is_file():
+        data = CELL_SECONDS_LINE.sub(b"", source.read_bytes())
+    else:
+        data = cell.profile.model_copy(update={"cell_seconds": 1.0}).model_dump_json().encode()
     return hashlib.sha256(data).hexdigest()
 
 

@@ -96,13 +96,21 @@ async def serve_mcp(
     server_version: str = runner.__version__,
     on_event: EventSink | None = None,
     protocol: ProtocolEpoch = RELEASED_EPOCH,
+    sock: socket.socket | None = None,
 ) -> AsyncIterator[McpServerHandle]:
     """Serve ``catalogue`` on ``socket_path`` until the block exits; then stop every session and unlink.
-    ``protocol``: the SharedOS epoch its messages speak (:mod:`runner.mcp.epoch`)."""
+    ``protocol``: the SharedOS epoch its messages speak (:mod:`runner.mcp.epoch`).
+
+    ``sock``: that path's socket, already bound and listening (the turn binds it before the CLI's container starts,
+    so a client that connects while this process is still importing the SDK waits in the backlog); it is taken over
+    and closed here."""
     service = _Service(McpServerHandle(socket_path), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
     service.epoch = protocol
-    listener = await anyio.create_unix_listener(socket_path)
+    if sock is not None:
+        listener: anyio.abc.SocketListener = await anyio.abc.SocketListener.from_socket(sock)
+    else:
+        listener = await anyio.create_unix_listener(socket_path)
     try:
         os.chmod(socket_path, 0o666)  # a non-root, capability-less container user connects through a bind mount
         async with anyio.create_task_group() as tg:

@@ -144,11 +144,51 @@ class _Service:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, minus its signal handlers: the runner owns SIGINT/SIGTERM, not the model endpoint."""
+    """uvicorn, minus its signal handlers (the runner owns SIGINT/SIGTERM, not the model endpoint), and stopped as
+    soon as it is told to: uvicorn 0.55 notices ``should_exit`` at its next 0.1 s tick, then sleeps a fixed 0.1 s and
+    polls its connections every 0.1 s, up to 0.3 s at the end of every turn although the CLI, gone by then, holds
+    no connection. Here :meth:`stop` wakes the main loop at once and the shutdown polls every 5 ms; an answer still
+    in flight gets the same grace period (``timeout_graceful_shutdown``) as before."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._stop = anyio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    def stop(self) -> None:
+        self.should_exit = True
+        self._stop.set()
+
+    async def main_loop(self) -> None:
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864000
+            with anyio.move_on_after(0.1):  # the tick still keeps the Date header current
+                await self._stop.wait()
+            should_exit = await self.on_tick(counter)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()  # idle: closed now; answering: closed once its answer is sent
+        with anyio.move_on_after(self.config.timeout_graceful_shutdown) as grace:  # None: no limit, as uvicorn
+            while (state.connections or state.tasks) and not self.force_exit:
+                await anyio.sleep(0.005)
+        if grace.cancelled_caught:
+            for task in state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        for server in self.servers:
+            await server.wait_closed()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
 
 
 def _unix_socket(path: Path) -> socket.socket:
@@ -217,7 +257,7 @@ async def _serve(
                 yield handle
             finally:
                 handle.stopping.set()
-                server.should_exit = True
+                server.stop()
     finally:
         with anyio.CancelScope(shield=True):
             if forwarder is not None:
@@ -230,13 +270,15 @@ async def _serve(
 async def serve_model(
     socket_path: Path, endpoint: ModelEndpointConfig, log_path: Path, *, server_name: str = "sharedos",
     timeline: Timeline | None = None,
+    sock: socket.socket | None = None,
 ) -> AsyncIterator[ModelEndpointHandle]:
     """Serve the model endpoint on the unix socket ``socket_path`` until the block exits; each request goes on
     ``timeline`` when one is given, and the exchange log is stamped on its clock.
 
     Yields a :class:`ModelEndpointHandle` (counters). On exit, held-back (``hang``) answers are
-    released, in-flight streams get :data:`SHUTDOWN_GRACE` seconds, and the socket is removed."""
-    sock = _unix_socket(socket_path)
+    released, in-flight streams get :data:`SHUTDOWN_GRACE` seconds, and the socket is removed. ``sock``: that
+    path's socket, already bound (and perhaps listening), taken over here."""
+    sock = sock if sock is not None else _unix_socket(socket_path)
     handle = ModelEndpointHandle(endpoint.mode, "http://model.sock", socket_path=socket_path, log_path=log_path)
     try:
         async with _serve(sock, endpoint, log_path, server_name, handle, timeline):

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 
 from runner.core.outcomes import JsonValue
@@ -42,21 +43,42 @@ class Drive:
     engine_failed: str | None = None  # the engine kept failing a call mid-turn: nobody knows how the CLI ended
 
 
+async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str | None:
+    """Create and start the CLI's sandbox (in a worker thread); why it could not start, or None. ``under_way`` is
+    set once the worker thread has taken the work up (a caller that then blocks the event loop does not hold the
+    start back)."""
+
+    def start() -> None:
+        if under_way is not None:
+            anyio.from_thread.run_sync(under_way.set)
+        proc.start()
+
+    try:
+        await anyio.to_thread.run_sync(start, limiter=THREADS)
+    except ContainerStartError as err:
+        return str(err)
+    finally:
+        if under_way is not None:
+            under_way.set()  # also when the thread never ran
+    return None
+
+
 async def drive(
     proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
-    progress: object, timeline: Timeline | None = None,
+    progress: object, timeline: Timeline | None = None, *, started: tuple[str | None] | None = None,
 ) -> Drive:
-    """Start the CLI and drive it to its end: by itself, or stopped by the deadline and the wind-down."""
+    """Start the CLI (unless ``started`` holds what :func:`start_cli` said) and drive it to its end: by itself, or
+    stopped by the deadline and the wind-down."""
     say = progress if callable(progress) else (lambda _m: None)
     run = Drive()
-    try:
-        await anyio.to_thread.run_sync(proc.start, limiter=THREADS)
-    except ContainerStartError as err:
-        run.not_started = str(err)
+    not_started = (await start_cli(proc)) if started is None else started[0]
+    if not_started is not None:
+        run.not_started = not_started
         return run
     run.container_id = proc.id
     watch = _Watch(proc, stdout, stderr, profile, timeline)
-    watch.mark(TimelineEvent.CONTAINER_STARTED)
+    if started is None:  # a caller that started the CLI itself put its start on the timeline
+        watch.mark(TimelineEvent.CONTAINER_STARTED)
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch.pump)
         tg.start_soon(watch.wait)

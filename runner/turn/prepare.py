@@ -11,6 +11,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import runner
 from runner.conformance.behaviours import Behaviour, actions_for
@@ -26,7 +27,6 @@ from runner.core.world import build_world
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
-from runner.mcp.server import Invoker
 from runner.model.settings import ModelMode
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL
 from runner.sandbox.images import ImageRecord
@@ -36,6 +36,9 @@ from runner.turn.settings import TurnSettings
 from runner.turn.timeline import TimelineFile, open_timeline, start_clock
 from runner.turn.transcript import StreamSink
 from runner.turn.turndir import TurnDir, create_turn_dir, placeholder_values
+
+if TYPE_CHECKING:
+    from runner.mcp.server import Invoker  # the MCP SDK is imported when the turn serves it, not before
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@
    the latch wraps the envelope; the prompt and instructions are composed and ``promptHash`` is
    annotated; the turn dir is written and the profile rendered into the process's spec.
 2. **Serve and start**: the MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a
-   model, the model endpoint on ``<turn dir>/model.sock``; the CLI's sandbox comes from the
+   model, the model endpoint on ``<turn dir>/model.sock`` (both sockets listen before the container starts; the
+   servers start, and the MCP SDK is imported, while the engine starts it); the CLI's sandbox comes from the
    injected :data:`~runner.sandbox.interface.SandboxFactory` (the hardened container over the
    requested transport by default, :class:`~runner.sandbox.factory.DockerSandboxes`), and the turn
    drives it through :class:`~runner.sandbox.interface.Sandbox` alone.
@@ -17,7 +18,8 @@
    the envelope.
 5. **Collect**: the record, the transcripts and the CLI's own session transcript are written, scrubbed.
 6. **Teardown, always**, in order: close the bridge (MCP server), stop the model endpoint (both when
-   step 2's stack exits), remove the sandbox (unless kept), remove the turn dir.
+   step 2's stack exits), remove the sandbox (unless kept; once nothing more is read from it, while step 4
+   settles and step 5 writes, so that the engine's work and runner's overlap), remove the turn dir.
 
 The turn runs on one clock (:func:`runner.turn.timeline.start_clock`), started first: the turn's start
 (``startedAt``), the stamps of the MCP events and the model exchanges, and every moment on the timeline
@@ -28,28 +30,34 @@ The turn runs on one clock (:func:`runner.turn.timeline.start_clock`), started f
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+import os
+import socket
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.abc
+import anyio.from_thread
 
 from runner.core.outcomes import ExecutionResult, JsonValue
 from runner.core.scrub import Scrubber
 from runner.core.timeline import TimelineEvent, wind_down_seconds
 from runner.harnesses.interpreters import get_session_reader
-from runner.mcp.server import McpServerHandle, serve_mcp
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
 from runner.turn.collect import copy_session_transcript
-from runner.turn.drive import THREADS, Drive, drive
+from runner.turn.drive import THREADS, Drive, drive, start_cli
 from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
 from runner.turn.timeline import start_clock
 
 if TYPE_CHECKING:
+    from runner.mcp.server import McpServerHandle
     from runner.model import ModelEndpointHandle
     from runner.sandbox.engine import EngineClient
 
@@ -134,6 +142,7 @@ async def run_turn(
         sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
     turn = prepare_turn(req, clock)
     proc: Sandbox | None = None
+    removed = False
     try:
         proc = await anyio.to_thread.run_sync(sandboxes, turn.spec, limiter=THREADS)
         turn.timeline.record(TimelineEvent.CONTAINER_CREATED)
@@ -142,8 +151,12 @@ async def run_turn(
         session = await anyio.to_thread.run_sync(_copy_session, turn, proc, limiter=THREADS)
         if session is not None:  # a CLI whose outcome is in its session log, not on stdout (dsh), is read now
             await anyio.to_thread.run_sync(_read_session_log, turn, played.run, session, limiter=THREADS)
-        settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
-        files = _collect(turn, settled, session)
+        async with anyio.create_task_group() as tg:
+            if not req.keep:  # nothing more is read from the container: the engine removes it while the turn settles
+                await _begin_in_thread(tg, proc.remove)
+            settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
+            files = _collect(turn, settled, session)
+        removed = not req.keep
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
             elapsed=clock.now().t, transport=proc.transport, mcp=played.mcp,
@@ -151,21 +164,57 @@ async def run_turn(
             wind_down_seconds=wind_down_seconds(turn.timeline.entries),
         )
     finally:
-        await _teardown(turn, proc)
+        await _teardown(turn, None if removed else proc)
+
+
+async def _begin_in_thread(tasks: anyio.abc.TaskGroup, work: Callable[[], object]) -> None:
+    """Run ``work`` in a worker thread, as a task of ``tasks``; return once the thread has taken it up, so that what
+    the caller does next without yielding (writing files, importing) does not hold it back."""
+    under_way = anyio.Event()
+
+    def run() -> None:
+        anyio.from_thread.run_sync(under_way.set)
+        work()
+
+    tasks.start_soon(partial(anyio.to_thread.run_sync, run, limiter=THREADS))
+    await under_way.wait()
 
 
 async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:
-    """Serve MCP (and the model), start the CLI and drive it to its end; the servers stop on the way out."""
+    """Serve MCP (and the model), start the CLI and drive it to its end; the servers stop on the way out.
+
+    The sockets are bound and listening before anything else, then the engine creates and starts the CLI's container
+    (in a worker thread) while this process imports the MCP SDK and starts its servers: the CLI never finds a socket
+    missing, one that connects early waits in the kernel's backlog for its first answer, and the engine's work and
+    runner's overlap instead of following each other."""
     req, profile = turn.req, turn.profile
+    progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
     async with AsyncExitStack() as stack:
+        mcp_sock = stack.enter_context(_listening(turn.turn_dir.mcp_socket))
+        model_sock = stack.enter_context(_listening(turn.turn_dir.model_socket)) if profile.model else None
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        started: list[str | None] = []
+        ready, under_way = anyio.Event(), anyio.Event()
+
+        async def start() -> None:
+            problem = await start_cli(proc, under_way)
+            if problem is None:  # on the clock as soon as the engine says so: the CLI may call the servers next
+                turn.timeline.record(TimelineEvent.CONTAINER_STARTED)
+            started.append(problem)
+            ready.set()
+
+        tasks.start_soon(start)
+        await under_way.wait()  # a worker thread is creating the container before the servers' start-up below
+        from runner.mcp.server import serve_mcp  # the SDK's import (about half a second of CPU) overlaps it
+
         server = await stack.enter_async_context(serve_mcp(
             turn.turn_dir.mcp_socket, turn.envelope.catalogue, turn.invoker, instructions=turn.instructions,
-            server_name=profile.mcp_server_name, on_event=turn.log_mcp, protocol=req.settings.protocol,
+            server_name=profile.mcp_server_name, on_event=turn.log_mcp, protocol=req.settings.protocol, sock=mcp_sock,
         ))
-        model = await _serve_model(stack, turn)
-        progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
+        model = await _serve_model(stack, turn, model_sock)
+        await ready.wait()
         run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress,
-                          turn.timeline)
+                          turn.timeline, started=(started[0],))
         mcp: dict[str, JsonValue] = {
             "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
             "calls": server.calls, "clients": [{**info} for info in server.client_infos],
@@ -177,7 +226,27 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
     return Played(run, server, mcp, divergence)
 
 
-async def _serve_model(stack: AsyncExitStack, turn: PreparedTurn) -> ModelEndpointHandle | None:
+@contextmanager
+def _listening(path: Path) -> Iterator[socket.socket]:
+    """A unix socket bound at ``path`` and listening, reachable by the container's uid (its server takes it over);
+    closed and unlinked on the way out."""
+    with suppress(FileNotFoundError):
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()  # a stale socket from an earlier run in the same directory
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o666)  # a non-root, capability-less container user connects through the bind mount
+        sock.listen(128)
+        yield sock
+    finally:
+        sock.close()
+        path.unlink(missing_ok=True)
+
+
+async def _serve_model(
+    stack: AsyncExitStack, turn: PreparedTurn, sock: socket.socket | None = None,
+) -> ModelEndpointHandle | None:
     req, actions, scrubber = turn.req, turn.actions, turn.scrubber
     profile = req.profile
     if profile.model is None:
@@ -194,7 +263,7 @@ async def _serve_model(stack: AsyncExitStack, turn: PreparedTurn) -> ModelEndpoi
     )
     return await stack.enter_async_context(serve_model(
         turn.turn_dir.model_socket, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name,
-        timeline=turn.timeline,
+        timeline=turn.timeline, sock=sock,
     ))
 
 

@@ -119,6 +119,11 @@ class _NoImages:
         def list(**_: Any) -> list[Any]:
             return []
 
+    class api:  # the low-level client: the engine's image summaries
+        @staticmethod
+        def images(**_: Any) -> list[Any]:
+            return []
+
 
 def _stage(repo: Path, cache: Path) -> None:
     """A synthetic cache: the node base's tarball and one completed npm stage per vendor (and per layer with npm

@@ -93,23 +93,34 @@ def _stage(repo: Path, cache: Path) -> None:
 
 
 class _Engine:
-    """An engine that holds no base and the images given: ``images.list`` filters them by label, like the engine."""
+    """An engine that holds no base and the images given: ``images.list`` (and the low-level ``api.images``, the
+    engine's summaries) filter them by label, like the engine."""
 
     def __init__(self, images: list[Any] | None = None) -> None:
         held = images or []
 
+        def matching(filters: dict[str, Any] | None) -> list[Any]:
+            wanted = (filters or {}).get("label", [])
+            pairs = [w.split("=", 1) for w in ([wanted] if isinstance(wanted, str) else wanted)]
+            return [i for i in held if all(i.labels.get(k) == v for k, v in pairs)]
+
         class images:  # the docker-py attribute name
             @staticmethod
             def list(filters: dict[str, Any] | None = None, **_: Any) -> list[Any]:
-                wanted = (filters or {}).get("label", [])
-                pairs = [w.split("=", 1) for w in ([wanted] if isinstance(wanted, str) else wanted)]
-                return [i for i in held if all(i.labels.get(k) == v for k, v in pairs)]
+                return matching(filters)
 
             @staticmethod
             def get(image_id: str) -> Any:
                 return next(i for i in held if i.id == image_id)
 
+        class api:
+            @staticmethod
+            def images(filters: dict[str, Any] | None = None, **_: Any) -> list[dict[str, Any]]:
+                return [{"Id": i.id, "RepoTags": i.tags, "Labels": i.labels, "Created": 0}
+                        for i in matching(filters)]
+
         self.images = images
+        self.api = api
 
 
 @dataclass

@@ -46,10 +46,14 @@ class _Base:
 
 def _find_base(client: docker.DockerClient, recipe_hash: str) -> Image | None:
     """The imported base for ``recipe_hash``: one layer, equal to the tarball (derived images inherit the labels)."""
-    found = call_with_retry(client.images.list, filters={"label": f"runner.base.recipe={recipe_hash}"})
+    found = call_with_retry(client.api.images, filters={"label": f"runner.base.recipe={recipe_hash}"})
+    # every image built on the base carries its labels too (20 and more here), and each image runner builds has a
+    # runner.build label: only the others are inspected, not every image of the engine
+    ids = [s["Id"] for s in found if "runner.build" not in (s.get("Labels") or {})]
+    candidates = [call_with_retry(client.images.get, image_id) for image_id in ids]
     bases = [
         i
-        for i in found
+        for i in candidates
         if i.attrs.get("RootFS", {}).get("Layers") == ["sha256:" + i.labels.get("runner.base.sha256", "")]
     ]
     return max(bases, key=lambda i: str(i.attrs.get("Created", "")), default=None)

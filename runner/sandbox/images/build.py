@@ -47,8 +47,11 @@ def _find_built(client: docker.DockerClient, harness: str, build_key: str, tag: 
     """The image built here for this build key. It must carry its tag too: labels are inherited, so a failed
     build's leftover layer (or an image built FROM this one) can carry the same labels."""
     labels = [f"runner.image={harness}", f"runner.build={build_key}"]
-    found = [i for i in call_with_retry(client.images.list, filters={"label": labels}) if tag in i.tags]
-    return max(found, key=lambda i: str(i.attrs.get("Created", "")), default=None)
+    # the engine's summaries, and one inspect of the image chosen: images.list would inspect every match
+    summaries = call_with_retry(client.api.images, filters={"label": labels})
+    found = [i for i in summaries if tag in (i.get("RepoTags") or [])]
+    newest = max(found, key=lambda i: int(i.get("Created") or 0), default=None)
+    return None if newest is None else call_with_retry(client.images.get, newest["Id"])
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,25 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
         local_inputs=found.local,
     )
     write_build(record)
+    _learn_wiring(client, record)
     return record
+
+
+def _learn_wiring(client: docker.DockerClient, record: ImageRecord) -> None:
+    """Probe a newly recorded image's wiring now, on the engine that built it, while building costs seconds anyway:
+    the verdict is remembered (:mod:`runner.sandbox.probe`), so the image's first turn here starts one container,
+    its own, not a probe before it. A failure (or an engine that fails the probe's calls) is not the build's: the
+    turn that needs the image probes again and names it."""
+    from runner.sandbox.container import CELL_LABEL
+    from runner.sandbox.engine import EngineClient, EngineError
+    from runner.sandbox.interface import ContainerSpec
+    from runner.sandbox.probe import WIRING
+
+    if not isinstance(client, EngineClient):  # an engine runner did not connect to itself: its address is unknown,
+        return  # so a verdict could not be keyed by it; the image's first turn probes
+    labels = {CELL_LABEL: f"image.{record.harness}"}
+    with suppress(EngineError):
+        WIRING.check(client, ContainerSpec(record.image_id, ["true"], Path(tempfile.gettempdir()), labels))
 
 
 def _build(
