@@ -13,7 +13,7 @@ import pytest
 
 from runner.harnesses.profile import load_profile
 from runner.matrix.calibrate import CalibrationError, calibrate, figure, rewritten
-from runner.matrix.cells import Cell
+from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import profile_hash
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runs"
@@ -108,7 +108,7 @@ def test_calibrating_does_not_change_the_profile_hash(run: Path, profiles: Path)
     from runner.conformance.cases import get_case
 
     case = get_case("escalation")
-    hashed = lambda: profile_hash(Cell(case, case.condition, load_profile(profiles / "model.yaml")))  # noqa: E731
+    hashed = lambda: profile_hash(MatrixCell(case, case.condition, load_profile(profiles / "model.yaml")))  # noqa: E731
     before = hashed()
     calibrate([run], [profiles])
     assert (profiles / "model.yaml").read_text() != (SHIPPED / "model.yaml").read_text()
