@@ -74,7 +74,12 @@ def say(text: str) -> None:
 
 
 def _interrupted_with_the_soak() -> None:
-    """In pytest's process before it starts: a SIGINT when the soak's process is gone, even by SIGKILL (Linux)."""
+    """In pytest's process before it starts: a SIGINT when the soak's process is gone, even by SIGKILL (Linux).
+
+    SIGINT is put back to its default first: a soak started in the background by a non-interactive shell (`make
+    soak &`, nohup, a CI step's `&`) inherits SIGINT ignored, and an ignored SIGINT survives exec, so pytest would
+    shrug off both this signal and the soak's own interrupt (seen: pytest outlived a killed soak by a minute)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
 
 

@@ -83,12 +83,20 @@ def test_a_failing_round_stops_the_soak_with_its_seed_and_stops_the_load(tmp_pat
     assert "load stopped (2 process(es))" in done.stdout
 
 
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("started", ["in-a-terminal", "in-the-background"])
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_the_load_stops_when_the_soak_is_killed(tmp_path: Path, how: signal.Signals) -> None:
+def test_the_load_stops_when_the_soak_is_killed(tmp_path: Path, how: signal.Signals, started: str) -> None:
+    """``in-the-background``: the soak inherits SIGINT ignored, as from `make soak &` in a non-interactive shell or
+    nohup (an ignored signal survives fork and exec); its pytest must be interruptible all the same."""
     tests = tmp_path / "test_slow.py"
     tests.write_text("import time\n\ndef test_slow():\n    time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-m", "tests.soak", "--rounds", "1", "--load", "2", str(tests)],
-                            cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
+                            cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_ignored if started == "in-the-background" else None)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
