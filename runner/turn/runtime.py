@@ -61,7 +61,7 @@ class TurnReport:
     files: dict[str, str]
     drive: Drive
     elapsed: float
-    transport: Transport  # which transport ran (mount or stream)
+    transport: Transport | None  # which transport ran (mount or stream); None when no container ran (refused)
     mcp: dict[str, Json] = field(default_factory=dict)
     infrastructure_error: dict[str, Json] | None = None
 
@@ -122,6 +122,13 @@ async def run_turn(
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
         sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
     turn = prepare_turn(req)
+    if turn.envelope.refusal is not None:
+        # refused at admission (authority unavailable, no grant admitting the turn): no runtime may run it, so no
+        # container is started; the record of the refusal is the turn
+        try:
+            return _refused(turn, started)
+        finally:
+            turn.turn_dir.remove()
     proc: Sandbox | None = None
     try:
         proc = await anyio.to_thread.run_sync(sandboxes, turn.spec, limiter=THREADS)
@@ -139,6 +146,18 @@ async def run_turn(
         )
     finally:
         await _teardown(turn, proc)
+
+
+def _refused(turn: PreparedTurn, started: float) -> TurnReport:
+    result = turn.envelope.refusal
+    assert result is not None
+    record = turn.scrubber.value(turn.envelope.record(result))
+    files = _write_artifacts(turn.req.out_dir, record, result, turn.script, turn.prompt, turn.instructions,
+                             turn.mcp_log, turn.scrubber)
+    turn.transcript.close()
+    run = Drive()
+    return TurnReport(request=turn.req, result=result, record=record, files=files, drive=run,
+                      elapsed=time.monotonic() - started, transport=None)
 
 
 async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:
