@@ -297,3 +297,17 @@ def test_no_matching_grant_names_the_authority_it_needs_and_nothing_else_does() 
     call(envelope, 1, "files.replace", path=list(POLICY), content="x")
     checked = [e for e in envelope.world.audit.events if e["type"] == "authorization.checked"]
     assert checked[-1]["requiredAuthority"]["id"] == minted["id"]  # type: ignore[index,call-overload]
+
+
+def test_infrastructure_denials_are_left_out_of_the_denial_rate() -> None:
+    from runner.core.audit import denial_rate
+
+    world = build_world(WorldCondition(usage_store_unavailable=True))
+    envelope = Envelope(world, "t", RUNTIME)
+    call(envelope, 1, "files.read", path=list(POLICY))  # allowed
+    call(envelope, 2, "files.replace", path=list(POLICY), content="x")  # denied: no_matching_grant
+    call(envelope, 3, "files.append", path=list(LEDGER), content="x")  # usage_store_unavailable: fail-closed
+    checked = [e for e in world.audit.events if e["type"] == "authorization.checked"]
+    assert [e.get("failClosed") for e in checked] == [None, None, True]
+    assert denial_rate(world.audit.events) == 0.5
+    assert denial_rate([]) is None
