@@ -46,10 +46,10 @@ def resolve_catalogue(
     world: World, execution_id: str, requested: list[str] | None = None,
     registry: Mapping[str, ToolDefinition] | None = None,
 ) -> Catalogue:
-    """Registered (in ``registry``, the turn's one listing; the world's static tools by default), in an enabled
+    """Registered (in ``registry``, the turn's one listing; the world's tools as registered by default), in an enabled
     namespace, discoverable under some grant the host's ceiling lets stand, and requested."""
     wanted = set(world.requested_tools if requested is None else requested)
-    tools = world.tools if registry is None else registry
+    tools = world.declared_registry() if registry is None else registry
     published = sorted(
         (
             tool.published()

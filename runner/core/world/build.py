@@ -107,6 +107,11 @@ class World:
         listed = {t.name: t for provider in self.providers for t in provider.list_tools()}
         return {**self.tools, **listed}
 
+    def declared_registry(self) -> dict[str, ToolDefinition]:
+        """The static tools and every provider's tools as registered, listing nothing (what is hashed, and what a
+        catalogue resolved outside a turn shows)."""
+        return {**self.tools, **{t.name: t for p in self.providers for t in p.declared()}}
+
     def draining(self) -> bool:
         """Past the drain point: ``now >= deadline - grace`` on the world's clock (see the module)."""
         timeout, grace = self.condition.timeout_ms, self.condition.drain_grace_ms
@@ -116,7 +121,7 @@ class World:
 
     def describe(self) -> dict[str, JsonValue]:
         """The world description that ``worldHash`` is taken over (§6.6)."""
-        registered = {**self.tools, **{t.name: t for p in self.providers for t in p.declared()}}
+        registered = self.declared_registry()
         return {
             "condition": self.condition.to_json(),
             "namespaceId": self.namespace_id,
