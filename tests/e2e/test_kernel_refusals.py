@@ -8,6 +8,7 @@ on any column.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,15 @@ def test_the_refusal_arrives_in_band_and_the_turn_ends_as_the_row_expects(
 
 def test_a_turn_refused_at_admission_starts_no_container(tmp_path: Path, engine: docker.DockerClient,
                                                           vendor: str) -> None:
-    before = {c.id for c in engine.containers.list(all=True)}
+    cell = f"authority-unavailable.outage-at-turn-boundary.{vendor}"
+    since = int(time.time()) - 1
     report = runner_exec(tmp_path, "--harness", vendor, "--case", "authority-unavailable", "--model", "scripted")
+    until = int(time.time()) + 1
     assert report["grade"]["status"] == "pass", report["grade"]["evidence"]
     assert "before the runtime was started" in report["grade"]["evidence"]
-    assert report["pins"].get("imageId") is None  # no image was even resolved
-    assert {c.id for c in engine.containers.list(all=True)} <= before
+    assert report["pins"].get("imageId") is None and "containerId" not in report  # no image, no container
+    # the engine's own account: no container was created for this cell (others may share the engine: the filter
+    # is this cell's label, which every container runner starts carries)
+    created = list(engine.events(since=since, until=until, decode=True,
+                                 filters={"type": "container", "event": "create", "label": f"runner.cell={cell}"}))
+    assert created == []
