@@ -1,9 +1,13 @@
 """The judge: grades one (row, column) cell from its execution record (upstream §6.2, ``judge.ts``).
 
-``JUDGE_VERSION = 5``. Version 4 stopped failing a row graded on how its turn ended when nothing ever
+``JUDGE_VERSION = 6``. Version 4 stopped failing a row graded on how its turn ended when nothing ever
 asked for that ending (the turn was not met and the terminal was never asked: ``not_exercised``);
-version 5 reads the ask from the ``escalationAsked`` annotation lifted into the record. This judge
-reads the ask from exactly the sources named in :data:`ASK_SOURCES`:
+version 5 reads the ask from the ``escalationAsked`` annotation lifted into the record; version 6
+(1.0.0-preview) reads ``interrupted`` operations (a receipt reports one as ``failed``, and no boundary is
+credited with it), carries each refusal's ``cause`` beside its reason (``AttemptOutcome.cause``,
+``Cell.causes``; reported, never graded), and takes who ended a turn from ``execution.endedBy``. A row of
+several turns (:func:`grade_turns`) is graded on its last turn's record with the receipts of every turn.
+This judge reads the ask from exactly the sources named in :data:`ASK_SOURCES`:
 
 1. ``execution.escalationAsked`` — present when the escalation latch honoured an ask (ADR 0027);
 2. any ``execution.operations[]`` whose ``tool`` is ``sharedos.escalate`` — the ask reached the host
@@ -42,7 +46,7 @@ from runner.conformance.record import (
 )
 from runner.core.vocabulary import ESCALATE_TOOL
 
-JUDGE_VERSION = 5
+JUDGE_VERSION = 6
 JUDGE_ID = "sharedos-conformance"
 ASK_SOURCES: tuple[str, ...] = (
     "execution.escalationAsked",
@@ -64,6 +68,10 @@ class Grade(StrEnum):
 
 
 STRICT = frozenset({Grade.FAIL, Grade.NOT_EXERCISED})
+# A ``tool_unavailable`` refusal's cause is the catalogue's own explanation (``not_offered``, ``not_registered``,
+# ...), kept on the operation but not reported as a cell's cause: the alpha.5 manifest printed a cause only for
+# a refusal caused by another part (the route lease). [inferred: the judge-6 manifest was not read]
+UNCAUSED = frozenset({"tool_unavailable"})
 TURN_UNSTARTED = "the turn was refused before the runtime was started"
 NO_RECEIPT = "the runtime produced no receipt for this attempt"
 STRUCTURALLY_UNREACHABLE = "the runtime structurally could not make this attempt"
@@ -83,6 +91,7 @@ class AttemptOutcome(JsonModel):
     observed: str | None = omitted()
     reason_code: str | None = omitted()
     refused_by: str | None = omitted()
+    cause: str | None = omitted()
     detail: str | None = omitted()
 
 
@@ -128,6 +137,7 @@ def outcome_for(
         observed=receipt.observed,
         reason_code=receipt.reason_code,
         refused_by=refused_by,
+        cause=receipt.cause if receipt.reason_code not in UNCAUSED else None,
     )
 
 
@@ -239,6 +249,7 @@ class GradedCell:
     attempts: tuple[AttemptOutcome, ...] = ()
     column_id: str | None = None
     ran: bool = True
+    causes: tuple[str, ...] = ()
 
     @property
     def strict_failure(self) -> bool:
@@ -264,6 +275,8 @@ class GradedCell:
             parts[0] += f" over {self.turns} turns"
         parts.append("refused by " + (", ".join(f"`{p}`" for p in self.refused_by) or "nothing"))
         parts.append("reason " + (", ".join(f"`{c}`" for c in self.reason_codes) or "none"))
+        if self.causes:
+            parts.append("cause " + ", ".join(f"`{c}`" for c in self.causes))
         record = "record usable" if self.record_usable else f"record unusable ({', '.join(self.record_gaps)})"
         parts.append(record)
         if self.detail:
@@ -277,7 +290,7 @@ class GradedCell:
             refused_by=self.refused_by, reason_codes=self.reason_codes, declared=self.declared,
             attempted=self.attempted, not_applicable=self.not_applicable, record_usable=self.record_usable,
             record_gaps=self.record_gaps, driver_issued=self.driver_issued, turns=self.turns, detail=self.detail,
-            attempts=self.attempts, evidence=self.evidence,
+            attempts=self.attempts, evidence=self.evidence, causes=self.causes,
         )
 
 
@@ -302,6 +315,7 @@ class CellGrade(JsonModel):
     detail: str | None = omitted()
     attempts: tuple[AttemptOutcome, ...] = ()
     evidence: str
+    causes: tuple[str, ...] = omitted(empty=True)  # judge 6; absent when no refusal named one (and in earlier results)
 
     @property
     def strict_failure(self) -> bool:
@@ -347,6 +361,7 @@ def grade_cell(
     *,
     receipts: Sequence[Receipt] | None = None,
     column_id: str | None = None,
+    points: Mapping[str, str] | None = None,
 ) -> GradedCell:
     """Grade one cell from its (last turn's) record, following upstream's runner and ``judgeCase``.
 
@@ -361,7 +376,7 @@ def grade_cell(
     if receipts is None:
         receipts = live_receipts_from_record(case, record)
     by_attempt = {r.attempt_id: r for r in receipts}
-    points = refusal_points(record)
+    points = refusal_points(record) if points is None else points
     turn = turn_outcome(record, condition.expect_turn)
     started = runtime_started(record)
     ended_before_runtime = turn is not None and not started
@@ -413,7 +428,23 @@ def grade_cell(
         detail=detail,
         attempts=outcomes,
         column_id=column_id,
+        causes=tuple(sorted({o.cause for o in outcomes if o.cause is not None and o.reason_code not in UNCAUSED})),
     )
+
+
+def grade_turns(
+    case: Case, condition: Condition, limits: ColumnLimits, records: Sequence[ExecutionRecord], *,
+    column_id: str | None = None,
+) -> GradedCell:
+    """Grade a row of one or more turns (upstream's runner, §6.5): each turn's live receipts from its own record
+    (only that turn's attempts), merged; the refusal points of every turn; the last turn's record judged."""
+    if not records:
+        raise ValueError(f"the row {case.id}.{condition.id} ran no turn to grade")
+    receipts = [r for n, record in enumerate(records, 1) for r in live_receipts_from_record(case, record, turn=n)]
+    points: dict[str, str] = {}
+    for record in records:
+        points.update(refusal_points(record))
+    return grade_cell(case, condition, limits, records[-1], receipts=receipts, column_id=column_id, points=points)
 
 
 def strict_failures(cells: Iterable[GradedCell]) -> list[GradedCell]:
@@ -433,6 +464,7 @@ __all__ = [
     "TurnOutcome",
     "case_status",
     "grade_cell",
+    "grade_turns",
     "not_run_cell",
     "outcome_for",
     "record_completeness",

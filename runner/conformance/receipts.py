@@ -26,7 +26,7 @@ from pydantic import field_serializer
 
 from runner.conformance.cases import Attempt, Case, Expect, Role
 from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted
-from runner.conformance.record import ExecutionRecord, JsonObject, operations, text_of
+from runner.conformance.record import ExecutionRecord, JsonObject, operations, reported_outcome, text_of
 
 NO_MATCH = "no operation in the record matches this attempt's tool and resource"
 NO_SURFACE = "a live harness is never handed the runtime surface this attempt inspects"
@@ -46,6 +46,7 @@ class Receipt(JsonModel):
     observed: str | None = omitted()  # the matched operation's outcome
     reason_code: str | None = omitted()
     refused_by: str | None = omitted()  # the operation's source, when it did not succeed
+    cause: str | None = omitted()  # the matched operation's ``cause`` (judge 6): reported, never graded
     detail: str | None = omitted()
 
     @field_serializer("expect")
@@ -85,11 +86,15 @@ def _receipt(attempt: Attempt, unconsumed: list[JsonObject]) -> Receipt:
     if index is None:
         return declared.model_copy(update={"detail": NO_MATCH})
     operation = unconsumed.pop(index)
-    outcome = text_of(operation.get("outcome"))
+    outcome = reported_outcome(operation.get("outcome"))  # an interrupted call reports as failed (judge 6)
     return declared.model_copy(update={
         "attempted": True,
         "call_id": text_of(operation.get("operationId")),
         "observed": outcome,
         "reason_code": text_of(operation.get("reasonCode")),
-        "refused_by": text_of(operation.get("source")) if outcome != "succeeded" else None,
+        "cause": text_of(operation.get("cause")),
+        "refused_by": (
+            text_of(operation.get("source"))
+            if outcome != "succeeded" and operation.get("outcome") != "interrupted" else None
+        ),
     })

@@ -24,7 +24,8 @@ def refusal_points(record: ExecutionRecord) -> dict[str, str]:
     points: dict[str, str] = {}
     for operation in operations(record):
         op_id = text_of(operation.get("operationId"))
-        if op_id is None or operation.get("outcome") == "succeeded":
+        # judge 6: no boundary is credited with an interrupted call
+        if op_id is None or operation.get("outcome") in ("succeeded", "interrupted"):
             continue
         points[op_id] = str(operation.get("source"))
     return points
@@ -49,6 +50,11 @@ def turn_outcome(record: ExecutionRecord, expected: tuple[str, str] | None) -> T
 
 
 def _turn_ended_by(record: ExecutionRecord) -> str | None:
+    # --- judge 6 (issue 19): ``execution.endedBy`` first; a record written before it, from turn.failed.source
+    ended_by = _execution(record).get("endedBy")
+    if ended_by == "envelope" or ended_by == "runtime":
+        return ended_by
+    # --- end judge 6
     failed = next((e for e in events(record) if e.get("type") == "turn.failed"), None)
     source = _data(failed).get("source") if failed else None
     return source if source == "envelope" or source == "runtime" else None
@@ -70,7 +76,7 @@ def terminal_asked(record: ExecutionRecord, case: Case) -> bool:
 EXECUTION_STATUSES = ("succeeded", "denied", "failed", "cancelled", "escalated")
 
 
-OPERATION_OUTCOMES = ("succeeded", "denied", "failed")
+OPERATION_OUTCOMES = ("succeeded", "denied", "failed", "interrupted")  # interrupted: judge 6 (issue 19)
 
 
 OPERATION_SOURCES = ("kernel", "envelope")
@@ -147,12 +153,28 @@ def record_completeness(record: ExecutionRecord) -> list[str]:
             gaps.append(f"execution.events.{event.get('sequence')}.completed")
     for call_id, done in completed.items():
         matched = by_id.get(call_id)
-        if matched is None or matched.get("outcome") != done.get("status"):
+        if matched is None or reported_outcome(matched.get("outcome")) != done.get("status"):
             gaps.append(f"execution.operations[{call_id}]")
     for call_id in by_id:
         if call_id not in completed:
             gaps.append(f"execution.events[tool.completed {call_id}]")
     return gaps
+
+
+def reported_outcome(outcome: JsonValue) -> str | None:
+    """An operation's outcome as a receipt and ``tool.completed`` report it: ``interrupted`` is ``failed`` (judge 6)."""
+    text = text_of(outcome)
+    return "failed" if text == "interrupted" else text
+
+
+def causes_by_operation(record: ExecutionRecord) -> dict[str, str]:
+    """operationId -> the refusal's ``cause`` (judge 6): reported beside the reason, never graded."""
+    found: dict[str, str] = {}
+    for operation in operations(record):
+        op_id, cause = text_of(operation.get("operationId")), text_of(operation.get("cause"))
+        if op_id is not None and cause is not None:
+            found[op_id] = cause
+    return found
 
 
 def operations(record: ExecutionRecord) -> list[JsonObject]:

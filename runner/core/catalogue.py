@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runner.core.canonical import sha256_hex
-from runner.core.tools import PublishedTool, portable_name
+from runner.core.tools import PublishedTool, ToolDefinition, portable_name
 from runner.core.world import World
 
 MAX_CATALOGUE = 512
@@ -41,16 +42,21 @@ def catalog_hash(tools: list[PublishedTool] | tuple[PublishedTool, ...]) -> str:
     return sha256_hex([t.hashed_fields() for t in sorted(tools, key=lambda t: t.name)])
 
 
-def resolve_catalogue(world: World, execution_id: str, requested: list[str] | None = None) -> Catalogue:
-    """Registered, in an enabled namespace, discoverable under some grant, and requested."""
+def resolve_catalogue(
+    world: World, execution_id: str, requested: list[str] | None = None,
+    registry: Mapping[str, ToolDefinition] | None = None,
+) -> Catalogue:
+    """Registered (in ``registry``, the turn's one listing; the world's tools as registered by default), in an enabled
+    namespace, discoverable under some grant the host's ceiling lets stand, and requested."""
     wanted = set(world.requested_tools if requested is None else requested)
+    tools = world.declared_registry() if registry is None else registry
     published = sorted(
         (
             tool.published()
-            for tool in world.tools.values()
+            for tool in tools.values()
             if tool.name in wanted
             and tool.namespace in world.enabled_tool_namespaces
-            and world.book.discoverable(tool.resource_namespace, tool.action)
+            and world.book.discoverable(tool.resource_namespace, tool.action, tool.ceiling)
         ),
         key=lambda t: t.name,
     )

@@ -1,10 +1,25 @@
 """The envelope: the turn authority every call is mediated by, and the settlement of the turn.
 
 Mirrors upstream ``SharedOSExecutor`` (§2.3, §8 item 18). One :class:`Envelope` is one turn: it
-resolves the catalogue once, mediates each call in the upstream order (host open, draining, step
-budget, tool-call budget, catalogue check, kernel authorization), records operations and events,
-takes annotations, and turns the runtime's outcome into an :class:`ExecutionResult` — re-checking
-the catalogue gate on an ``escalate`` outcome.
+takes the turn's admission (a turn the world refused -- its authority unavailable, or no grant admitting
+it -- never starts: :attr:`Envelope.refusal` is its ``denied`` result, and no runtime may run), lists the
+registry once and resolves the catalogue from that listing (ADR 0026), mediates each call in the upstream
+order (host open, draining, step budget, tool-call budget, catalogue check, kernel discovery and
+authorization against the held listing), records operations and events, writes the audit (ADR 0023),
+takes annotations, and turns the runtime's outcome into an :class:`ExecutionResult` — re-checking the
+catalogue gate on an ``escalate`` outcome.
+
+Two things end a turn whatever the runtime says afterwards:
+
+- an **audit outage** on a write made before an effect: that operation is ``interrupted``
+  (``audit_unavailable``, nothing ran), the envelope drains, and the turn ends ``failed``/``audit_unavailable``,
+  ended by the envelope, fail-closed;
+- the **drain point** (:meth:`runner.core.world.World.draining`): new calls are refused ``turn_draining``
+  and the turn ends ``cancelled``/``turn_cancelled``. [inferred] Upstream ends a draining turn ``cancelled``
+  when its deadline aborts the plugin and lets "a decision already in flight" complete it; an MCP CLI told
+  ``turn_draining`` winds down by itself before any deadline, so here the drain itself settles the turn
+  ``cancelled`` (the CLI's own ending is kept in the metadata as ``harnessOutcome``). To let a wind-down
+  complete a drained turn instead, change :meth:`Envelope.settle`.
 """
 
 from __future__ import annotations
@@ -12,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runner.core.catalogue import Catalogue, resolve_catalogue
-from runner.core.grants import Requirement
+from runner.core.audit import AuditUnavailable
+from runner.core.catalogue import Catalogue, catalog_hash, resolve_catalogue
+from runner.core.grants import Decision, Requirement
 from runner.core.outcomes import (
     Complete,
     Escalate,
@@ -32,14 +48,18 @@ from runner.core.tools import (
     HandlerError,
     ResultFor,
     ToolContext,
+    ToolDefinition,
+    ToolFailure,
 )
 from runner.core.vocabulary import (
     ESCALATE_OUTCOME_NOT_OFFERED,
     Code,
     ExecutionStatus,
+    OperationOutcome,
     RefusalCause,
     ResultStatus,
     Source,
+    fail_closed,
     message,
 )
 from runner.core.world import World
@@ -89,18 +109,59 @@ class Envelope:
             max_steps=world.condition.max_steps or 16, max_tool_calls=world.condition.max_tool_calls
         )
         self.clock: Callable[[], str] = clock or (lambda: world.now)
-        self.catalogue: Catalogue = resolve_catalogue(world, execution_id)
         self.events: list[dict[str, JsonValue]] = []
         self.operations: list[dict[str, JsonValue]] = []
         self.annotations: dict[str, JsonValue] = {}
         self.draining = False
+        self.audit_failed = False  # a write before an effect failed: the turn ends failed/audit_unavailable
         self.closed = False
+        self.ended_by: Source | None = None
         self._tool_calls = 0
         self._steps: set[int] = set()
+        self.refusal: ExecutionResult | None = None  # the turn's result when it was refused before starting
+        admission = world.admission
+        self.registry: dict[str, ToolDefinition] = world.registry() if admission.admitted else {}
+        self.catalogue: Catalogue = (
+            resolve_catalogue(world, execution_id, registry=self.registry) if admission.admitted
+            else Catalogue(execution_id, (), catalog_hash([]))
+        )
+        if not admission.admitted:
+            self._audit_after("authority.resolved", {"outcome": "denied", "reasonCode": admission.code.value,
+                                                     "failClosed": admission.fail_closed})
+            self.refusal = self._refuse(ExecutionStatus.DENIED, admission.code, admission.detail or admission.code)
+            return
+        try:
+            self._audit_before("authority.resolved", {
+                "outcome": "allowed", "grants": [g.id for g in world.book.grants if g.subject == world.agent],
+                "hostCeiling": "installed" if world.ceiling is not None else "absent",
+            })
+            self._audit_before("tool.catalog.listed", {"catalogHash": self.catalogue.catalog_hash,
+                                                       "enabledNamespaces": list(world.enabled_tool_namespaces)})
+        except AuditUnavailable as err:
+            self.refusal = self._refuse(ExecutionStatus.FAILED, Code.AUDIT_UNAVAILABLE, str(err))
+            return
         self._emit(
             "turn.started",
             {"agent": list(world.agent), "visibleTools": [*sorted(self.catalogue.names)], "runtime": runtime.to_json()},
         )
+
+    @property
+    def refused(self) -> bool:
+        """The turn was refused before its runtime could start: nothing may run it (no CLI, no container)."""
+        return self.refusal is not None
+
+    def _refuse(self, status: ExecutionStatus, code: Code, detail: str) -> ExecutionResult:
+        """End the turn before it started: ``denied`` at admission (``turn.denied``), or ``failed`` when the
+        audit of its authority failed (``turn.failed`` by the envelope)."""
+        self.closed = True
+        self.ended_by = Source.ENVELOPE
+        error = ProtocolError.of(code, message(code, detail=detail) if code is Code.AUTHORITY_UNAVAILABLE else detail)
+        if status is ExecutionStatus.DENIED:
+            self._emit("turn.denied", {"code": code.value})
+        else:
+            self._emit("turn.failed", {"code": code.value, "source": Source.ENVELOPE.value})
+        self._audit_after("turn.ended", {"status": status.value, "reasonCode": code.value, "endedBy": "envelope"})
+        return self._result(status, self._metadata({}), error=error)
 
     # --- the host surface ------------------------------------------------------------------
 
@@ -146,6 +207,8 @@ class Envelope:
         return result
 
     def _budget_refusal(self, step: int | None) -> tuple[Code, str] | None:
+        if not self.draining and self.world.draining():
+            self.draining = True
         if self.draining:
             return Code.TURN_DRAINING, message(Code.TURN_DRAINING)
         if step is not None:
@@ -161,14 +224,17 @@ class Envelope:
     # --- the kernel: discovery, arguments, requirement, authorization, handler --------------
 
     def _kernel_invoke(self, call: ToolCall) -> ToolResult:
-        tool = self.world.tools.get(call.tool)
-        cause = None
+        # the definition held for the turn (ADR 0026); discovery and authorization still run per call, now
+        tool = self.registry.get(call.tool)
+        cause: str | None = None
         if tool is None:
             cause = RefusalCause.NOT_REGISTERED
         elif tool.namespace not in self.world.enabled_tool_namespaces:
             cause = RefusalCause.NAMESPACE_DISABLED
-        elif not self.world.book.discoverable(tool.resource_namespace, tool.action):
-            cause = RefusalCause.NOT_DISCOVERABLE
+        else:
+            found = self.world.book.discover(tool.resource_namespace, tool.ceiling, tool.action)
+            if not found.allowed:
+                cause = RefusalCause.NOT_DISCOVERABLE if found.code is Code.NO_MATCHING_GRANT else found.code.value
         if tool is None or cause is not None:
             error = ProtocolError.of(Code.TOOL_UNAVAILABLE, message(Code.TOOL_UNAVAILABLE, tool=call.tool))
             return self._finish(call, ToolResult.refused(call, ResultStatus.DENIED, error), cause=cause)
@@ -183,6 +249,10 @@ class Envelope:
             text = message(Code.INVALID_TOOL_REQUIREMENT, tool=call.tool)
             return self._finish(call, _failed(call, Code.INVALID_TOOL_REQUIREMENT, text), req)
         decision = self.world.book.authorize(req)
+        try:
+            self._audit_before("authorization.checked", _decision_audit(call, req, decision))
+        except AuditUnavailable:
+            return self._interrupted(call, req, decision.grant_id)
         if not decision.allowed:
             text = message(decision.code, action=req.action, resource=req.describe(), grant=decision.grant_id)
             refused = ToolResult.refused(call, ResultStatus.DENIED, ProtocolError.of(decision.code, text))
@@ -193,6 +263,9 @@ class Envelope:
         except EscalationNotTerminated:
             text = message(Code.ESCALATION_NOT_TERMINATED)
             return self._finish(call, _failed(call, Code.ESCALATION_NOT_TERMINATED, text), req, decision.grant_id)
+        except ToolFailure as err:
+            failed = _failed(call, err.code, err.text)
+            return self._finish(call, failed, req, decision.grant_id, cause=err.cause)
         except HandlerError as err:
             text = f"{message(Code.TOOL_EXECUTION_FAILED, tool=call.tool)} {err}"
             return self._finish(call, _failed(call, Code.TOOL_EXECUTION_FAILED, text), req, decision.grant_id)
@@ -203,15 +276,24 @@ class Envelope:
             output = output.output
         return self._finish(call, ToolResult.ok(call, output), req, decision.grant_id)
 
+    def _interrupted(self, call: ToolCall, req: Requirement, grant_id: str | None) -> ToolResult:
+        """The decision could not be audited before its effect: nothing runs, the operation is ``interrupted``
+        (``audit_unavailable``; the runtime is answered ``failed``), and the turn drains (ADR 0023)."""
+        self.audit_failed = True
+        self.draining = True
+        failed = _failed(call, Code.AUDIT_UNAVAILABLE, message(Code.AUDIT_UNAVAILABLE))
+        return self._finish(call, failed, req, grant_id, outcome=OperationOutcome.INTERRUPTED)
+
     def _finish(
         self,
         call: ToolCall,
         result: ToolResult,
         req: Requirement | None = None,
         grant_id: str | None = None,
-        cause: RefusalCause | None = None,
+        cause: str | None = None,
+        outcome: OperationOutcome | None = None,
     ) -> ToolResult:
-        self._record(call, result, Source.KERNEL, req, grant_id, cause)
+        self._record(call, result, Source.KERNEL, req, grant_id, cause, outcome)
         return result
 
     def _record(
@@ -221,59 +303,104 @@ class Envelope:
         source: Source,
         req: Requirement | None = None,
         grant_id: str | None = None,
-        cause: RefusalCause | None = None,
+        cause: str | None = None,
+        outcome: OperationOutcome | None = None,
     ) -> None:
-        self.operations.append(
-            _compact(
-                {
-                    "operationId": call.call_id,
-                    "kind": "tool",
-                    "source": source.value,
-                    "outcome": result.status.value,
-                    "tool": call.tool,
-                    "resource": {"namespace": req.namespace, "path": list(req.path)} if req else None,
-                    "action": req.action if req else None,
-                    "grantId": grant_id,
-                    "reasonCode": result.error.code if result.error else None,
-                    "cause": cause.value if cause else None,
-                    "alias": call.alias,
-                }
-            )
+        code = result.error.code if result.error else None
+        operation = _compact(
+            {
+                "operationId": call.call_id,
+                "kind": "tool",
+                "source": source.value,
+                "outcome": (outcome or OperationOutcome(result.status.value)).value,
+                "tool": call.tool,
+                "resource": {"namespace": req.namespace, "path": list(req.path)} if req else None,
+                "action": req.action if req else None,
+                "grantId": grant_id,
+                "reasonCode": code,
+                "cause": str(cause) if cause else None,
+                "failClosed": True if fail_closed(code) else None,
+                "alias": call.alias,
+            }
         )
+        self.operations.append(operation)
+        self._audit_after("tool.invoked", {k: v for k, v in operation.items() if k != "alias"})
+
+    # --- the audit (ADR 0023) ------------------------------------------------------------------
+
+    def _audit_before(self, type_: str, body: dict[str, JsonValue]) -> None:
+        """A write that must land before its effect: raises :class:`AuditUnavailable`."""
+        self.world.audit.write(type_, {"executionId": self.execution_id, "at": self.clock(), **body})
+
+    def _audit_after(self, type_: str, body: dict[str, JsonValue]) -> None:
+        """A write after the effect: a failure is noted, never changes the answer (``onAuditError``)."""
+        self.world.audit.after_effect(type_, {"executionId": self.execution_id, "at": self.clock(), **body})
 
     # --- settlement --------------------------------------------------------------------------
 
     def settle(self, outcome: RuntimeOutcome) -> ExecutionResult:
         """Turn the runtime's outcome into the turn's result (§2.3)."""
+        if self.refusal is not None:
+            return self.refusal
+        result = self._settled(outcome)
+        self._audit_after("turn.ended", _compact({
+            "status": result.status.value, "reasonCode": result.reason_code,
+            "endedBy": self.ended_by.value if self.ended_by else None,
+        }))
+        return result
+
+    def _settled(self, outcome: RuntimeOutcome) -> ExecutionResult:
         metadata = self._metadata(outcome.metadata)
         self.closed = True
+        if self.audit_failed:
+            # ADR 0023: a plugin can neither continue past an audit outage nor get credit for it
+            error = ProtocolError.of(Code.AUDIT_UNAVAILABLE, message(Code.AUDIT_UNAVAILABLE),
+                                     retryable=self._safe_to_retry())
+            self.ended_by = Source.ENVELOPE
+            self._emit("turn.failed", {"code": error.code, "source": Source.ENVELOPE.value})
+            return self._result(ExecutionStatus.FAILED, metadata, error=error)
+        if self.draining:
+            return self._cancelled("the turn reached its drain point and took no new calls", metadata)
         if isinstance(outcome, Complete):
+            self.ended_by = Source.RUNTIME
             self._emit("turn.completed", {})
             return self._result(ExecutionStatus.SUCCEEDED, metadata, output=outcome.output)
         if isinstance(outcome, Escalate):
             if not any(t.name == "sharedos.escalate" for t in self.catalogue.tools):
                 error = ProtocolError.of(Code.TOOL_UNAVAILABLE, ESCALATE_OUTCOME_NOT_OFFERED)
+                self.ended_by = Source.ENVELOPE
                 self._emit("turn.failed", {"code": error.code, "source": Source.ENVELOPE.value})
                 return self._result(ExecutionStatus.FAILED, metadata, error=error)
             escalation = Escalation(outcome.reason, reviewer=_address(self.world.owner), requested_at=self.clock())
+            self.ended_by = Source.RUNTIME
             self._emit("turn.escalated", {"reason": outcome.reason, "reviewer": {**escalation.reviewer}})
             return self._result(ExecutionStatus.ESCALATED, metadata, escalation=escalation)
         error = outcome.error
         if error.retryable and not self._safe_to_retry():
             error = ProtocolError(error.code, error.message, False, error.details)
+        self.ended_by = Source.RUNTIME
         self._emit("turn.failed", {"code": error.code, "source": Source.RUNTIME.value})
         return self._result(ExecutionStatus.FAILED, metadata, error=error)
 
     def cancel(self, why: str, metadata: dict[str, JsonValue] | None = None) -> ExecutionResult:
         """The deadline or the host stopped the turn before it settled: ``cancelled``/``turn_cancelled``."""
-        merged = self._metadata(metadata or {})
+        if self.refusal is not None:
+            return self.refusal
+        result = self._cancelled(why, self._metadata(metadata or {}))
+        self._audit_after("turn.ended", {"status": result.status.value, "reasonCode": Code.TURN_CANCELLED.value,
+                                         "endedBy": Source.ENVELOPE.value})
+        return result
+
+    def _cancelled(self, why: str, metadata: dict[str, JsonValue]) -> ExecutionResult:
         self.closed = True
+        self.ended_by = Source.ENVELOPE
         self._emit("turn.cancelled", {})
-        error = ProtocolError.of(Code.TURN_CANCELLED, message(Code.TURN_CANCELLED, why=why))
-        return self._result(ExecutionStatus.CANCELLED, merged, error=error)
+        error = ProtocolError.of(Code.TURN_CANCELLED, message(Code.TURN_CANCELLED, why=why),
+                                 retryable=False if not self._safe_to_retry() else None)
+        return self._result(ExecutionStatus.CANCELLED, metadata, error=error)
 
     def _safe_to_retry(self) -> bool:
-        writes = {n for n, t in self.world.tools.items() if t.read_write == "write"}
+        writes = {n for n, t in {**self.world.tools, **self.registry}.items() if t.read_write == "write"}
         return not any(op["outcome"] == "succeeded" and op["tool"] in writes for op in self.operations)
 
     def _metadata(self, outcome_metadata: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -320,17 +447,35 @@ class Envelope:
             "events": [*result.events],
             "callsAfterEscalation": meta.get("callsAfterEscalation"),
             "escalationAsked": meta.get("escalationAsked"),
+            "endedBy": self.ended_by.value if self.ended_by else None,  # judge 6
         }
         return {
             "version": self.runtime.protocol_version,  # the epoch the turn spoke (ADR 0027: never relabelled)
             "experiment": {"executionId": self.execution_id},
-            "authority": {"grants": [g.id for g in self.world.grants if g.subject == self.world.agent]},
+            "authority": {"grants": [g.id for g in self.world.book.grants if g.subject == self.world.agent]},
             "execution": _compact(execution),
+            "audit": [e for e in self.world.audit.events if e.get("executionId") == self.execution_id],
             "result": result.to_json(),
         }
 
 
-def _failed(call: ToolCall, code: Code, text: str) -> ToolResult:
+def _decision_audit(call: ToolCall, req: Requirement, decision: Decision) -> dict[str, JsonValue]:
+    """``authorization.checked``: the decision, its grant, its metadata, and ``requiredAuthority`` on a
+    ``no_matching_grant`` (ADR 0019)."""
+    return _compact({
+        "operationId": call.call_id,
+        "outcome": "allowed" if decision.allowed else "denied",
+        "resource": {"namespace": req.namespace, "path": list(req.path)},
+        "action": req.action,
+        "reasonCode": decision.code.value,
+        "grantId": decision.grant_id,
+        "metadata": dict(decision.metadata) if decision.metadata else None,
+        "requiredAuthority": dict(decision.required_authority) if decision.required_authority else None,
+        "failClosed": True if fail_closed(decision.code.value) else None,
+    })
+
+
+def _failed(call: ToolCall, code: Code | str, text: str) -> ToolResult:
     return ToolResult.refused(call, ResultStatus.FAILED, ProtocolError.of(code, text))
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     import jsonschema.protocols
@@ -30,6 +30,16 @@ class ArgumentError(ValueError):
 
 class HandlerError(RuntimeError):
     """The handler itself failed: ``tool_execution_failed``."""
+
+
+class ToolFailure(RuntimeError):
+    """The handler failed under a code of its own (``failed``), naming the ``cause`` behind it: e.g.
+    ``messages.request`` failing ``message_request_not_accepted`` because the transport said
+    ``route_lease_revoked`` (ADR 0025)."""
+
+    def __init__(self, code: str, text: str, cause: str | None = None) -> None:
+        super().__init__(text)
+        self.code, self.text, self.cause = code, text, cause
 
 
 @dataclass(frozen=True)
@@ -157,6 +167,22 @@ def _depth(value: JsonValue, level: int = 1) -> int:
     if isinstance(value, list):
         return max((_depth(v, level + 1) for v in value), default=level)
     return level
+
+
+class ToolProvider(Protocol):
+    """A per-context tool provider (upstream ``ContextToolProvider``): what it lists can change between
+    listings, so a turn lists it once and answers from that listing for the whole turn (ADR 0026)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def list_tools(self) -> tuple[ToolDefinition, ...]:
+        """The provider's tools now (a listing: it may move afterwards)."""
+        ...
+
+    def declared(self) -> tuple[ToolDefinition, ...]:
+        """The tools as the provider is registered with (what the world description hashes); lists nothing."""
+        ...
 
 
 @dataclass(frozen=True)

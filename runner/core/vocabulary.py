@@ -43,6 +43,12 @@ class Code(StrEnum):
     NO_MATCHING_GRANT = "no_matching_grant"
     GRANT_EXHAUSTED = "grant_exhausted"
     INVALID_REQUEST = "invalid_request"
+    AUTHORITY_UNAVAILABLE = "authority_unavailable"
+    USAGE_STORE_UNAVAILABLE = "usage_store_unavailable"
+    DELEGATION_CHAIN_UNVERIFIED = "delegation_chain_unverified"
+    DELEGATION_CHAIN_INVALID = "delegation_chain_invalid"
+    HOST_POLICY_DENIED = "host_policy_denied"
+    HOST_POLICY_UNAVAILABLE = "host_policy_unavailable"
     # tool invocation (§4.4)
     TOOL_UNAVAILABLE = "tool_unavailable"
     INVALID_TOOL_ARGUMENTS = "invalid_tool_arguments"
@@ -56,16 +62,44 @@ class Code(StrEnum):
     ESCALATION_NOT_TERMINATED = "escalation_not_terminated"
     # messages (§4.5)
     MESSAGE_TRANSPORT_NOT_CONFIGURED = "message_transport_not_configured"
+    MESSAGE_REQUEST_NOT_ACCEPTED = "message_request_not_accepted"
+    ROUTE_LEASE_REVOKED = "route_lease_revoked"  # the conformance world's transport code, recorded as `cause`
     # turn (§4.5)
     ESCALATION_REQUESTED = "escalation_requested"
     RUNTIME_FAILED = "runtime_failed"
     INVALID_RUNTIME_OUTCOME = "invalid_runtime_outcome"
     TURN_CANCELLED = "turn_cancelled"
+    AUDIT_UNAVAILABLE = "audit_unavailable"
+    OPERATION_ABORTED = "operation_aborted"
     # adapters (§4.6) and this project's wind-down
     HARNESS_NOT_STARTED = "harness_not_started"
     HARNESS_EXITED_WITHOUT_OUTCOME = "harness_exited_without_outcome"
     HARNESS_FAILED = "harness_failed"
     HARNESS_WIND_DOWN_TIMEOUT = "harness_wind_down_timeout"
+
+
+# Denials that say an infrastructure part failed, not that authority was missing: audited ``failClosed`` and left
+# out of denial rates, as upstream's ``INFRASTRUCTURE_DENIAL_REASONS`` (§4.3).
+INFRASTRUCTURE_DENIAL_REASONS: frozenset[str] = frozenset({
+    "authority_unavailable", "usage_store_unavailable", "delegation_chain_unverified", "host_policy_unavailable",
+})
+# Codes that end an operation or a turn fail-closed besides those (ADR 0023: an audit outage).
+FAIL_CLOSED_CODES: frozenset[str] = INFRASTRUCTURE_DENIAL_REASONS | {"audit_unavailable"}
+
+
+def fail_closed(code: str | None) -> bool:
+    """Whether a refusal with ``code`` is fail-closed (an infrastructure outage, never a denial to count)."""
+    return code in FAIL_CLOSED_CODES
+
+
+class OperationOutcome(StrEnum):
+    """``OperationRecord.outcome`` (judge 6): a tool's statuses plus ``interrupted`` -- the port was entered and
+    then stopped (``operation_aborted``, ``audit_unavailable``); a receipt reports it as ``failed``."""
+
+    SUCCEEDED = "succeeded"
+    DENIED = "denied"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
 
 
 class RefusalCause(StrEnum):
@@ -115,6 +149,19 @@ MESSAGES: dict[Code, str] = {
         "instead of ending the turn on it."
     ),
     Code.MESSAGE_TRANSPORT_NOT_CONFIGURED: "No message transport is configured for this world.",
+    Code.MESSAGE_REQUEST_NOT_ACCEPTED: "The message transport did not accept the request: {cause}.",
+    Code.ROUTE_LEASE_REVOKED: "The route lease to {recipient} was revoked; nothing was delivered.",
+    Code.AUTHORITY_UNAVAILABLE: "The turn's authority could not be loaded: {detail}",
+    Code.USAGE_STORE_UNAVAILABLE: (
+        "The usage store of the bounded grant {grant} for {action} on {resource} is unavailable."
+    ),
+    Code.DELEGATION_CHAIN_INVALID: (
+        "The delegation chain of the grant {grant} that would authorize {action} on {resource} is invalid."
+    ),
+    Code.DELEGATION_CHAIN_UNVERIFIED: "The delegation chain of the grant {grant} could not be verified.",
+    Code.HOST_POLICY_DENIED: "The host policy overrides the grant {grant} for {action} on {resource}.",
+    Code.HOST_POLICY_UNAVAILABLE: "The host policy could not be consulted for {action} on {resource}.",
+    Code.AUDIT_UNAVAILABLE: "The audit sink is unavailable, so nothing that must be audited first can run.",
     Code.HARNESS_NOT_STARTED: "The {harness} CLI could not be started.",
     Code.HARNESS_EXITED_WITHOUT_OUTCOME: "The {harness} CLI exited with code {code} without completing the turn.",
     Code.HARNESS_WIND_DOWN_TIMEOUT: (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from runner.core.messaging import RouteLeaseTransport
 from runner.core.outcomes import JsonValue
 
 
@@ -21,3 +22,4 @@ class WorldState:
     snapshots: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
     messages: list[dict[str, JsonValue]] = field(default_factory=list)
     searches: list[str] = field(default_factory=list)
+    transport: RouteLeaseTransport = field(default_factory=RouteLeaseTransport)

@@ -4,11 +4,16 @@ command shares (``--harness ID,...|all``, ``--case ID,...|all``). Pure apart fro
 Whether a cell runs a turn is decided here, once (:meth:`MatrixCell.disposition`): a row the case set declares
 ``not_implemented``, a row this column structurally cannot run (``unsupported``) and every cell of an
 unavailable column are graded from what is declared, with no engine, no image and no job of their own.
+A row whose turn the kernel refuses at admission (``authority-unavailable``: the grant store is down when the
+turn loads its authority) starts no runtime upstream, so it starts no container here either: it is
+``refused-at-admission``, graded from the kernel's own refusal, computed in-process (the pure core admits or
+refuses the turn), with no engine, no image and no CI job -- the report job writes it with the declared cells.
 Every command and the CI plan ask the cell (or its plan, which asks the cell).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -16,6 +21,7 @@ from pathlib import Path
 
 from runner.conformance.cases import CASES, Case, Condition, get_case
 from runner.conformance.columns import ColumnLimits, limits_for
+from runner.core.world import WorldCondition, build_world
 from runner.harnesses.profile import Profile, find_profile, known_harnesses
 
 
@@ -26,6 +32,7 @@ class Disposition(StrEnum):
     NOT_IMPLEMENTED = "not-implemented"  # the case set declares the row not implemented
     UNSUPPORTED = "unsupported"  # the column structurally cannot run the row
     UNAVAILABLE = "unavailable"  # the column cannot run here at all
+    REFUSED_AT_ADMISSION = "refused-at-admission"  # the kernel refuses the turn before any runtime starts
 
 
 @dataclass(frozen=True)
@@ -53,11 +60,24 @@ class MatrixCell:
             return Disposition.UNSUPPORTED
         if self.profile.unavailable:
             return Disposition.UNAVAILABLE
+        if refused_at_admission(self.condition):
+            return Disposition.REFUSED_AT_ADMISSION
         return Disposition.TURN
 
     def runs_a_turn(self, run_unsupported: bool = False) -> bool:
         """True when this cell runs a turn; False when its grade is declared (no engine needed)."""
         return self.disposition(run_unsupported) is Disposition.TURN
+
+
+@functools.cache
+def _refused(world: WorldCondition) -> bool:
+    return not build_world(world).admission.admitted
+
+
+def refused_at_admission(condition: Condition) -> bool:
+    """Whether the kernel refuses this row's (first) turn at admission, whatever the column: asked of the pure
+    core, so the plan, CI and the report agree on it without running anything."""
+    return _refused(condition.world)
 
 
 def split(value: str) -> list[str]:

@@ -18,9 +18,10 @@ in upstream's artifacts, written in the order and with the present-or-null rule 
 ``version`` says which shape this is, and :meth:`CellResult.read` refuses a newer one by name rather than misread
 it, and names any field it cannot read.
 
-**Turns.** A cell holds a list of turns (:attr:`CellResult.turns`): today every cell runs at most one, and version 1
-writes that one as ``turn`` (absent when none ran), as it always has. A cell of several turns is the next shape
-(version 2, ``turns``); version 1 refuses to write one rather than drop a turn.
+**Turns.** A cell holds a list of turns (:attr:`CellResult.turns`). A cell of at most one turn is version 1 and
+writes that one as ``turn`` (absent when none ran), as it always has. A cell of several turns (a row of two turns,
+``revoked-mid-turn``) is version 2 and writes them all, in order, as ``turns``; its grade is of the last turn with
+the receipts of every turn. A version-1 result is never made to hold several turns (it would drop one).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import (
+    AliasChoices,
     Discriminator,
     Field,
     SerializerFunctionWrapHandler,
@@ -43,7 +45,9 @@ from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted, problems
 from runner.conformance.judge import STRICT, CellGrade
 from runner.errors import UsageError
 
-RESULT_VERSION = 1
+RESULT_VERSION = 1  # the version of a result of at most one turn
+TURNS_VERSION = 2  # a result of several turns: ``turns`` (a list) in place of ``turn``
+READS_UP_TO = TURNS_VERSION
 INFRASTRUCTURE_ERROR = "infrastructure_error"
 INTERRUPTED: Literal["interrupted"] = "interrupted"
 UNAVAILABLE: Literal["unavailable"] = "unavailable"
@@ -178,7 +182,8 @@ class CellResult(JsonModel):
     grade: GradeRecord | None = omitted()
     infrastructure_error: InfrastructureProblem | None = omitted()
     turns: tuple[TurnSummary, ...] = Field(
-        default=(), validation_alias="turn", serialization_alias="turn", exclude_if=lambda turns: not turns
+        default=(), validation_alias=AliasChoices("turn", "turns"), serialization_alias="turn",
+        exclude_if=lambda turns: not turns,
     )
     model: ModelRecord | None = omitted()
     files: dict[str, str] | None = omitted()
@@ -194,10 +199,20 @@ class CellResult(JsonModel):
         return (value,) if isinstance(value, dict | TurnSummary) else value
 
     @field_serializer("turns")
-    def _write_turn(self, turns: tuple[TurnSummary, ...]) -> TurnSummary | None:
+    def _write_turn(self, turns: tuple[TurnSummary, ...]) -> TurnSummary | tuple[TurnSummary, ...] | None:
         if len(turns) > 1:
-            raise ValueError(f"{self.cell.id}: a result of version {self.version} holds one turn, not {len(turns)}")
+            if self.version < TURNS_VERSION:
+                raise ValueError(f"{self.cell.id}: a result of version {self.version} holds one turn, not {len(turns)}")
+            return turns
         return turns[0] if turns else None
+
+    @model_serializer(mode="wrap")
+    def _turns_key(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """Version 2 writes its turns as ``turns``, where version 1 writes ``turn`` (same position)."""
+        body: dict[str, object] = handler(self)
+        if self.version >= TURNS_VERSION and "turn" in body:
+            body = {("turns" if k == "turn" else k): v for k, v in body.items()}
+        return body
 
     @model_validator(mode="after")
     def _graded_or_broken(self) -> CellResult:
@@ -263,9 +278,9 @@ class CellResult(JsonModel):
         if not isinstance(data, dict):
             raise ResultError(f"{source}: expected a JSON object")
         version = data.get("version", 1)
-        if not isinstance(version, int) or version > RESULT_VERSION:
+        if not isinstance(version, int) or version > READS_UP_TO:
             raise ResultError(
-                f"{source}: field 'version': {version!r} is newer than this runner reads ({RESULT_VERSION}); "
+                f"{source}: field 'version': {version!r} is newer than this runner reads ({READS_UP_TO}); "
                 "upgrade runner to read it"
             )
         try:

@@ -2,13 +2,17 @@
 through :func:`run_cell` with a :class:`~runner.matrix.plan.CellPlan`, so their artifacts are the same.
 
 A row that is ``not_implemented``, or ``unsupported`` on this column, is written without running anything; an
-unavailable column is written as such; everything else runs one turn, is graded by the judge from the turn's
-record, and carries every pin. ``image`` is the column's image when the caller already resolved it (a matrix
+unavailable column is written as such; a row the kernel refuses at admission is graded from the refusal, computed
+in-process with no engine and no container (:class:`~runner.matrix.cells.Disposition`); everything else runs its
+turns -- one, or each turn of a row of several against one world, each in a fresh container, its files under
+``turn-<n>/`` -- is graded by the judge from the turns' records, and carries every pin.
+``image`` is the column's image when the caller already resolved it (a matrix
 does, once per image, for its resume check); otherwise it is found or built here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -18,12 +22,17 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from runner.conformance.judge import grade_cell, not_run_cell
+import runner
+from runner.conformance.judge import grade_cell, grade_turns, not_run_cell
+from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.timeline import iso_utc
+from runner.core.world import build_world
 from runner.matrix.artifact import write_cell
 from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
 from runner.matrix.result import (
+    RESULT_VERSION,
+    TURNS_VERSION,
     UNAVAILABLE,
     CellPins,
     CellRef,
@@ -36,6 +45,7 @@ from runner.matrix.result import (
     TurnSummary,
 )
 from runner.sandbox.engine import EngineError
+from runner.turn.prepare import turn_execution_id
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
@@ -53,17 +63,51 @@ def _base(
     plan: CellPlan, pins: CellPins, *, grade: GradeRecord | None = None,
     infrastructure_error: InfrastructureProblem | None = None, turn: TurnSummary | None = None,
     model: ModelRecord | None = None, files: dict[str, str] | None = None, transport: str | None = None,
-    started_at: str | None = None,
+    turns: tuple[TurnSummary, ...] = (), started_at: str | None = None,
 ) -> CellResult:
     """The cell's result; ``started_at``: its turn's start (now, for a cell that ran no turn)."""
     cell = plan.cell
+    turns = turns or ((turn,) if turn else ())
     return CellResult(
+        version=TURNS_VERSION if len(turns) > 1 else RESULT_VERSION,
         cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
         row=_row(plan), pins=pins, repro=plan.repro, deadline_seconds=plan.options.deadline,
         started_at=started_at or iso_utc(time.time()), grade=grade,
-        infrastructure_error=infrastructure_error, turns=(turn,) if turn else (), model=model, files=files,
+        infrastructure_error=infrastructure_error, turns=turns, model=model, files=files,
         transport=transport,
     )
+
+
+def _summary(report: TurnReport) -> TurnSummary:
+    executed = report.result
+    return TurnSummary(
+        status=executed.status.value, reason_code=executed.reason_code,
+        reason=executed.escalation.reason if executed.escalation else None,
+        calls_after_escalation=executed.count("callsAfterEscalation"), wind_down_seconds=report.wind_down_seconds,
+        harness_outcome=executed.text("harnessOutcome"),
+        harness_error_code=executed.text("harnessErrorCode"), exit_code=report.drive.exit_code,
+        deadline_hit=report.drive.deadline_hit,
+    )
+
+
+def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> CellResult:
+    """The kernel refuses the row's turn at admission: no runtime may run it, so no container starts. The refusal
+    is computed by the pure core as a turn would compute it (the world, its store, the envelope), its record
+    written, and graded by the judge like any turn's."""
+    cell = plan.cell
+    world = build_world(cell.condition.world)
+    execution_id = turn_execution_id(cell.case, cell.condition, cell.profile.id)
+    envelope = Envelope(world, execution_id, RuntimeInfo(f"runner.{cell.profile.id}.mcp", runner.__version__),
+                        clock=world.clock)
+    assert envelope.refusal is not None, f"{cell.id}: planned as refused at admission, but the world admitted it"
+    record = envelope.record(envelope.refusal)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "record.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    graded = grade_cell(cell.case, cell.condition, cell.limits, record, column_id=cell.profile.id).record()
+    result = envelope.refusal
+    turn = TurnSummary(status=result.status.value, reason_code=result.reason_code)
+    return _finish(directory, _base(plan, plan.planned_pins(), grade=graded, turn=turn,
+                                    files={"record": "record.json"}), started)
 
 
 def _problem(error: Exception) -> InfrastructureProblem:
@@ -86,6 +130,8 @@ async def run_cell(
     if disposition is Disposition.UNAVAILABLE:
         unavailable = DeclaredGrade(status=UNAVAILABLE, evidence=f"unavailable; {cell.profile.unavailable}")
         return _finish(directory, _base(plan, plan.planned_pins(), grade=unavailable), started), None
+    if disposition is Disposition.REFUSED_AT_ADMISSION:
+        return _refused_at_admission(plan, directory, started), None
     assert client is not None, "a cell that runs a turn needs an engine"
     from runner.sandbox.images import ensure_image
 
@@ -96,36 +142,45 @@ async def run_cell(
         failed = _base(plan, plan.planned_pins(), infrastructure_error=_problem(err))
         return _finish(directory, failed, started), None
     pins = plan.planned_pins(image)
-    request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=directory, model=plan.model,
-                          settings=plan.options, condition_id=cell.condition.id)
-    try:
-        report = await run_turn(client, request, progress)
-    except EngineError as err:
-        return _finish(directory, _base(plan, pins, infrastructure_error=_problem(err)), started), None
+    # a row of several turns runs each against one world (revoked-mid-turn: the revocation lands in its store
+    # after turn 1 loaded); each turn is a fresh CLI process in a fresh container -- no CLI resumes a session
+    turns_total = cell.case.turns
+    world = build_world(cell.condition.world) if turns_total > 1 else None
+    reports: list[TurnReport] = []
+    wiring: InfrastructureProblem | None = None
+    for n in range(1, turns_total + 1):
+        if world is not None and n > 1:
+            world.open_turn()
+        out = directory if turns_total == 1 else directory / f"turn-{n}"
+        request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=out, model=plan.model,
+                              settings=plan.options, condition_id=cell.condition.id, world=world, turn=n)
+        try:
+            report = await run_turn(client, request, progress)
+        except EngineError as err:
+            return _finish(directory, _base(plan, pins, infrastructure_error=_problem(err)), started), None
+        reports.append(report)
+        problem = report.infrastructure_error
+        if problem is not None:
+            wiring = InfrastructureProblem(kind=str(problem["kind"]), detail=str(problem["detail"]))
+            break
+    report = reports[-1]
     executed = report.result
     pins = pins.with_turn(executed.text("promptHash"), executed.text("catalogHash"))
-    problem = report.infrastructure_error
-    wiring = None if problem is None else InfrastructureProblem(
-        kind=str(problem["kind"]), detail=str(problem["detail"])
-    )
-    graded = None if wiring is not None else grade_cell(
-        cell.case, cell.condition, limits, report.record, column_id=cell.profile.id
+    graded = None if wiring is not None else grade_turns(
+        cell.case, cell.condition, limits, [r.record for r in reports], column_id=cell.profile.id
     ).record()
-    turn = TurnSummary(
-        status=report.result.status.value, reason_code=report.result.reason_code,
-        reason=report.result.escalation.reason if report.result.escalation else None,
-        calls_after_escalation=executed.count("callsAfterEscalation"), wind_down_seconds=report.wind_down_seconds,
-        harness_outcome=executed.text("harnessOutcome"),
-        harness_error_code=executed.text("harnessErrorCode"), exit_code=report.drive.exit_code,
-        deadline_hit=report.drive.deadline_hit,
-    )
     model = plan.model
+    files: dict[str, str] = {}
+    for n, each in enumerate(reports, 1):
+        prefix = "" if turns_total == 1 else f"turn-{n}."
+        files.update({prefix + k: os.path.relpath(v, directory) for k, v in each.files.items()})
     result = _base(
-        plan, pins, grade=graded, infrastructure_error=wiring, turn=turn, transport=report.transport,
+        plan, pins, grade=graded, infrastructure_error=wiring, turns=tuple(_summary(r) for r in reports),
+        transport=report.transport,
         model=ModelRecord(mode=model.mode.value, why=model.why, credential=model.credential,
                           recording=str(model.recording) if model.recording else None,
                           fault=model.fault.spec if model.fault else None),
-        files={k: os.path.relpath(v, directory) for k, v in report.files.items()}, started_at=report.started_at,
+        files=files, started_at=reports[0].started_at,
     )
     return _finish(directory, result, started), report
 

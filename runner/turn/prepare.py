@@ -23,7 +23,7 @@ from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
 from runner.core.timeline import Timeline, TimelineEvent, TurnClock, answer_of
 from runner.core.vocabulary import Code
-from runner.core.world import build_world
+from runner.core.world import World, build_world
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
@@ -51,6 +51,10 @@ class TurnRequest:
     # what the command asked for, and the host's environment
     settings: TurnSettings = field(default_factory=TurnSettings)
     condition_id: str | None = None  # the row's condition; the case's first when None
+    # a row of several turns runs each against one world (its stores, files and audit): turn n > 1 is handed the
+    # world turn n-1 ran on, with this turn's authority already opened (World.open_turn); None: a fresh world
+    world: World | None = None
+    turn: int = 1
 
     @property
     def condition(self) -> Condition:
@@ -136,25 +140,26 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
     """Everything the turn needs before its servers and its process start; creates the turn dir and opens the
     turn's timeline on ``clock`` (started now when None), its first entry ``turn_started`` at the clock's start."""
     profile, case, condition = req.profile, req.case, req.condition
-    execution_id = f"{case.id}.{condition.id}.{profile.id}"
+    execution_id = turn_execution_id(case, condition, profile.id, req.turn)
     scrubber = Scrubber(req.settings.host.variables, profile.credentials)
     clock = clock or start_clock()
     req.out_dir.mkdir(parents=True, exist_ok=True)
 
-    world = build_world(condition.world)
+    world = req.world if req.world is not None else build_world(condition.world)
     runtime = RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__, req.settings.protocol.value)
     envelope = Envelope(world, execution_id, runtime, clock=world.clock)
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
     # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").
     invoker: Invoker = envelope if req.settings.host.latch_disabled else latch
-    instructions = instructions_for(world.grants)
-    prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
+    instructions = instructions_for(world.book.grants)  # the reach this turn loaded
+    prompt = prompt_for(case, issue_uncatalogued=profile.issues_uncatalogued, condition=condition, turn=req.turn)
     envelope.annotate("promptHash", prompt_hash(instructions, prompt))
 
     actions = [
         a.to_json()
-        for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued, condition=condition)
+        for a in actions_for(case, req.behaviour, issue_uncatalogued=profile.issues_uncatalogued, condition=condition,
+                             turn=req.turn)
     ]
     script: dict[str, JsonValue] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": [*actions]}
     model_id = _model_id(profile, req.model)
@@ -170,6 +175,12 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
         spec=_container_spec(req, execution_id, turn_dir, prompt, values),
         transcript=_transcript(req, profile, scrubber), timeline=timeline, timeline_file=timeline_file,
     )
+
+
+def turn_execution_id(case: Case, condition: Condition, column: str, turn: int = 1) -> str:
+    """``<case>.<condition>.<column>``, with ``.turn-<n>`` when the row spans more than one turn (upstream §6.5)."""
+    base = f"{case.id}.{condition.id}.{column}"
+    return f"{base}.turn-{turn}" if case.turns > 1 else base
 
 
 def _container_spec(

@@ -46,7 +46,7 @@ import anyio.from_thread
 
 from runner.core.outcomes import ExecutionResult, JsonValue
 from runner.core.scrub import Scrubber
-from runner.core.timeline import TimelineEvent, wind_down_seconds
+from runner.core.timeline import TimelineEvent, TurnClock, wind_down_seconds
 from runner.harnesses.interpreters import get_session_reader
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
@@ -76,7 +76,7 @@ class TurnReport:
     files: dict[str, str]
     drive: Drive
     elapsed: float
-    transport: Transport  # which transport ran (mount or stream)
+    transport: Transport | None  # which transport ran (mount or stream); None when no container ran (refused)
     mcp: dict[str, JsonValue] = field(default_factory=dict)
     infrastructure_error: dict[str, JsonValue] | None = None
     started_at: str | None = None  # the turn's start, on its clock (ISO-8601 UTC, milliseconds)
@@ -141,6 +141,13 @@ async def run_turn(
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
         sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
     turn = prepare_turn(req, clock)
+    if turn.envelope.refusal is not None:
+        # refused at admission (authority unavailable, no grant admitting the turn): no runtime may run it, so no
+        # container is started; the record of the refusal is the turn
+        try:
+            return _refused(turn, clock)
+        finally:
+            await _teardown(turn, None)
     proc: Sandbox | None = None
     removed = False
     try:
@@ -178,6 +185,19 @@ async def _begin_in_thread(tasks: anyio.abc.TaskGroup, work: Callable[[], object
 
     tasks.start_soon(partial(anyio.to_thread.run_sync, run, limiter=THREADS))
     await under_way.wait()
+
+
+def _refused(turn: PreparedTurn, clock: TurnClock) -> TurnReport:
+    result = turn.envelope.refusal
+    assert result is not None
+    record = turn.scrubber.value(turn.envelope.record(result))
+    files = _write_artifacts(turn.req.out_dir, record, result, turn.script, turn.prompt, turn.instructions,
+                             turn.mcp_log, turn.scrubber)
+    files["timeline"] = str(turn.timeline_file.path)
+    turn.transcript.close()
+    run = Drive()
+    return TurnReport(request=turn.req, result=result, record=record, files=files, drive=run,
+                      elapsed=clock.now().t, transport=None, started_at=clock.started.at)
 
 
 async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress) -> Played:

@@ -37,9 +37,10 @@ from tests.github_workflow import ROOT, evaluate, job, outputs, workflow
 from tests.hosted_runner import HostedRunner, empty_engine
 
 HARNESSES = "reference,codex"
-# rows that run a turn everywhere, one the MCP columns declare not applicable, one not implemented upstream; with
-# the small budget below the plan splits the codex column in two (its three cells, 5 s each, exceed 12 s)
-CASES = "escalation,escalation-refused,host-policy-denied,hidden-tool,forged-grant"
+# rows that run a turn everywhere, one the MCP columns declare not applicable, one not implemented upstream, one
+# the kernel refuses at admission (no job runs it: the report job writes it with the declared rows); with the
+# small budget below the plan splits the codex column in two (its three cells, 5 s each, exceed 12 s)
+CASES = "escalation,escalation-refused,typed-governed-views,authority-unavailable,hidden-tool,forged-grant"
 INPUTS = {"harness": HARNESSES, "case": CASES, "model": "scripted", "shard_minutes": "0.2"}
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
 TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after the ask: a time, not a finding

@@ -114,4 +114,4 @@ def test_reach_describes_only_the_grants_the_turn_holds() -> None:
     revoked = instructions_for(build_world(WorldCondition(revoked=("grant-root-files",))).grants)
     assert baseline.count("\n- ") == revoked.count("\n- ") + 1
     assert "- files [\"Workspace\"] and everything beneath it: grep, list, read, search, stat" in baseline
-    assert len(CASES) == 29
+    assert len(CASES) == 31

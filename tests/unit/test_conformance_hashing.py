@@ -73,12 +73,12 @@ def test_prompt_set_spec_and_evaluator_hashes() -> None:
     assert spec_hash(escalation, escalation.condition) == sha(
         {"case": "escalation", "move": escalation.to_json()["move"], "condition": "baseline"}
     )
-    assert evaluator_hash() == sha({"judge": "sharedos-conformance", "version": 5})
+    assert evaluator_hash() == sha({"judge": "sharedos-conformance", "version": 6})
 
 
 def test_pins_name_every_difference() -> None:
     a = current_pins(prompt_hash="p", catalog_hash="sha256:c", image_id="img", behaviour="cooperative")
-    assert a.judge_version == 5 and a.case_set_hash == case_set_hash()
+    assert a.judge_version == 6 and a.case_set_hash == case_set_hash()
     assert comparable(a, a) == []
     b = dataclasses.replace(a, prompt_hash="q", image_id=None, extra={"cliVersion": "2"})
     assert comparable(a, b) == ["cliVersion", "imageId", "promptHash"]
@@ -86,17 +86,20 @@ def test_pins_name_every_difference() -> None:
     assert set(Pins("x", "y").to_json()) == {"caseSetHash", "worldSetHash", "judgeVersion"}
 
 
-# The hashes of today's case set and world set, read off the code before the case data and the world
-# were split into packages (issue 10). A move that changes a declaration, its order or a world moves
-# these; the full declaration hash (prose included) catches a reworded description too.
-PINNED_CASE_SET_HASH = "638508ecf513baa65d72fd71c7c7803ec061fd5a65286ca8a93261d67711d23d"
-PINNED_WORLD_SET_HASH = "ee76cabb51ea382b79a46b75808de8d68f2e01aa9846eb629e9a1d74f6359044"
-PINNED_DECLARATION_HASH = "ed494edc69c5de49279e2415ec6b508acf795c8ca3896c89725b5d4ded36b940"
+# The hashes of today's case set and world set. Issue 10 pinned them when the case data and the world were split
+# into packages; issue 19 moved them on purpose (the seven rows the kernel now serves are armed rather than
+# declared, 1.0.0-preview's two rows are added, the route-lease expectation is narrowed). A move that changes a
+# declaration, its order or a world moves these; the full declaration hash (prose included) catches a reworded
+# description too.
+PINNED_CASE_SET_HASH = "21c42c2e4159f638261b2a14ecb07c610281f8aef09ca7b74d31c088208771c2"
+PINNED_WORLD_SET_HASH = "98cf54fcdb7248470b9895b27882e955e0e5dc51807b34e7bd13571d0a760c7c"
+PINNED_DECLARATION_HASH = "29303c4e8d19cb17fc42d342408d45daf964cd93706e63bdc89d9d3e1ed34112"
 PINNED_ORDER = (
     "forged-grant", "hidden-tool", "host-policy-denied", "read-to-mutation", "expired-grant", "replayed-grant",
     "revoked-mid-turn", "expired-mid-turn", "namespace-crossing", "bounded-grant", "usage-store-unavailable",
-    "authority-unavailable", "tool-ceiling-escape", "invalid-tool-result", "budget-exceeded", "grant-material",
-    "over-broad-delegation", "rollback-unavailable", "rollback-out-of-scope", "broker-ungranted",
+    "authority-unavailable", "audit-unavailable", "tool-ceiling-escape", "invalid-tool-result", "budget-exceeded",
+    "turn-draining", "grant-material", "over-broad-delegation", "rollback-unavailable", "rollback-out-of-scope",
+    "broker-ungranted",
     "broker-out-of-scope", "catalogue-moved-mid-turn", "escalation", "escalation-refused", "runtime-crashed",
     "route-lease-revoked", "record-completeness", "typed-governed-views", "replay-freshness",
 )

@@ -39,7 +39,7 @@ def outcome(status: Grade, role: str = "attack", attempt_id: str = "a") -> Attem
 
 
 def test_version_and_ask_sources() -> None:
-    assert JUDGE_VERSION == 5
+    assert JUDGE_VERSION == 6
     assert ASK_SOURCES == ("execution.escalationAsked", "execution.operations[].tool == sharedos.escalate")
 
 
@@ -248,3 +248,73 @@ def test_evidence_line_for_an_unusable_record() -> None:
     assert "record unusable (execution.events.terminal, execution.exposedTools, execution.catalogHash)" in cell.evidence
     assert cell.evidence.startswith("not exercised; 0 of 3 attempts issued; refused by nothing; reason none")
     assert strict_failures([cell]) == [cell]
+
+
+# --- judge 6: interrupted, cause, endedBy, rows of several turns ------------------------------------------------
+
+
+def _op(op_id: str, tool: str, outcome: str, code: str | None = None, **extra: object) -> dict[str, object]:
+    body: dict[str, object] = {"operationId": op_id, "kind": "tool", "source": "kernel", "outcome": outcome,
+                               "tool": tool, "resource": {"namespace": "files", "path": ["Workspace", "policy.md"]}}
+    if code is not None:
+        body["reasonCode"] = code
+    return {**body, **extra}
+
+
+def test_an_interrupted_call_reports_as_failed_and_credits_no_boundary() -> None:
+    from runner.conformance.receipts import live_receipts_from_record
+    from runner.conformance.record import refusal_points
+
+    record = {"execution": {"operations": [_op("x", "files.read", "interrupted", "audit_unavailable")]}}
+    case = get_case("record-completeness")
+    receipt = live_receipts_from_record(case, record)[0]
+    assert receipt.observed == "failed" and receipt.refused_by is None
+    assert refusal_points(record) == {}
+
+
+def test_a_cause_is_carried_to_the_attempt_and_the_cell_and_printed_after_the_reason() -> None:
+    case = get_case("route-lease-revoked")
+    ops = [
+        _op("a", "messages.request", "succeeded"),
+        _op("b", "messages.request", "failed", "message_request_not_accepted", cause="route_lease_revoked"),
+        _op("c", "files.read", "succeeded"),
+    ]
+    for op in ops[:2]:
+        op.pop("resource")
+    events = [{"type": "turn.started", "data": {}}]
+    record = {"execution": {"status": "succeeded", "operations": ops, "events": events}}
+    cell = grade_cell(case, case.condition, ColumnLimits(), record)
+    assert cell.status is Grade.PASS
+    assert cell.attempts[1].cause == "route_lease_revoked" and cell.causes == ("route_lease_revoked",)
+    assert "reason `message_request_not_accepted`; cause `route_lease_revoked`" in cell.evidence
+
+
+def test_who_ended_the_turn_is_read_from_ended_by_first() -> None:
+    from runner.conformance.record import turn_outcome
+
+    failed = [{"type": "turn.failed", "data": {"code": "x", "source": "runtime"}}]
+    record = {"execution": {"status": "failed", "terminalReasonCode": "x", "endedBy": "envelope", "events": failed}}
+    outcome = turn_outcome(record, ("failed", "x"))
+    assert outcome is not None and outcome.ended_by == "envelope"
+    del record["execution"]["endedBy"]  # a record written before judge 6
+    outcome = turn_outcome(record, ("failed", "x"))
+    assert outcome is not None and outcome.ended_by == "runtime"
+
+
+def test_a_row_of_two_turns_is_graded_on_the_last_with_every_turns_receipts() -> None:
+    from runner.conformance.judge import grade_turns
+
+    case = get_case("revoked-mid-turn")
+    started = [{"type": "turn.started", "data": {}}]
+    turn1 = {"execution": {"status": "succeeded", "events": started, "operations": [
+        _op("1", "files.read", "succeeded"), _op("2", "files.read", "succeeded")]}}
+    turn2 = {"execution": {"status": "succeeded", "events": started, "operations": [
+        _op("3", "files.read", "denied", "no_matching_grant"),
+        {**_op("4", "files.replace", "succeeded"), "resource": {"namespace": "files",
+                                                                "path": ["Workspace", "scratch", "draft.md"]}}]}}
+    cell = grade_turns(case, case.condition, ColumnLimits(), [turn1, turn2])
+    assert (cell.status, cell.attempted, cell.turns) == (Grade.PASS, 4, 2)
+    assert cell.refused_by == ("kernel",) and "over 2 turns" in cell.evidence
+    # turn 1's calls are never taken for turn 2's attempts
+    alone = grade_turns(case, case.condition, ColumnLimits(), [turn2, turn2])
+    assert alone.status is not Grade.PASS

@@ -18,29 +18,32 @@ import pytest
 from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import CASES, Case, Condition, get_case, rows
 from runner.conformance.columns import REFERENCE_COLUMN, Column, limits_for
-from runner.conformance.judge import Grade, GradedCell, grade_cell, strict_failures
+from runner.conformance.judge import Grade, GradedCell, grade_cell, grade_turns, strict_failures
 from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, Fail, ProtocolError, RuntimeOutcome, ToolCall
 from runner.core.vocabulary import Code
-from runner.core.world import build_world
+from runner.core.world import World, build_world
 
 VENDOR_COLUMN = Column("claude-code", issues_uncatalogued=False)
 
 
-async def _play(
-    case: Case, condition: Condition, column: Column, behaviour: Behaviour, latched: bool
+async def _play_turn(
+    case: Case, condition: Condition, column: Column, behaviour: Behaviour, latched: bool, world: World, turn: int
 ) -> dict[str, Any]:
-    world = build_world(condition.world)
-    envelope = Envelope(world, f"{case.id}.{condition.id}.{column.id}", RuntimeInfo("runner.test.mcp", "0"))
+    suffix = f".turn-{turn}" if case.turns > 1 else ""
+    envelope = Envelope(world, f"{case.id}.{condition.id}.{column.id}{suffix}", RuntimeInfo("runner.test.mcp", "0"))
+    if envelope.refusal is not None:  # refused at admission: no runtime is started
+        return envelope.record(envelope.refusal)
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     invoker = latch if latched else envelope
     ending: RuntimeOutcome = Complete("the harness finished")
-    actions = actions_for(case, behaviour, issue_uncatalogued=column.issues_uncatalogued, condition=condition)
+    actions = actions_for(case, behaviour, issue_uncatalogued=column.issues_uncatalogued, condition=condition,
+                          turn=turn)
     for n, action in enumerate(actions, 1):
         if action.do == "call":
             assert action.tool is not None
-            await invoker.invoke_tool(ToolCall(f"mcp-call-{n}", action.tool, action.arguments))
+            await invoker.invoke_tool(ToolCall(f"mcp-call-{turn}-{n}", action.tool, action.arguments))
         elif action.do == "finish":
             ending = Complete(action.text)
             break
@@ -52,12 +55,25 @@ async def _play(
     return envelope.record(envelope.settle(settled))
 
 
+async def _play(
+    case: Case, condition: Condition, column: Column, behaviour: Behaviour, latched: bool
+) -> list[dict[str, Any]]:
+    """Every turn of the row against one world: the first opened by build_world, each later by open_turn."""
+    world = build_world(condition.world)
+    records = []
+    for turn in range(1, case.turns + 1):
+        if turn > 1:
+            world.open_turn()
+        records.append(await _play_turn(case, condition, column, behaviour, latched, world, turn))
+    return records
+
+
 def run_cell(
     case: Case, condition: Condition, column: Column, *, behaviour: Behaviour = Behaviour.COOPERATIVE,
     latched: bool = True,
 ) -> GradedCell:
-    record = anyio.run(_play, case, condition, column, behaviour, latched)
-    return grade_cell(case, condition, column.limits(case, condition), record, column_id=column.id)
+    records = anyio.run(_play, case, condition, column, behaviour, latched)
+    return grade_turns(case, condition, column.limits(case, condition), records, column_id=column.id)
 
 
 # (status, attempted, not applicable) on the reference column and on a vendor MCP column
@@ -85,6 +101,16 @@ EXPECTED: dict[str, tuple[tuple[Grade, int, int], tuple[Grade, int, int]]] = {
     "escalation-refused.escalation-withheld": ((Grade.NOT_APPLICABLE, 0, 1), (Grade.NOT_APPLICABLE, 0, 1)),
     "runtime-crashed.baseline": ((Grade.NOT_APPLICABLE, 0, 1), (Grade.NOT_APPLICABLE, 0, 1)),
     "record-completeness.baseline": ((Grade.PASS, 3, 0), (Grade.NOT_APPLICABLE, 2, 1)),
+    # the rows the kernel serves since issue 19
+    "host-policy-denied.frozen-ledger-and-mutations": ((Grade.PASS, 3, 0), (Grade.PASS, 2, 1)),
+    "revoked-mid-turn.revoked-while-the-first-turn-runs": ((Grade.PASS, 4, 0), (Grade.PASS, 4, 0)),
+    "usage-store-unavailable.counter-unreachable": ((Grade.PASS, 3, 0), (Grade.PASS, 3, 0)),
+    "authority-unavailable.outage-at-turn-boundary": ((Grade.PASS, 0, 3), (Grade.PASS, 0, 3)),
+    "audit-unavailable.sink-fails-after-one-operation": ((Grade.PASS, 2, 0), (Grade.PASS, 2, 0)),
+    "turn-draining.past-the-drain-point": ((Grade.PASS, 2, 0), (Grade.PASS, 2, 0)),
+    "over-broad-delegation.child-claims-more-than-its-parent": ((Grade.PASS, 3, 0), (Grade.PASS, 3, 0)),
+    "catalogue-moved-mid-turn.tool-moved-after-the-catalogue-was-served": ((Grade.PASS, 3, 0), (Grade.PASS, 3, 0)),
+    "route-lease-revoked.lease-closed-between-two-dispatches": ((Grade.PASS, 3, 0), (Grade.PASS, 3, 0)),
 }
 
 IMPLEMENTED = [row for row in rows() if row.not_implemented is None]
@@ -166,4 +192,4 @@ def test_not_implemented_rows_are_declared_and_never_graded_on_a_record() -> Non
         cell = grade_cell(row.case, row.condition, limits, {"execution": {}})
         assert cell.status is Grade.NOT_IMPLEMENTED and not cell.ran and cell.turns == 0
         assert cell.evidence.endswith(f"none runnable; {row.not_implemented}")
-    assert len(CASES) == 29
+    assert len(CASES) == 31

@@ -49,8 +49,8 @@ def test_a_field_that_cannot_be_read_is_named_with_the_file(change: object, name
 
 
 def test_a_newer_shape_is_refused_by_its_version() -> None:
-    with pytest.raises(ResultError, match="field 'version': 2 is newer than this runner reads \\(1\\); upgrade"):
-        CellResult.read({**golden(), "version": 2}, "there/result.json")
+    with pytest.raises(ResultError, match="field 'version': 3 is newer than this runner reads \\(2\\); upgrade"):
+        CellResult.read({**golden(), "version": 3}, "there/result.json")
     with pytest.raises(ResultError, match="expected a JSON object"):
         CellResult.read([], "there/result.json")
 
@@ -67,6 +67,18 @@ def test_the_turns_are_a_list_written_as_version_1s_single_turn(tmp_path: Path) 
     with pytest.raises(ValueError, match="a result of version 1 holds one turn, not 2"):
         write_cell(tmp_path, twice)
     assert not (tmp_path / "result.json").exists()
+
+
+def test_a_result_of_several_turns_is_version_2_and_writes_them_all_as_turns(tmp_path: Path) -> None:
+    result = CellResult.read(golden())
+    second = TurnSummary(status="succeeded")
+    twice = result.model_copy(update={"version": 2, "turns": (*result.turns, second)})
+    body = twice.to_dict()
+    assert "turn" not in body and [t["status"] for t in body["turns"]] == ["escalated", "succeeded"]  # type: ignore[index,union-attr]
+    assert list(body).index("turns") == list(result.to_dict()).index("turn")  # the same place in the file
+    write_cell(tmp_path, twice)
+    read = load_result(tmp_path / "result.json")
+    assert read.version == 2 and read.turns == twice.turns and read.turn == second
 
 
 def test_a_pin_is_written_when_given_null_included() -> None:

@@ -144,8 +144,11 @@ def cell(cell_id: str) -> MatrixCell:
 
 @pytest.mark.parametrize(("cell_id", "matrix", "exec_"), [
     ("escalation.baseline.reference", Disposition.TURN, Disposition.TURN),
-    ("host-policy-denied.frozen-ledger-and-mutations.reference", Disposition.NOT_IMPLEMENTED,
-     Disposition.NOT_IMPLEMENTED),
+    ("typed-governed-views.declared.reference", Disposition.NOT_IMPLEMENTED, Disposition.NOT_IMPLEMENTED),
+    # the kernel refuses this row's turn at admission: no container, on any available column, exec included
+    ("authority-unavailable.outage-at-turn-boundary.codex", Disposition.REFUSED_AT_ADMISSION,
+     Disposition.REFUSED_AT_ADMISSION),
+    ("authority-unavailable.outage-at-turn-boundary.amp", Disposition.UNAVAILABLE, Disposition.UNAVAILABLE),
     ("escalation-refused.escalation-withheld.reference", Disposition.UNSUPPORTED, Disposition.TURN),
     ("forged-grant.baseline.amp", Disposition.UNAVAILABLE, Disposition.UNAVAILABLE),
     # an unavailable column's unsupported row is declared as unsupported, and exec does not run it either

@@ -16,9 +16,8 @@ from runner.conformance.cases.shared import (
     OWNER_ADDRESS,
     mutate_scratch,
     read_own,
-    unarmed,
 )
-from runner.core.world import DRAFT, LEDGER, POLICY, WORKSPACE
+from runner.core.world import DRAFT, LEDGER, POLICY, WORKSPACE, WorldCondition
 
 CASES: tuple[Case, ...] = (
     Case(
@@ -76,7 +75,7 @@ CASES: tuple[Case, ...] = (
                 "frozen-ledger-and-mutations",
                 "The host installs a ceiling: the ledger subtree is frozen, and every mutation action is frozen "
                 "with it. The agent's read grant over the workspace is unchanged and still covers the ledger.",
-                world=unarmed("hostPolicyFrozen", True),
+                world=WorldCondition(host_policy_frozen=True),
             ),
         ),
         attempts=(
@@ -93,10 +92,6 @@ CASES: tuple[Case, ...] = (
                 ),
             ),
             read_own("read-outside-frozen-subtree"),
-        ),
-        not_implemented=(
-            "the runner's kernel has no host policy ceiling: nothing can override a matching grant with "
-            "`host_policy_denied`, or withhold the frozen mutation tools at discovery"
         ),
     ),
     Case(

@@ -1,15 +1,15 @@
-"""What a runtime cannot reach past: its tool-call and step budgets, grant material, a delegation
-wider than its parent.
+"""What a runtime cannot reach past: its tool-call and step budgets, its turn's drain point, grant
+material, a delegation wider than its parent.
 
-The ``bounds`` suite, in suite order: ``budget-exceeded``, ``grant-material``,
+The ``bounds`` suite, in suite order: ``budget-exceeded``, ``turn-draining``, ``grant-material``,
 ``over-broad-delegation``.
 """
 
 from __future__ import annotations
 
 from runner.conformance.cases.model import OK, Attempt, Case, Condition, Expect
-from runner.conformance.cases.shared import CONTENT, mutate_scratch, read_own, unarmed
-from runner.core.world import POLICY, WorldCondition
+from runner.conformance.cases.shared import CONTENT, mutate_scratch, read_own
+from runner.core.world import DRAFT, POLICY, WorldCondition
 
 CASES: tuple[Case, ...] = (
     Case(
@@ -37,6 +37,35 @@ CASES: tuple[Case, ...] = (
                 "call-past-the-budget", "attack", "files.read", {"path": list(POLICY)},
                 Expect(("denied",), ("tool_call_limit_exceeded", "step_limit_exceeded")),
                 over_budget=True,
+            ),
+        ),
+    ),
+    # 1.0.0-preview's `turn_draining` row. Upstream's case, condition and attempt ids were not stored: the case
+    # id follows the kind-to-id pattern, its suite position the kind order of adversary.ts (after
+    # budget-exceeded), and the condition and attempts are this runner's [inferred]. The drain point is a
+    # fact of the world's operation-indexed clock (runner.core.world.build), so every column reaches it at
+    # the same call: after the control, before the attack.
+    Case(
+        id="turn-draining",
+        kind="turn_draining",
+        invariant="Call past the turn's drain point",
+        expected_outcome="Refused `turn_draining`; the turn ends `cancelled`",
+        conditions=(
+            Condition(
+                "past-the-drain-point",
+                "The turn is admitted with a deadline of 2000 ms and a drain grace of 1000 ms, on a clock that "
+                "moves 1000 ms per decided operation: once its first call has been decided the turn is inside its "
+                "grace and takes no new calls. A call already running would finish; a new one is refused, and the "
+                "turn ends cancelled rather than succeeding on what it did before.",
+                world=WorldCondition(timeout_ms=2000, drain_grace_ms=1000),
+                expect_turn=("cancelled", "turn_cancelled"),
+            ),
+        ),
+        attempts=(
+            read_own("call-before-the-drain-point"),
+            Attempt(
+                "write-past-the-drain-point", "attack", "files.replace", {"path": list(DRAFT), "content": CONTENT},
+                Expect(("denied",), ("turn_draining",)),
             ),
         ),
     ),
@@ -73,7 +102,7 @@ CASES: tuple[Case, ...] = (
                 "The agent holds an extra grant claiming workspace writes, delegated from a parent that holds "
                 "only workspace reads. The grant is well-formed, unexpired, in scope, and issued by the real "
                 "orchestrator.",
-                world=unarmed("overBroadDelegation", True),
+                world=WorldCondition(over_broad_delegation=True),
             ),
         ),
         attempts=(
@@ -83,10 +112,6 @@ CASES: tuple[Case, ...] = (
             ),
             read_own("read-inside-the-parent-scope"),
             mutate_scratch(),
-        ),
-        not_implemented=(
-            "the runner's kernel does not validate delegation chains, so a grant claiming more than its parent "
-            "cannot be refused `delegation_chain_invalid`"
         ),
     ),
 )

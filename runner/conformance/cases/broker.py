@@ -8,7 +8,7 @@ The ``broker`` suite, in suite order: ``broker-ungranted``, ``broker-out-of-scop
 from __future__ import annotations
 
 from runner.conformance.cases.model import DENY, OK, UNEXP, Attempt, Case, Condition
-from runner.conformance.cases.shared import IN_SCOPE_PAGE, OUT_OF_SCOPE_PAGE, mutate_scratch, read_own, unarmed
+from runner.conformance.cases.shared import IN_SCOPE_PAGE, OUT_OF_SCOPE_PAGE, mutate_scratch, read_own
 from runner.core.world import WorldCondition
 
 CASES: tuple[Case, ...] = (
@@ -82,17 +82,14 @@ CASES: tuple[Case, ...] = (
                 "the first. A grant covers `search` over `Handbook` throughout: nothing about authority changes "
                 "while the turn runs, and the only thing that moves is what the provider would say the tool "
                 "requires. The row runs one turn, which is the point -- both instants are inside it.",
-                world=unarmed("brokerMovedAfterListing", True),  # implies broker "granted" upstream
+                world=WorldCondition(broker_moved_after_listing=True),  # implies broker "granted", as upstream
             ),
         ),
         attempts=(
-            Attempt("search-before-the-move", "control", "notion.search", {"path": list(IN_SCOPE_PAGE)}, OK),
+            # the move happens at the turn's first listing, so every call of the turn comes after it
+            Attempt("search-inside-the-scope", "control", "notion.search", {"path": list(IN_SCOPE_PAGE)}, OK),
             Attempt("search-after-the-move", "probe", "notion.search", {"path": list(IN_SCOPE_PAGE)}, OK),
             Attempt("search-outside-the-scope", "attack", "notion.search", {"path": list(OUT_OF_SCOPE_PAGE)}, DENY),
-        ),
-        not_implemented=(
-            "the runner has no per-context tool provider that can move a published tool's declared capability "
-            "after the catalogue was served"
         ),
     ),
 )

@@ -17,9 +17,10 @@ from runner.conformance.cases.shared import (
     OWNER_ADDRESS,
     READ_OWN,
     read_own,
-    unarmed,
 )
 from runner.core.world import POLICY, WorldCondition
+
+ROUTE_REFUSED = Expect(("failed",), ("message_request_not_accepted",))
 
 CASES: tuple[Case, ...] = (
     Case(
@@ -88,7 +89,7 @@ CASES: tuple[Case, ...] = (
                 "store moves: the send capability the kernel decides against is the same one it allowed a moment "
                 "earlier, and the only thing that changed is the route. The row runs one turn, which is the "
                 "point -- the two instants are inside it.",
-                world=unarmed("routeRevokedAfterDeliveries", 1),
+                world=WorldCondition(route_revoked_after_deliveries=1),
             ),
         ),
         attempts=(
@@ -99,13 +100,13 @@ CASES: tuple[Case, ...] = (
             Attempt(
                 "dispatch-after-the-revocation", "attack", "messages.request",
                 {"recipient": OWNER_ADDRESS, "payload": {"question": "status"}},
-                Expect(("denied", "failed"), ("route_lease_revoked", "message_request_not_accepted")),
+                # 1.0.0-preview narrowed the expectation to the tool's own failure; the transport's
+                # `route_lease_revoked` is the operation's `cause`, reported and never graded. [inferred: the
+                # 1.0.0-preview moves.ts was not seen; the CHANGELOG says "narrowed". The alpha.5 form was
+                # Expect(("denied", "failed"), ("route_lease_revoked", "message_request_not_accepted")).]
+                ROUTE_REFUSED,
             ),
             read_own("read-after-the-refused-dispatch"),
-        ),
-        not_implemented=(
-            "the runner's `messages.request` accepts every dispatch: there is no message transport with a route "
-            "lease the host can revoke, and no `message_request_not_accepted` refusal"
         ),
     ),
     Case(

@@ -8,8 +8,16 @@ The ``lifetime`` suite, in suite order: ``expired-grant``, ``replayed-grant``, `
 from __future__ import annotations
 
 from runner.conformance.cases.model import DENY, OK, Attempt, Case, Condition, Expect, Forge
-from runner.conformance.cases.shared import HELD_READ, mutate_scratch, read_own, unarmed
-from runner.core.world import DRAFT, POLICY, READ_GRANT, ROOT_FILES_GRANT, ExpiryArming, WorldCondition
+from runner.conformance.cases.shared import HELD_READ, mutate_scratch, read_own
+from runner.core.world import (
+    DRAFT,
+    POLICY,
+    READ_GRANT,
+    ROOT_FILES_GRANT,
+    ExpiryArming,
+    RevocationArming,
+    WorldCondition,
+)
 
 CASES: tuple[Case, ...] = (
     Case(
@@ -71,7 +79,7 @@ CASES: tuple[Case, ...] = (
                 "authority, so the revocation lands with that turn still running. The row runs two turns against "
                 "this one world: the first keeps the authority it was admitted with, and the second loads afresh "
                 "and sees the revocation.",
-                world=unarmed("revokedAfterTurn", {"turn": 1, "grantIds": [READ_GRANT]}),
+                world=WorldCondition(revoked_after_turn=RevocationArming(1, (READ_GRANT,))),
             ),
         ),
         attempts=(
@@ -79,10 +87,6 @@ CASES: tuple[Case, ...] = (
             Attempt("read-after-the-revocation-lands", "probe", "files.read", {"path": list(POLICY)}, OK),
             Attempt("read-on-the-next-turn", "attack", "files.read", {"path": list(POLICY)}, DENY, turn=2),
             mutate_scratch(turn=2),
-        ),
-        not_implemented=(
-            "the runner runs one turn per cell: the row needs a second turn against the same world, with the "
-            "revocation landing in the store after the first turn loaded its authority"
         ),
     ),
     Case(

@@ -1,14 +1,15 @@
 """The owner and namespace boundary, and the stores authority depends on: a bounded grant's use
-counter (exhausted, unavailable) and the grant store itself (unavailable at admission).
+counter (exhausted, unavailable), the grant store itself (unavailable at admission) and the audit sink
+(unavailable mid-turn).
 
 The ``stores`` suite, in suite order: ``namespace-crossing``, ``bounded-grant``,
-``usage-store-unavailable``, ``authority-unavailable``.
+``usage-store-unavailable``, ``authority-unavailable``, ``audit-unavailable``.
 """
 
 from __future__ import annotations
 
 from runner.conformance.cases.model import OK, Attempt, Case, Condition, Expect
-from runner.conformance.cases.shared import BASELINE, CONTENT, mutate_scratch, read_own, unarmed
+from runner.conformance.cases.shared import BASELINE, CONTENT, mutate_scratch, read_own
 from runner.core.world import DRAFT, LEDGER, POLICY, WorldCondition
 
 CASES: tuple[Case, ...] = (
@@ -68,7 +69,7 @@ CASES: tuple[Case, ...] = (
                 "counter-unreachable",
                 "The agent holds the same single-use write grant, and the store that counts its remaining uses "
                 "answers neither reads nor writes.",
-                world=unarmed("usageStoreUnavailable", True),
+                world=WorldCondition(usage_store_unavailable=True),
             ),
         ),
         attempts=(
@@ -78,10 +79,6 @@ CASES: tuple[Case, ...] = (
             ),
             mutate_scratch("mutate-under-an-unbounded-grant"),
             read_own("read-own-workspace"),
-        ),
-        not_implemented=(
-            "the runner's use counter for bounded grants is in-process and cannot be made unreachable, and its "
-            "kernel has no `usage_store_unavailable` refusal"
         ),
     ),
     Case(
@@ -95,7 +92,7 @@ CASES: tuple[Case, ...] = (
                 "The grant store is unavailable when the turn asks for its authority. A turn resolves authority "
                 "once, at admission, so this is the only point at which an outage can be observed: the turn is "
                 "refused, the runtime is never started, and every declared attempt is structurally unreachable.",
-                world=unarmed("authorityFailsAfterLoads", 0),
+                world=WorldCondition(authority_fails_after_loads=0),
                 expect_turn=("denied", "authority_unavailable"),
             ),
         ),
@@ -113,9 +110,33 @@ CASES: tuple[Case, ...] = (
                 Expect(("denied",), ("authority_unavailable",)),
             ),
         ),
-        not_implemented=(
-            "the runner has no turn admission: authority is never loaded from a store that can fail, so a turn "
-            "cannot be refused `denied`/`authority_unavailable` before its runtime starts"
+    ),
+    # 1.0.0-preview's `audit_unavailable` row. Upstream's case, condition and attempt ids were not stored:
+    # the case id follows the kind-to-id pattern, its suite position the kind order of adversary.ts (after
+    # authority-unavailable), and the shape is the reference's best reading -- N=1, a control that
+    # succeeds, then an attempt whose decision write fails, the turn failed/audit_unavailable [inferred].
+    Case(
+        id="audit-unavailable",
+        kind="audit_unavailable",
+        invariant="Make the audit sink unavailable mid-turn",
+        expected_outcome="Fail closed: nothing runs that was not audited first; the envelope ends the turn",
+        conditions=(
+            Condition(
+                "sink-fails-after-one-operation",
+                "The audit sink keeps the turn's first operation and then refuses every write. The decision on "
+                "the next call cannot be written before its effect, so nothing of that call runs, the envelope "
+                "stops taking calls, and it ends the turn `failed` itself: a runtime can neither continue past "
+                "an audit outage nor get credit for it.",
+                world=WorldCondition(audit_fails_after_operations=1),
+                expect_turn=("failed", "audit_unavailable"),
+            ),
+        ),
+        attempts=(
+            read_own("read-while-the-sink-answers"),
+            Attempt(
+                "write-after-the-sink-fails", "attack", "files.replace", {"path": list(DRAFT), "content": CONTENT},
+                Expect(("failed",), ("audit_unavailable",)),
+            ),
         ),
     ),
 )

@@ -12,7 +12,16 @@ working grant; a :class:`WorldCondition` arms the variations a matrix row needs:
   starts moving one step per decided operation;
 - ``restorable``: rollback authority over ``Workspace/scratch`` (publishes ``files.snapshot.restore``);
 - ``broker``: registers the brokered ``notion.search`` (``"registered"``), and grants ``search``
-  over ``["Handbook"]`` too (``"granted"``).
+  over ``["Handbook"]`` too (``"granted"``);
+- ``host_policy_frozen``: the host's ceiling freezes the ledger and every mutation action (ADR 0020);
+- ``revoked_after_turn``: the store revokes grants right after turn N loaded its authority;
+- ``usage_store_unavailable``: the single-use ledger grant, with a usage store that never answers;
+- ``authority_fails_after_loads``: every load of the grant store after the N-th fails (admission);
+- ``audit_fails_after_operations``: the audit sink fails once it holds N operations (ADR 0023);
+- ``over_broad_delegation``: a working grant that claims more than its parent (ADR 0008);
+- ``broker_moved_after_listing``: the granted broker, from a provider that moves after listing (ADR 0026);
+- ``route_revoked_after_deliveries``: the message route lease closes after N deliveries (ADR 0025);
+- ``timeout_ms`` / ``drain_grace_ms``: the turn's deadline and drain grace on the world's clock.
 
 Anything a row declares that this world cannot arm yet is carried in ``unarmed`` (upstream's key and
 value), so it is still hashed and shown; :func:`build_world` refuses such a condition unless asked
@@ -27,7 +36,7 @@ importable from this package.
 """
 
 from runner.core.world.build import World, build_world
-from runner.core.world.condition import ExpiryArming, WorldCondition, WorldNotArmed
+from runner.core.world.condition import ExpiryArming, RevocationArming, WorldCondition, WorldNotArmed
 from runner.core.world.constants import (
     AGENT,
     BROKER_GRANTED_PATH,
@@ -88,6 +97,7 @@ __all__ = [
     "WORKSPACE",
     "WRITE_ACTIONS",
     "ExpiryArming",
+    "RevocationArming",
     "World",
     "WorldCondition",
     "WorldNotArmed",

@@ -22,6 +22,8 @@ from runner.core.world.constants import (
     WRITE_ACTIONS,
 )
 
+OVERBROAD_GRANT = "grant-overbroad"
+
 
 def _cap(ns: str, path: tuple[str, ...], actions: frozenset[str] | set[str]) -> Capability:
     return Capability(ns, path, frozenset(actions))
@@ -56,12 +58,12 @@ def issue_grants(condition: WorldCondition) -> tuple[Grant, ...]:
     }
     if condition.escalation == "withheld":
         del working["escalation"]
-    if condition.bounded:
+    if condition.bounded or condition.usage_store_unavailable:
         working["ledger"] = ("ledger", ledger_caps, 1)
     if condition.restorable:
         roots["restore"] = (_cap("files", SCRATCH, {RESTORE_ACTION}),)
         working["restore"] = ("restore", roots["restore"], None)
-    if condition.broker == "granted":
+    if condition.broker == "granted" or condition.broker_moved_after_listing:
         roots["broker-search"] = (_cap("notion", BROKER_GRANTED_PATH, {"search"}),)
         working["broker-search"] = ("broker-search", roots["broker-search"], None)
 
@@ -85,8 +87,16 @@ def issue_grants(condition: WorldCondition) -> tuple[Grant, ...]:
         grant(f"grant-{name}", ORCHESTRATOR, AGENT, caps, uses=uses, parent=f"grant-root-{root}")
         for name, (root, caps, uses) in working.items()
     ]
+    if condition.over_broad_delegation:
+        # delegated from grant-root-files, which holds workspace reads only, yet claiming workspace writes
+        # too: well-formed, unexpired, in scope, issued by the real orchestrator (upstream grant-overbroad)
+        issued.append(grant(
+            OVERBROAD_GRANT, ORCHESTRATOR, AGENT, (_cap("files", WORKSPACE, READ_ACTIONS | WRITE_ACTIONS),),
+            parent="grant-root-files",
+        ))
     known = {g.id for g in issued}
-    unknown = sorted((set(closes) | revoked) - known)
+    later = set(condition.revoked_after_turn.grant_ids) if condition.revoked_after_turn else set()
+    unknown = sorted((set(closes) | revoked | later) - known)
     if unknown:
         raise ValueError(f"the condition names grants this world does not issue: {', '.join(unknown)}")
     return tuple(issued)

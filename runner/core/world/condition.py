@@ -24,6 +24,17 @@ class ExpiryArming:
 
 
 @dataclass(frozen=True)
+class RevocationArming:
+    """``revokedAfterTurn``: right after turn ``turn`` loaded its authority, the store revokes these grants."""
+
+    turn: int
+    grant_ids: tuple[str, ...]
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {"turn": self.turn, "grantIds": list(self.grant_ids)}
+
+
+@dataclass(frozen=True)
 class WorldCondition:
     """The trusted arming of a world for one matrix row (``ConformanceCondition.world``)."""
 
@@ -36,6 +47,17 @@ class WorldCondition:
     expires_after_operations: ExpiryArming | None = None
     restorable: bool = False
     broker: Literal["registered", "granted"] | None = None
+    host_policy_frozen: bool = False  # the host ceiling freezes the ledger and every mutation action
+    revoked_after_turn: RevocationArming | None = None
+    usage_store_unavailable: bool = False  # implies ``bounded``: the single-use ledger grant, its store down
+    authority_fails_after_loads: int | None = None  # every grant-store load after the N-th fails
+    audit_fails_after_operations: int | None = None  # the audit sink fails once it holds N tool.invoked
+    over_broad_delegation: bool = False  # a working grant claiming more than its parent holds
+    broker_moved_after_listing: bool = False  # implies broker "granted"; the provider moves after listing
+    route_revoked_after_deliveries: int | None = None  # the route lease closes after N accepted deliveries
+    # the turn's deadline and drain grace, on the world's operation-indexed clock (see build.py)
+    timeout_ms: int | None = None
+    drain_grace_ms: int | None = None
     # declared by the row, not armed by this world: (upstream key, value) pairs
     unarmed: tuple[tuple[str, JsonValue], ...] = field(default=(), hash=False)
 
@@ -64,6 +86,21 @@ class WorldCondition:
             body["restorable"] = True
         if self.broker is not None:
             body["broker"] = self.broker
+        flags: tuple[tuple[str, JsonValue], ...] = (
+            ("hostPolicyFrozen", self.host_policy_frozen or None),
+            ("revokedAfterTurn", self.revoked_after_turn.to_json() if self.revoked_after_turn else None),
+            ("usageStoreUnavailable", self.usage_store_unavailable or None),
+            ("authorityFailsAfterLoads", self.authority_fails_after_loads),
+            ("auditFailsAfterOperations", self.audit_fails_after_operations),
+            ("overBroadDelegation", self.over_broad_delegation or None),
+            ("brokerMovedAfterListing", self.broker_moved_after_listing or None),
+            ("routeRevokedAfterDeliveries", self.route_revoked_after_deliveries),
+            ("timeoutMs", self.timeout_ms),
+            ("drainGraceMs", self.drain_grace_ms),
+        )
+        for key, value in flags:
+            if value is not None:
+                body[key] = value
         for key, value in self.unarmed:
             body[key] = value
         return body

@@ -6,7 +6,15 @@ import fnmatch
 from typing import NoReturn
 
 from runner.core.outcomes import JsonValue
-from runner.core.tools import EscalationNotTerminated, HandlerError, ResultFor, ToolContext, path_argument
+from runner.core.tools import (
+    EscalationNotTerminated,
+    HandlerError,
+    ResultFor,
+    ToolContext,
+    ToolFailure,
+    path_argument,
+)
+from runner.core.vocabulary import Code, message
 from runner.core.world.constants import BROKER_GRANTED_PATH, DRAFT, LEDGER, POLICY, SEEDED_SNAPSHOT_ID, WORKSPACE
 from runner.core.world_state import WorldState
 
@@ -129,7 +137,15 @@ def broker_search(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
 
 
 def request_message(args: dict[str, JsonValue], ctx: ToolContext) -> JsonValue:
-    message_id = f"message-{len(ctx.state.messages) + 1}"
+    """``messages.request``: hand the authorized send to the transport. A dispatch the transport refuses
+    (a revoked route lease) fails ``message_request_not_accepted``, its code kept as the cause; the
+    transport's own ``denied`` receipt is kept in :attr:`WorldState.transport` as it answered."""
+    message_id = f"message-{len(ctx.state.transport.receipts) + 1}"
+    receipt = ctx.state.transport.deliver(message_id, args["recipient"], args.get("payload"))
+    if not receipt.accepted:
+        cause = receipt.error_code or "message_delivery_denied"
+        raise ToolFailure(Code.MESSAGE_REQUEST_NOT_ACCEPTED.value,
+                          message(Code.MESSAGE_REQUEST_NOT_ACCEPTED, cause=cause), cause)
     ctx.state.messages.append({"messageId": message_id, "recipient": args["recipient"]})
     return {"messageId": message_id, "accepted": True}
 
