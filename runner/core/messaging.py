@@ -17,7 +17,7 @@ from runner.core.vocabulary import Code, message
 
 
 @dataclass(frozen=True)
-class Receipt:
+class DispatchReceipt:
     """``MessageDeliveryResult``: ``accepted`` or ``denied`` with the transport's code."""
 
     message_id: str
@@ -41,17 +41,17 @@ class RouteLeaseTransport:
     """An in-memory transport whose route lease the host can revoke after N accepted deliveries."""
 
     revoked_after_deliveries: int | None = None
-    receipts: list[Receipt] = field(default_factory=list)
+    receipts: list[DispatchReceipt] = field(default_factory=list)
     delivered: list[dict[str, JsonValue]] = field(default_factory=list)
 
-    def deliver(self, message_id: str, recipient: JsonValue, payload: JsonValue) -> Receipt:
+    def deliver(self, message_id: str, recipient: JsonValue, payload: JsonValue) -> DispatchReceipt:
         limit = self.revoked_after_deliveries
         if limit is not None and len(self.delivered) >= limit:
             text = message(Code.ROUTE_LEASE_REVOKED, recipient=_who(recipient))
-            receipt = Receipt(message_id, "denied", Code.ROUTE_LEASE_REVOKED.value, text)
+            receipt = DispatchReceipt(message_id, "denied", Code.ROUTE_LEASE_REVOKED.value, text)
         else:
             self.delivered.append({"messageId": message_id, "recipient": recipient, "payload": payload})
-            receipt = Receipt(message_id, "accepted")
+            receipt = DispatchReceipt(message_id, "accepted")
         self.receipts.append(receipt)
         return receipt
 
