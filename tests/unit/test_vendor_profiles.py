@@ -191,6 +191,8 @@ def test_node22_images_carry_a_compile_cache_built_as_the_turns_uid(image: str) 
     warm = dockerfile.index("ENV NODE_COMPILE_CACHE")
     assert dockerfile.rindex("USER 1000:1000", 0, warm) > dockerfile.rindex("USER root", 0, warm)
     assert 'test -n "$(ls -A /opt/node-compile-cache)"' in dockerfile
+    # node writes its entries 0600: owned by root, they must be made readable or the turn never reads them
+    assert "chmod -R a+rX /opt/node-compile-cache" in dockerfile
 
 
 def test_gemini_traps() -> None:
