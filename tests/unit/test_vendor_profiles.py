@@ -34,6 +34,7 @@ VALUES = {
     "model_dialect": "openai-chat",
 }
 SOCAT = ["STDIO", "UNIX-CONNECT:/run/runner/mcp.sock"]
+REPO = shipped_profiles_dir().parent
 
 
 def profile(name: str) -> Profile:
@@ -171,6 +172,28 @@ def test_pi_adapter_loads_the_adapter_and_its_proxy() -> None:
     provider = parsed("pi-adapter", ".pi/agent/models.json")["providers"]["runner"]
     assert provider["baseUrl"] == "http://127.0.0.1:8787/v1" and provider["api"] == "openai-completions"
     assert parsed("pi-adapter", ".pi/agent/settings.json")["retry"]["enabled"] is False
+
+
+def test_pi_adapter_starts_from_the_images_transpile_cache() -> None:
+    # jiti transpiles the adapter's TypeScript on every start unless $TMPDIR/jiti holds it (2.5 CPU-seconds of the
+    # start, docs/columns/pi.md); the turn's /tmp is empty, so the image's cache is copied there before pi runs,
+    # with the prompt a positional parameter of the shell, never part of its script
+    argv = profile("pi-adapter").render_argv(VALUES)
+    assert argv[1:5] == ["sh", "-c", 'cp -R /opt/pi-jiti/jiti /tmp/ && exec pi "$@"', "pi"]
+    dockerfile = (REPO / "images" / "pi-adapter" / "Dockerfile").read_text()
+    assert "TMPDIR=/opt/pi-jiti" in dockerfile and 'test -n "$(ls -A /opt/pi-jiti/jiti)"' in dockerfile
+
+
+@pytest.mark.parametrize("image", ["kimi", "pi-adapter"])
+def test_node22_images_carry_a_compile_cache_built_as_the_turns_uid(image: str) -> None:
+    # Node 22's compile cache keys its entries by uid: built as 1000 (the turn's uid), else never read
+    dockerfile = (REPO / "images" / image / "Dockerfile").read_text()
+    assert "ENV NODE_COMPILE_CACHE=/opt/node-compile-cache" in dockerfile
+    warm = dockerfile.index("ENV NODE_COMPILE_CACHE")
+    assert dockerfile.rindex("USER 1000:1000", 0, warm) > dockerfile.rindex("USER root", 0, warm)
+    assert 'test -n "$(ls -A /opt/node-compile-cache)"' in dockerfile
+    # node writes its entries 0600: owned by root, they must be made readable or the turn never reads them
+    assert "chmod -R a+rX /opt/node-compile-cache" in dockerfile
 
 
 def test_gemini_traps() -> None:
