@@ -91,12 +91,14 @@ def _runner_lines() -> list[tuple[dict[str, Any], list[str]]]:
 def test_every_runner_command_line_parses_with_the_real_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _runner_lines()
     assert [split_command(words)[0] for _, words in lines] == [
-        ["images", "outdated"], ["images", "bump"], ["images", "build"], ["run"], ["report"]]
+        ["images", "outdated"], ["images", "bump"], ["images", "build"], ["run"], ["profiles", "calibrate"], ["report"]]
     bump = next(words for _, words in lines if words[:2] == ["images", "bump"])
     assert bump[2:] == ["--all"]
     run = next(words for _, words in lines if words[0] == "run")
     assert {"--harness", "--case", "--model"} <= set(run) and run[run.index("--model") + 1] == "scripted"
     assert run[run.index("--harness") + 1] == run[run.index("--case") + 1] == "all"
+    calibrate = next(words for _, words in lines if words[:2] == ["profiles", "calibrate"])
+    assert calibrate[2:] == [run[run.index("--out") + 1]], "the cell times are calibrated from the run just made"
     (tmp_path / ".github").mkdir()
     shutil.copy(EXPECTED_FAILURES, tmp_path / ".github" / "expected-failures.yml")
     (tmp_path / "runs").mkdir()
