@@ -131,7 +131,8 @@ async def run_turn(
     if sandboxes is None:
         if client is None:
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
-        sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
+        sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime,
+                                    probe_cache=req.settings.host.images.cache_dir)
     turn = prepare_turn(req, clock)
     proc: Sandbox | None = None
     try:
