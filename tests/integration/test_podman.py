@@ -80,7 +80,6 @@ def test_the_probe_names_what_podman_refuses_before_any_turn(
     tmp_path: Path, host: str, podman: docker.DockerClient, reference: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", host)
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     spec = ContainerSpec(reference, ["true"], tmp_path, {"runner.run": "podman-test", "runner.cell": "probe"})
     with pytest.raises((probe.HardeningRefused, probe.LimitsNotEnforced)):
         probe.WiringProbe().check(podman, spec)  # a probe of its own: nothing another test taught this process
