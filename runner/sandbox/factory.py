@@ -55,13 +55,13 @@ class DockerSandboxes:
             self.choice is TransportChoice.AUTO
             and self.probe.mount_not_visible(self.client.address, spec.image_id, spec.runtime)
         ):
-            self.probe.check(self.client, spec, Transport.STREAM, self.probe_cache)
+            self.probe.check(self.client, spec, Transport.STREAM, cache=self.probe_cache)
             return Transport.STREAM
         try:
-            self.probe.check(self.client, spec, Transport.MOUNT, self.probe_cache)
+            self.probe.check(self.client, spec, Transport.MOUNT, cache=self.probe_cache)
         except MountsNotVisible:
             if self.choice is TransportChoice.MOUNT:
                 raise
-            self.probe.check(self.client, spec, Transport.STREAM, self.probe_cache)
+            self.probe.check(self.client, spec, Transport.STREAM, cache=self.probe_cache)
             return Transport.STREAM
         return Transport.MOUNT

@@ -142,11 +142,12 @@ class WiringProbe:
             check_runtime(client, runtime)
             self._runtimes.add(key)
 
-    def check(self, client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT,
-              cache: Path | None = None) -> None:
+    def check(self, client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT, *,
+              cache: Path | None) -> None:
         """Probe ``spec``'s image over ``transport``, unless it passed before (in this probe, or in ``cache``'s
-        ``probes/``, runner's cache directory handed down from the edge); raise a :class:`WiringError` subclass
-        naming the fix. The stream transport mounts nothing (no nonce; node or python3 for its relay)."""
+        ``probes/``, runner's cache directory handed down from the edge; None: this probe's memory only); raise a
+        :class:`WiringError` subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3
+        for its relay)."""
         if spec.runtime is not Runtime.RUNC:  # runc, the engine's default, is checked once by the command line
             self.check_runtime(client, spec.runtime)
         key = ProbeKey.of(client.address, spec.image_id, transport, spec.runtime)
@@ -170,10 +171,10 @@ class WiringProbe:
 WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
 
 
-def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT,
-                 cache: Path | None = None) -> None:
+def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT, *,
+                 cache: Path | None) -> None:
     """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
-    WIRING.check(client, spec, transport, cache)
+    WIRING.check(client, spec, transport, cache=cache)
 
 
 def check_runtime(client: EngineClient, runtime: Runtime) -> None:

@@ -76,9 +76,9 @@ def test_a_pass_holds_for_its_own_image_and_transport_only(tmp_path: Path, monke
     probed = probing(monkeypatch, {True: 0, False: 0})
     wiring, other = probe.WiringProbe(), spec(tmp_path, "sha256:" + "1" * 64)
     for _ in range(2):
-        wiring.check(ENGINE, spec(tmp_path), Transport.MOUNT)  # type: ignore[arg-type]
-        wiring.check(ENGINE, spec(tmp_path), Transport.STREAM)  # type: ignore[arg-type]
-        wiring.check(ENGINE, other, Transport.MOUNT)  # type: ignore[arg-type]
+        wiring.check(ENGINE, spec(tmp_path), Transport.MOUNT, cache=None)  # type: ignore[arg-type]
+        wiring.check(ENGINE, spec(tmp_path), Transport.STREAM, cache=None)  # type: ignore[arg-type]
+        wiring.check(ENGINE, other, Transport.MOUNT, cache=None)  # type: ignore[arg-type]
     assert probed == [(spec(tmp_path).image_id, True), (spec(tmp_path).image_id, False), (other.image_id, True)]
     keys = {probe.ProbeKey.of(ENGINE.address, image, transport).digest()
             for image in (spec(tmp_path).image_id, other.image_id) for transport in Transport}
