@@ -12,7 +12,7 @@ import docker
 import pytest
 
 from runner.sandbox.engine import EngineUnavailable, connect
-from runner.sandbox.images import ImageRecord, ensure_image
+from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted runner's user, for the workflow's jobs)
 
 
@@ -32,11 +32,18 @@ def engine() -> docker.DockerClient:
 
 
 @pytest.fixture(scope="session")
-def reference_image(engine: docker.DockerClient) -> ImageRecord:
-    return ensure_image(engine, "reference")
+def image_settings() -> ImageSettings:
+    """What the command line's edge would read from this process's environment (RUNNER_CACHE_DIR and the rest),
+    handed to the image functions a test calls in-process."""
+    return ImageSettings.from_environ(os.environ)
 
 
 @pytest.fixture(scope="session")
-def codex_image(engine: docker.DockerClient) -> ImageRecord:
+def reference_image(engine: docker.DockerClient, image_settings: ImageSettings) -> ImageRecord:
+    return ensure_image(engine, "reference", image_settings)
+
+
+@pytest.fixture(scope="session")
+def codex_image(engine: docker.DockerClient, image_settings: ImageSettings) -> ImageRecord:
     """The Codex image on the host's engine, built (node base, npm stage and all) on a fresh machine."""
-    return ensure_image(engine, "codex")
+    return ensure_image(engine, "codex", image_settings)

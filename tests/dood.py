@@ -11,7 +11,7 @@ from pathlib import Path
 import docker
 
 from runner.sandbox.images.bases import ensure_base
-from runner.sandbox.images.common import cache_dir
+from runner.sandbox.images.common import ImageSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = {".venv", ".git", "runs", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "node_modules"}
@@ -30,9 +30,9 @@ def _skip(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return None if set(Path(info.name).parts) & SKIP else info
 
 
-def build_dood_image(client: docker.DockerClient) -> str:
+def build_dood_image(client: docker.DockerClient, settings: ImageSettings) -> str:
     """The image id (cached by the engine's layer cache: the same inputs build nothing new)."""
-    base = ensure_base(client)
+    base = ensure_base(client, settings)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo("Dockerfile")
@@ -47,7 +47,7 @@ def build_dood_image(client: docker.DockerClient) -> str:
         tar.add("/usr/local/share/ca-certificates", arcname="certs")
         # what finds the host's images by recipe hash without staging again (no network in there): the wheels
         # and each npm stage's digest file, not its tree
-        cache = cache_dir()
+        cache = settings.cache_dir
         tar.add(cache / "wheels", arcname="cache/wheels")
         for stage in sorted((cache / "npm").glob("*/.complete")):
             for name in (".complete", "installed.json"):

@@ -15,6 +15,7 @@ import docker.errors
 import pytest
 
 from runner.model.faults import ModelFault
+from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.interface import Sandbox
 
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
@@ -143,7 +144,7 @@ def copy_image_recipes(root: Path, dest: Path) -> None:
                 shutil.copyfile(root / rel, dest / rel)
 
 
-def stage_debs(root: Path, engine: Any) -> None:
+def stage_debs(root: Path, engine: Any, settings: ImageSettings) -> None:
     """A synthetic Debian stage for each buildable recipe with ``debian`` packages (images/vibe), keyed by its base as
     it stands in the synthetic cache (the npm stages and base tarballs must be there first; ``engine`` holds no
     base)."""
@@ -156,8 +157,8 @@ def stage_debs(root: Path, engine: Any) -> None:
         recipe = load_harness_recipe(harness, root)
         if recipe.debian:
             name = debian_root(root, recipe.base)[0]
-            identity = _base_identity_now(engine, name, root, lock_integrity_or_none(root))
-            stage = _debs_dir(recipe, identity)
+            identity = _base_identity_now(engine, name, root, lock_integrity_or_none(root), settings)
+            stage = _debs_dir(recipe, identity, settings)
             (stage / "debs").mkdir(parents=True, exist_ok=True)
             (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
 

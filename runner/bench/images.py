@@ -7,10 +7,14 @@ really runs (:mod:`runner.sandbox.timings`); this reports them, without a target
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure, not_measured
 from runner.bench.process import run_measured, runner_command
 from runner.core.outcomes import JsonValue
+
+if TYPE_CHECKING:
+    from runner.sandbox.image_settings import ImageSettings
 
 COLD_NOT_MEASURED = (
     "no cold step is recorded on this machine: each step writes its own time into "
@@ -37,9 +41,8 @@ def cold_figures(recorded: Mapping[str, Mapping[str, JsonValue]]) -> list[Figure
     return figures or [not_measured("images.cold", 5, "cold set-up steps", "s", COLD_NOT_MEASURED)]
 
 
-def measure_images() -> list[Figure]:
+def measure_images(images: ImageSettings) -> list[Figure]:
     from runner.sandbox import timings
-    from runner.sandbox.images import cache_dir
 
     measured = run_measured([*runner_command(), "images", "build", "--all"], timeout=300.0)
     if measured.returncode != 0:
@@ -50,4 +53,4 @@ def measure_images() -> list[Figure]:
                       "runner images build --all with nothing changed, process wall time",
                       "not warm: " + "; ".join(cold[:3]) if cold else "",
                       {"stdout": [*measured.stdout.strip().splitlines()]})]
-    return figures + cold_figures(timings.read(cache_dir()))
+    return figures + cold_figures(timings.read(images.cache_dir))

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from runner.sandbox.engine import EngineClient
+    from runner.sandbox.image_settings import ImageSettings
     from runner.sandbox.images import ImageRecord
 
 ITEM = 8
@@ -232,7 +233,7 @@ class ContainerClock:
         self._stream.close()
 
 
-def runnable(client: EngineClient) -> tuple[list[str], dict[str, str]]:
+def runnable(client: EngineClient, images: ImageSettings) -> tuple[list[str], dict[str, str]]:
     """The columns whose turn can be measured here, and why each other one cannot."""
     from runner.harnesses.profile import find_profile, known_harnesses
     from runner.sandbox.images import current_keys, read_build
@@ -242,7 +243,7 @@ def runnable(client: EngineClient) -> tuple[list[str], dict[str, str]]:
         profile = find_profile(harness)
         if profile.unavailable:
             continue
-        if read_build(profile.image, current_keys(client, profile.image).build_key) is None:
+        if read_build(profile.image, images, current_keys(client, profile.image, images).build_key) is None:
             skipped[harness] = f"its image ({profile.image}) is not built here: run `make images` first"
             continue
         ready.append(harness)
@@ -285,24 +286,24 @@ async def cell_turn(client: EngineClient, clock: ContainerClock, harness: str, r
     return Turn(began, ended, started, exited, exchanges_of(out / "model-exchanges.jsonl"))
 
 
-def _image_of(client: EngineClient, harness: str) -> ImageRecord:
+def _image_of(client: EngineClient, harness: str, images: ImageSettings) -> ImageRecord:
     from runner.harnesses.profile import find_profile
     from runner.sandbox.images import ensure_image
 
-    return ensure_image(client, find_profile(harness).image)
+    return ensure_image(client, find_profile(harness).image, images)
 
 
-def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id: str) -> float:
+def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id: str, images: ImageSettings) -> float:
     """The CLI's ``--version`` (its recipe's version command) in a hardened container of the same image: start →
     exit, from the engine's events."""
     from runner.harnesses.profile import find_profile
     from runner.sandbox.container import RUN_LABEL, create_kwargs, remove_labelled
-    from runner.sandbox.images import current_keys, load_harness_recipe, read_build
+    from runner.sandbox.images import current_keys, load_harness_recipe, read_build, repo_root
     from runner.sandbox.interface import ContainerSpec
 
     image = find_profile(harness).image
-    record = read_build(image, current_keys(client, image).build_key)
-    recipe = load_harness_recipe(image)
+    record = read_build(image, images, current_keys(client, image, images).build_key)
+    recipe = load_harness_recipe(image, repo_root(images))
     if record is None or not recipe.version_command:
         raise BenchError(f"{harness}: no built image or no version command to boot")
     kwargs = create_kwargs(ContainerSpec(record.image_id, list(recipe.version_command), Path("/nonexistent"),
@@ -319,10 +320,10 @@ def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id:
 
 
 async def measure_phases(client: EngineClient, plan: Plan, run_id: str, scratch: Path,
-                         say: Callable[[str], None]) -> list[Figure]:
+                         say: Callable[[str], None], images: ImageSettings) -> list[Figure]:
     import anyio.to_thread
 
-    columns, skipped = await anyio.to_thread.run_sync(runnable, client)
+    columns, skipped = await anyio.to_thread.run_sync(runnable, client, images)
     if plan.phase_columns:
         columns = [c for c in columns if c in plan.phase_columns]
     clock = ContainerClock(client)
@@ -334,12 +335,12 @@ async def measure_phases(client: EngineClient, plan: Plan, run_id: str, scratch:
             cells: list[Turn] = []
             boots: list[float] = []
             try:
-                image = await anyio.to_thread.run_sync(_image_of, client, harness)
+                image = await anyio.to_thread.run_sync(_image_of, client, harness, images)
                 for rep in range(plan.phase_reps + 1):  # the first round warms the image, probe and page cache
                     where = scratch / f"phases-{harness}-{rep}"
                     exec_ = await anyio.to_thread.run_sync(exec_turn, clock, harness, where / "exec")
                     cell = await cell_turn(client, clock, harness, run_id, where / "cell", image)
-                    boot = await anyio.to_thread.run_sync(bare_boot, client, clock, harness, run_id)
+                    boot = await anyio.to_thread.run_sync(bare_boot, client, clock, harness, run_id, images)
                     if rep:
                         execs.append(exec_)
                         cells.append(cell)

@@ -20,6 +20,7 @@ from runner.bench.report import document, table
 
 if TYPE_CHECKING:
     from runner.sandbox.engine import EngineClient
+    from runner.sandbox.image_settings import ImageSettings
 
 # the headline figures of each section, reported as not measured when the section fails
 SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
@@ -43,7 +44,8 @@ def failed(section: str, why: str) -> list[Figure]:
 
 
 async def measure(
-    client: EngineClient, plan: Plan, image_id: str, run_id: str, scratch: Path, say: Callable[[str], None]
+    client: EngineClient, plan: Plan, image_id: str, run_id: str, scratch: Path, say: Callable[[str], None],
+    images: ImageSettings,
 ) -> list[Figure]:
     import anyio.to_thread
 
@@ -61,10 +63,10 @@ async def measure(
         "cell": lambda: measure_cell(client, image_id, plan, run_id, scratch),
         "matrix": lambda: anyio.to_thread.run_sync(measure_matrix, plan, scratch, say),
         "flood": lambda: anyio.to_thread.run_sync(measure_flood, scratch),
-        "images": lambda: anyio.to_thread.run_sync(measure_images),
+        "images": lambda: anyio.to_thread.run_sync(measure_images, images),
         "startup": lambda: anyio.to_thread.run_sync(measure_startup, plan, say),
-        "runtime": lambda: measure_runtime(client, plan, run_id, scratch, say),
-        "phases": lambda: measure_phases(client, plan, run_id, scratch, say),
+        "runtime": lambda: measure_runtime(client, plan, run_id, scratch, say, images),
+        "phases": lambda: measure_phases(client, plan, run_id, scratch, say, images),
     }
     for section in plan.sections:
         say(f"{section} …")
@@ -108,7 +110,7 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
 
     from runner.sandbox.container import RUN_LABEL, remove_labelled
     from runner.sandbox.engine import EngineError, connect
-    from runner.sandbox.images import current_keys, read_build, verify_lock
+    from runner.sandbox.images import ImageSettings, current_keys, read_build, verify_lock
 
     # on a terminal the table fits it; written to a pipe or a file it is never folded (logs and grep see whole rows)
     err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, soft_wrap=True, width=1 << 16)
@@ -117,11 +119,12 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     def say(text: str) -> None:
         err.print(f"[dim]bench[/] {text}", highlight=False)
 
+    images = ImageSettings.from_environ(environ)  # where the images and their records are, read here once
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     try:
         client = connect(environ)
-        problems = verify_lock(client)
+        problems = verify_lock(client, images)
     except EngineError as error:
         err.print(f"[red]no engine[/]: {error}")
         return 5
@@ -131,7 +134,7 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
         err.print("images/lock.json is stale or its images are not all built here; the bench never builds: "
                   "run `make images` first")
         return 5
-    reference = read_build("reference", current_keys(client, "reference").build_key)
+    reference = read_build("reference", images, current_keys(client, "reference", images).build_key)
     if reference is None:
         err.print("no reference image is built here; run `make images` first")
         return 5
@@ -142,7 +145,7 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     run_id = f"bench-{int(time.time())}-{os.getpid()}"
     scratch = Path(tempfile.mkdtemp(prefix="runner-bench-runs-"))
     try:
-        figures = anyio.run(measure, client, plan, reference.image_id, run_id, scratch, say)
+        figures = anyio.run(measure, client, plan, reference.image_id, run_id, scratch, say, images)
     finally:
         remove_labelled(client, f"{RUN_LABEL}={run_id}")  # only this bench's own containers, if any were left
         shutil.rmtree(scratch, ignore_errors=True)

@@ -24,6 +24,7 @@ from runner.core.outcomes import JsonValue
 
 if TYPE_CHECKING:
     from runner.sandbox.engine import EngineClient
+    from runner.sandbox.image_settings import ImageSettings
 
 ITEM = 7
 
@@ -36,7 +37,8 @@ def runnable_columns() -> list[str]:
 
 
 async def measure_runtime(
-    client: EngineClient, plan: Plan, run_id: str, scratch: Path, say: Callable[[str], None]
+    client: EngineClient, plan: Plan, run_id: str, scratch: Path, say: Callable[[str], None],
+    images: ImageSettings,
 ) -> list[Figure]:
     from runner.sandbox.images import current_keys, read_build
     from runner.sandbox.interface import Runtime
@@ -49,7 +51,7 @@ async def measure_runtime(
     ratios: dict[str, float] = {}
     for harness in runnable_columns():
         image = find_profile(harness).image
-        if read_build(image, current_keys(client, image).build_key) is None:
+        if read_build(image, images, current_keys(client, image, images).build_key) is None:
             figures += _not_measured(harness, f"its image ({image}) is not built here: run `make images` first")
             continue
         walls: dict[str, list[float]] = {Runtime.RUNC: [], Runtime.RUNSC: []}

@@ -28,10 +28,13 @@ def images_build(
 ) -> None:
     """Build (or reuse from cache) the pinned images, offline; what is built here is recorded under the runner cache
     ($RUNNER_CACHE_DIR/builds), never in images/lock.json."""
-    from runner.sandbox.images import buildable_harnesses, ensure_image, unavailable_images
+    from runner.cli.settings import image_settings
+    from runner.sandbox.images import buildable_harnesses, ensure_image, repo_root, unavailable_images
 
-    wanted = buildable_harnesses() if all_ or not harness else harness
-    unavailable = unavailable_images()
+    settings = image_settings()
+    root = repo_root(settings)
+    wanted = buildable_harnesses(root) if all_ or not harness else harness
+    unavailable = unavailable_images(root)
     for name, reason in sorted(unavailable.items()):
         if all_ or not harness or name in wanted:
             err().print(f"[yellow]{name}: unavailable[/] — {escape(reason)}", highlight=False)
@@ -40,7 +43,7 @@ def images_build(
     with reported():
         for name in wanted:
             started = time.monotonic()
-            record = ensure_image(client, name, progress=say)
+            record = ensure_image(client, name, settings, progress=say)
             out().print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)",
                         markup=False, highlight=False)
 
@@ -50,11 +53,13 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
     """Show the lock: per image, its pins, base and recipe hash, and the newest image built here for it (if any)."""
     from dataclasses import asdict
 
-    from runner.sandbox.images import read_build, read_lock
+    from runner.cli.settings import image_settings
+    from runner.sandbox.images import read_build, read_lock, repo_root
 
+    settings = image_settings()
     with reported(as_json):
-        lock = read_lock()
-    built = {name: read_build(name) for name, entry in lock.items() if entry.kind == "harness"}
+        lock = read_lock(repo_root(settings))
+    built = {name: read_build(name, settings) for name, entry in lock.items() if entry.kind == "harness"}
     if as_json:
         print(json.dumps({name: {**entry.to_json(), "built": asdict(rec) if (rec := built.get(name)) else None}
                           for name, entry in sorted(lock.items())}, indent=2))
@@ -75,9 +80,11 @@ def images_verify(
 ) -> None:
     """Check images/lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what this
     machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
-    from runner.cli.settings import engine_environ
+    from runner.cli.settings import engine_environ, image_settings
     from runner.sandbox.engine import EngineError, connect
-    from runner.sandbox.images import lock_path, verify_lock
+    from runner.sandbox.images import lock_path, repo_root, verify_lock
+
+    settings = image_settings()
 
     note = None
     try:
@@ -85,11 +92,12 @@ def images_verify(
     except EngineError as exc:
         client, note = None, f"no engine, so what is built here was not checked: {exc}"
     with reported(as_json):
-        found = verify_lock(client)
+        root = repo_root(settings)
+        found = verify_lock(client, settings)
     stale = [f for f in found if f.kind == "stale"]
     local = [f for f in found if f.kind == "local"]
     if as_json:
-        print(json.dumps({"lock": str(lock_path()), "current": not stale,
+        print(json.dumps({"lock": str(lock_path(root)), "current": not stale,
                           "stale": [{"image": f.image, "message": f.message} for f in stale],
                           "local": [{"image": f.image, "message": f.message} for f in local],
                           "engine": note is None, "note": note}, indent=1))
@@ -112,12 +120,14 @@ def images_verify(
 def images_lock() -> None:
     """Write images/lock.json from the tree: each image's pins with their registry's integrity hash (asked only for
     a pin the lock does not already hold at that version) and the recipe hashes. The same on any machine."""
-    from runner.sandbox.images import lock_path, update_lock
+    from runner.cli.settings import image_settings
+    from runner.sandbox.images import lock_path, repo_root, update_lock
     from runner.sandbox.images.lock import registry_integrity
 
     with reported():
-        changed = update_lock(registry_integrity())
-    out().print(f"{lock_path()} {'written' if changed else 'unchanged'}", highlight=False)
+        root = repo_root(image_settings())
+        changed = update_lock(registry_integrity(), root)
+    out().print(f"{lock_path(root)} {'written' if changed else 'unchanged'}", highlight=False)
 
 
 @app.command("cache-key")
@@ -129,11 +139,13 @@ def images_cache_key(
 
     Stable across machines and checkouts; CI caches `runner images save` under it.
     """
+    from runner.cli.settings import image_settings
     from runner.sandbox.images import cache_key, cache_key_inputs
 
+    settings = image_settings()
     with reported(as_json):
-        key = cache_key(harness)
-        inputs = cache_key_inputs(harness) if as_json else None
+        key = cache_key(harness, settings)
+        inputs = cache_key_inputs(harness, settings) if as_json else None
     print(json.dumps({"harness": harness, "key": key, "inputs": inputs}, indent=1) if as_json else key)
 
 
@@ -144,6 +156,7 @@ def images_save(
                                                  "$RUNNER_CACHE_DIR/saved/<harness>.tar).")] = None,
 ) -> None:
     """docker save the images and every base they stand on, for a CI cache (building them first if needed)."""
+    from runner.cli.settings import image_settings
     from runner.sandbox.images import save_images
 
     if to is not None and len(harness) != 1:
@@ -151,7 +164,7 @@ def images_save(
     client = connect_engine()
     with reported():
         for name in harness:
-            saved = save_images(client, name, to, progress=say)
+            saved = save_images(client, name, image_settings(), to, progress=say)
             out().print(f"{name}: saved {' '.join(saved.refs)} to {saved.path} "
                         f"({saved.bytes / 1e6:.0f} MB, {saved.seconds:.1f}s)", markup=False, highlight=False)
 
@@ -162,6 +175,7 @@ def images_load(
     from_: Annotated[Path | None, typer.Option("--from", help="The archive (one --harness only).")] = None,
 ) -> None:
     """docker load saved archives; a missing or corrupt one only says so (the next build then builds)."""
+    from runner.cli.settings import image_settings
     from runner.sandbox.images import load_images
 
     if from_ is not None and len(harness) != 1:
@@ -169,7 +183,7 @@ def images_load(
     client = connect_engine()
     with reported():
         for name in harness:
-            result = load_images(client, name, from_)
+            result = load_images(client, name, image_settings(), from_)
             if result.status == "loaded":
                 out().print(f"{name}: {result.message} in {result.seconds:.1f}s", markup=False, highlight=False)
             elif result.status == "absent":
@@ -187,11 +201,13 @@ def images_outdated(
     """Like `pip list --outdated`: per image, each pinned package, the newest installable release on its registry,
     and how many releases and days behind the pin is. A held pin shows its reason; a registry that cannot be
     reached is that row's error. Always exits 0: it is a report."""
+    from runner.cli.settings import image_settings
+    from runner.sandbox.images import repo_root
     from runner.sandbox.images.pins import outdated
     from runner.sandbox.images.registry import ClientRegistry
 
     with reported(as_json):
-        rows = outdated(ClientRegistry(), list(harness) if harness else None)
+        rows = outdated(ClientRegistry(), repo_root(image_settings()), list(harness) if harness else None)
     if as_json:
         print(json.dumps({"images": [r.to_json() for r in rows],
                           "behind": sum(1 for r in rows if r.actionable)}, indent=1))
@@ -224,6 +240,7 @@ def images_bump(
     """Rewrite each pin that is behind in its recipe (the one place a version is written, plus the README's
     copy and images/lock.json), rebuild the image, and print what changed. Held pins are skipped with their
     reason."""
+    from runner.cli.settings import image_settings
     from runner.sandbox.images import ensure_image, repo_root, update_lock
     from runner.sandbox.images.bump import apply, plan
     from runner.sandbox.images.lock import registry_integrity
@@ -234,8 +251,9 @@ def images_bump(
         fail(Exit.USAGE, "give --harness ID (repeatable) or --all")
     if to is not None and (all_ or len(harness or []) != 1):
         fail(Exit.USAGE, "--to takes exactly one --harness")
+    settings = image_settings()
     with reported():
-        root = repo_root()
+        root = repo_root(settings)
         images = pinned_images(root) if all_ else list(harness or [])
         todo = plan(ClientRegistry(), images, to, root)
     for row in todo.errors:
@@ -249,7 +267,7 @@ def images_bump(
     client = connect_engine()
     with reported():
         resolve = registry_integrity()
-        done, failed = apply(todo, lambda image: ensure_image(client, image, progress=say), root,
+        done, failed = apply(todo, lambda image: ensure_image(client, image, settings, progress=say), root,
                              relock=lambda: update_lock(resolve, root))
     for bumped in done:
         what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)

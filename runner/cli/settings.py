@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from runner.conformance.behaviours import Behaviour
     from runner.matrix.plan import CellOptions
+    from runner.sandbox.image_settings import ImageSettings
     from runner.turn.settings import Host
 
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
@@ -43,6 +44,13 @@ def host() -> Host:
     from runner.turn.settings import Host
 
     return Host.from_environ(os.environ)
+
+
+def image_settings() -> ImageSettings:
+    """Where the image code finds the repository and its cache, and the environment npm and mmdebstrap run with."""
+    from runner.sandbox.image_settings import ImageSettings
+
+    return ImageSettings.from_environ(os.environ)
 
 
 def engine_environ() -> Mapping[str, str]:

@@ -66,7 +66,7 @@ class ImagePins:
             from runner.sandbox.images import ensure_image
 
             assert self.client is not None, "a cell that runs a turn needs an engine"
-            self.images[image] = ensure_image(self.client, image)
+            self.images[image] = ensure_image(self.client, image, plan.options.host.images)
         return plan.planned_pins(self.images[image])
 
 

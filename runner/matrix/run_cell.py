@@ -137,7 +137,10 @@ async def run_cell(
 
     try:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
         if image is None:
-            image = await anyio.to_thread.run_sync(lambda: ensure_image(client, cell.profile.image, progress=progress))
+            images = plan.options.host.images
+            image = await anyio.to_thread.run_sync(
+                lambda: ensure_image(client, cell.profile.image, images, progress=progress)
+            )
     except EngineError as err:
         failed = _base(plan, plan.planned_pins(), infrastructure_error=_problem(err))
         return _finish(directory, failed, started), None

@@ -4,6 +4,7 @@ transport the command asked for, once the wiring probe says the engine and the i
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from runner.sandbox.container import SandboxedProcess
 from runner.sandbox.engine import EngineClient
@@ -26,7 +27,8 @@ class DockerSandboxes:
     ``stream`` needs only the engine API (:mod:`runner.sandbox.stream_transport`). ``auto`` is ``mount`` where the
     probe finds the mount reaching the container, else ``stream``; once ``probe`` found it does not, ``auto``
     goes straight to ``stream`` for that engine and image. The sandbox's ``transport`` says which ran.
-    ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in.
+    ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in; its passes are
+    kept in ``probe_cache``'s ``probes/`` too (runner's cache directory, from the edge), when one is handed in.
     ``runtime`` is the OCI runtime every container it makes runs under (the probe's included): an engine
     without it is a :class:`~runner.sandbox.probe.RuntimeMissing` before any container.
 
@@ -34,11 +36,13 @@ class DockerSandboxes:
     """
 
     def __init__(self, client: EngineClient, transport: TransportChoice = TransportChoice.AUTO,
-                 probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC) -> None:
+                 probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC,
+                 probe_cache: Path | None = None) -> None:
         self.client = client
         self.choice = transport  # parsed at the edge (runner.turn.settings.parse_transport)
         self.probe = probe
         self.runtime = runtime
+        self.probe_cache = probe_cache
 
     def __call__(self, spec: ContainerSpec) -> Sandbox:
         spec = dataclasses.replace(spec, runtime=self.runtime)
@@ -51,13 +55,13 @@ class DockerSandboxes:
             self.choice is TransportChoice.AUTO
             and self.probe.mount_not_visible(self.client.address, spec.image_id, spec.runtime)
         ):
-            self.probe.check(self.client, spec, Transport.STREAM)
+            self.probe.check(self.client, spec, Transport.STREAM, cache=self.probe_cache)
             return Transport.STREAM
         try:
-            self.probe.check(self.client, spec, Transport.MOUNT)
+            self.probe.check(self.client, spec, Transport.MOUNT, cache=self.probe_cache)
         except MountsNotVisible:
             if self.choice is TransportChoice.MOUNT:
                 raise
-            self.probe.check(self.client, spec, Transport.STREAM)
+            self.probe.check(self.client, spec, Transport.STREAM, cache=self.probe_cache)
             return Transport.STREAM
         return Transport.MOUNT

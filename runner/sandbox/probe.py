@@ -29,11 +29,12 @@ running probe container (``pids_stats.limit``, ``memory_stats.limit``), then run
 exec with the limit check left out.
 
 What the probe learns is kept by a :class:`WiringProbe`, by :class:`ProbeKey` (engine address, host,
-temporary root, image id, transport, runtime). A pass is kept in memory and in ``$RUNNER_CACHE_DIR/probes/``
-(shared by every process on the host); a failure is probed again next time (it is cheap, and it may be
-fixed), except that a mount found not reaching the container is remembered for the process, so that
-``auto`` (:mod:`runner.sandbox.factory`) need not probe it again before every turn. The process has one
-probe, :data:`WIRING`, which every factory shares unless it is handed another (a test hands a fresh one).
+temporary root, image id, transport, runtime). A pass is kept in memory and, when the caller hands in runner's
+cache directory (``ImageSettings.cache_dir``: $RUNNER_CACHE_DIR, read at the edge), in its ``probes/`` (shared by
+every process on the host); a failure is probed again next time (it is cheap, and it may be fixed), except
+that a mount found not reaching the container is remembered for the process, so that ``auto``
+(:mod:`runner.sandbox.factory`) need not probe it again before every turn. The process has one probe,
+:data:`WIRING`, which every factory shares unless it is handed another (a test hands a fresh one).
 """
 
 from __future__ import annotations
@@ -141,13 +142,16 @@ class WiringProbe:
             check_runtime(client, runtime)
             self._runtimes.add(key)
 
-    def check(self, client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
-        """Probe ``spec``'s image over ``transport``, unless it passed before; raise a :class:`WiringError`
-        subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3 for its relay)."""
+    def check(self, client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT, *,
+              cache: Path | None) -> None:
+        """Probe ``spec``'s image over ``transport``, unless it passed before (in this probe, or in ``cache``'s
+        ``probes/``, runner's cache directory handed down from the edge; None: this probe's memory only); raise a
+        :class:`WiringError` subclass naming the fix. The stream transport mounts nothing (no nonce; node or python3
+        for its relay)."""
         if spec.runtime is not Runtime.RUNC:  # runc, the engine's default, is checked once by the command line
             self.check_runtime(client, spec.runtime)
         key = ProbeKey.of(client.address, spec.image_id, transport, spec.runtime)
-        if key in self._passed or _cache_file(key).exists():
+        if key in self._passed or (cache is not None and _cache_file(key, cache).exists()):
             self._passed.add(key)
             return
         try:
@@ -156,7 +160,8 @@ class WiringProbe:
             self._mount_not_visible.add(key)
             raise
         self._passed.add(key)
-        _remember(key)
+        if cache is not None:
+            _remember(key, cache)
 
     def mount_not_visible(self, engine: str, image_id: str, runtime: Runtime = Runtime.RUNC) -> bool:
         """Whether this probe found the mount not reaching ``image_id``'s container on the engine at ``engine``."""
@@ -166,9 +171,10 @@ class WiringProbe:
 WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
 
 
-def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT) -> None:
+def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT, *,
+                 cache: Path | None) -> None:
     """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
-    WIRING.check(client, spec, transport)
+    WIRING.check(client, spec, transport, cache=cache)
 
 
 def check_runtime(client: EngineClient, runtime: Runtime) -> None:
@@ -310,14 +316,12 @@ def _classify_start_error(err: Exception, where: str) -> EngineError:
     return ContainerStartError(f"the wiring probe container could not be started: {text}")
 
 
-def _cache_file(key: ProbeKey) -> Path:
-    from runner.sandbox.images.common import cache_dir
-
-    return cache_dir() / "probes" / f"{key.digest()}.json"
+def _cache_file(key: ProbeKey, cache: Path) -> Path:
+    return cache / "probes" / f"{key.digest()}.json"
 
 
-def _remember(key: ProbeKey) -> None:
-    path = _cache_file(key)
+def _remember(key: ProbeKey, cache: Path) -> None:
+    path = _cache_file(key, cache)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.tmp")

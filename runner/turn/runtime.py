@@ -139,7 +139,8 @@ async def run_turn(
     if sandboxes is None:
         if client is None:
             raise ValueError("run_turn needs a Docker client or a sandbox factory")
-        sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime)
+        sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime,
+                                    probe_cache=req.settings.host.images.cache_dir)
     turn = prepare_turn(req, clock)
     if turn.envelope.refusal is not None:
         # refused at admission (authority unavailable, no grant admitting the turn): no runtime may run it, so no

@@ -18,6 +18,7 @@ from runner.conformance.behaviours import Behaviour
 from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch, parse_epoch
 from runner.errors import UsageError
 from runner.model.settings import Dialect, FaultSpecError, ModelFault, ModelMode
+from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.interface import RUNTIME_ENV, Runtime, TransportChoice
 
 REPLAY_PREFIX = "replay:"
@@ -41,13 +42,17 @@ class Host:
     # RUNNER_LIVE_BASE_URL: where live mode forwards instead of the profile's base_url (a gateway, a recording
     # proxy, or in the tests a local upstream standing in for the vendor)
     live_base_url: str | None = None
+    # RUNNER_REPO_ROOT, RUNNER_CACHE_DIR, RUNNER_CA_CERTS_DIR, the pinned bases: where the image code (and the
+    # wiring probe's cache) finds things, and the environment npm and mmdebstrap run with
+    images: ImageSettings = field(default_factory=ImageSettings, compare=False)  # derived from the variables
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Host:
         """What ``environ`` (the process environment, handed in by the edge that reads it) says."""
         variables = dict(environ)
         return cls(variables, latch_disabled=variables.get(FAULT_ENV) == "latch-disabled",
-                   live_base_url=variables.get(LIVE_BASE_URL_ENV) or None)
+                   live_base_url=variables.get(LIVE_BASE_URL_ENV) or None,
+                   images=ImageSettings.from_environ(variables))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 import docker
 import pytest
 
-from runner.sandbox.images import ensure_image
+from runner.sandbox.images import ImageSettings, ensure_image
 from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -42,9 +42,9 @@ def answered(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module", params=VENDORS)
-def vendor(request: pytest.FixtureRequest, engine: docker.DockerClient) -> str:
+def vendor(request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings) -> str:
     harness: str = request.param
-    ensure_image(engine, harness)
+    ensure_image(engine, harness, image_settings)
     return harness
 
 

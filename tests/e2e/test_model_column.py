@@ -21,7 +21,7 @@ import docker
 import pytest
 
 from runner.model.faults import ModelFault
-from runner.sandbox.images import ImageRecord, ensure_image
+from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests.support import RUNNER, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -30,8 +30,8 @@ DIALECTS = ["openai-chat", "anthropic"]  # the profile's default, and another fa
 
 
 @pytest.fixture(scope="module")
-def model_image(engine: docker.DockerClient) -> ImageRecord:
-    return ensure_image(engine, "model")
+def model_image(engine: docker.DockerClient, image_settings: ImageSettings) -> ImageRecord:
+    return ensure_image(engine, "model", image_settings)
 
 
 @pytest.fixture(params=DIALECTS)
@@ -133,8 +133,10 @@ def run_matrix(out: Path, harness: str, *extra: str) -> dict[tuple[str, str], di
 
 
 @pytest.fixture(scope="module")
-def reference_grades(tmp_path_factory: pytest.TempPathFactory, engine: docker.DockerClient) -> dict[Any, Any]:
-    ensure_image(engine, "reference")
+def reference_grades(
+    tmp_path_factory: pytest.TempPathFactory, engine: docker.DockerClient, image_settings: ImageSettings
+) -> dict[Any, Any]:
+    ensure_image(engine, "reference", image_settings)
     return run_matrix(tmp_path_factory.mktemp("reference"), "reference")
 
 

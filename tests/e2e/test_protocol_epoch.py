@@ -20,7 +20,7 @@ import pytest
 
 from runner.core.protocol import PROTOCOL_VERSION_META
 from runner.harnesses.profile import find_profile, known_harnesses
-from runner.sandbox.images import ImageRecord, ensure_image
+from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests.support import exchanges, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -37,9 +37,11 @@ HANDS_META_TO_MODEL: dict[str, str] = {
 
 
 @pytest.fixture(scope="module", params=COLUMNS)
-def column(request: pytest.FixtureRequest, engine: docker.DockerClient) -> tuple[str, ImageRecord]:
+def column(
+    request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
+) -> tuple[str, ImageRecord]:
     harness = request.param
-    return harness, ensure_image(engine, find_profile(harness).image)
+    return harness, ensure_image(engine, find_profile(harness).image, image_settings)
 
 
 def test_the_escalation_turn_under_epoch_2_escalates_as_under_epoch_1(

@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from runner.harnesses.profile import find_profile, known_harnesses
-from runner.sandbox.images import ImageRecord, ensure_image
+from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests.support import no_containers_left, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -25,9 +25,11 @@ CANNOT_RUN: dict[str, str] = {}  # column -> the measured reason it cannot run u
 
 
 @pytest.fixture(scope="module", params=COLUMNS)
-def column(request: pytest.FixtureRequest, engine: docker.DockerClient) -> tuple[str, ImageRecord]:
+def column(
+    request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
+) -> tuple[str, ImageRecord]:
     harness = request.param
-    return harness, ensure_image(engine, find_profile(harness).image)
+    return harness, ensure_image(engine, find_profile(harness).image, image_settings)
 
 
 @pytest.mark.parametrize("behaviour, calls_after", [("cooperative", 0), ("persistent", 3)])

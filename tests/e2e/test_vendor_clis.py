@@ -14,7 +14,7 @@ import pytest
 
 from runner.harnesses.deepseek.session import read_log, session_logs
 from runner.model.dialects.openai_chat import REASONING_TEXT
-from runner.sandbox.images import ImageRecord, ensure_image
+from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests import support
 from tests.support import no_containers_left, record_of, runner_exec
 
@@ -28,9 +28,11 @@ IMAGE_OF = {"pi-direct": "pi"}
 
 
 @pytest.fixture(scope="module", params=VENDORS)
-def vendor(request: pytest.FixtureRequest, engine: docker.DockerClient) -> tuple[str, ImageRecord]:
+def vendor(
+    request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
+) -> tuple[str, ImageRecord]:
     harness = request.param
-    return harness, ensure_image(engine, IMAGE_OF.get(harness, harness))
+    return harness, ensure_image(engine, IMAGE_OF.get(harness, harness), image_settings)
 
 
 def calls_seen(report: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from runner.sandbox.images import (
     ImageRecord,
+    ImageSettings,
     archive_path,
     base_recipe_hash,
     cache_key,
@@ -38,6 +39,11 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = "codex"
+
+
+def _settings() -> ImageSettings:
+    """What the edge reads from this process's environment (as the ``root`` fixture patches it)."""
+    return ImageSettings.from_environ(os.environ)
 COLD_STEPS = ("bootstrapping", "importing", "npm install", "downloading", "building")
 
 
@@ -68,7 +74,8 @@ def root(tmp_path_factory: pytest.TempPathFactory, codex_image: ImageRecord) -> 
         f.write(f"LABEL runner.test.archive={nonce}\n")
     (cache / "base").mkdir()
     os.link(real_tar, cache / "base" / f"{base_recipe_hash(dest, 'base-node')}.tar")
-    stage = _npm_dir(load_harness_recipe(HARNESS, dest))  # the same key under either cache
+    # the same key under either cache
+    stage = _npm_dir(load_harness_recipe(HARNESS, dest), ImageSettings(cache_dir=real_cache))
     real_stage = real_cache / stage.relative_to(stage.parents[1])
     if not (real_stage / ".complete").is_file():
         pytest.fail(f"the npm stage {real_stage} is not cached though the codex image was just looked up")
@@ -92,7 +99,7 @@ def built(
     client: docker.DockerClient, root: Path, codex_image: ImageRecord
 ) -> Iterator[tuple[ImageRecord, float]]:
     started = time.monotonic()
-    record = ensure_image(client, HARNESS, progress=lambda _line: None)
+    record = ensure_image(client, HARNESS, _settings(), progress=lambda _line: None)
     elapsed = time.monotonic() - started
     real = json.loads((REPO / "images" / "lock.json").read_text())["images"][HARNESS]
     assert record.image_id != codex_image.image_id and record.build_key != codex_image.build_key
@@ -100,7 +107,7 @@ def built(
     yield record, elapsed
     ids = [record.image_id]
     with contextlib.suppress(OSError, ValueError, KeyError):
-        ids = json.loads(archive_path(HARNESS).with_suffix(".json").read_text())["refs"]
+        ids = json.loads(archive_path(HARNESS, _settings()).with_suffix(".json").read_text())["refs"]
     _remove(client, ids)
 
 
@@ -108,12 +115,12 @@ def test_save_remove_load_then_the_build_is_a_warm_lookup(
     client: docker.DockerClient, root: Path, built: tuple[ImageRecord, float]
 ) -> None:
     record, cold = built
-    saved = save_images(client, HARNESS, progress=lambda _line: None)
-    assert Path(saved.path) == archive_path(HARNESS) and Path(saved.path).stat().st_size == saved.bytes
+    saved = save_images(client, HARNESS, _settings(), progress=lambda _line: None)
+    assert Path(saved.path) == archive_path(HARNESS, _settings()) and Path(saved.path).stat().st_size == saved.bytes
     assert saved.refs[0] == record.tag and saved.recipe_hash == record.recipe_hash
     assert [r.split(":")[0] for r in saved.refs] == ["runner/codex", "runner/base-cli", "runner/base-node"]
     meta = json.loads(Path(saved.path).with_suffix(".json").read_text())
-    assert meta["recipe_hash"] == record.recipe_hash and meta["cache_key"] == cache_key(HARNESS)
+    assert meta["recipe_hash"] == record.recipe_hash and meta["cache_key"] == cache_key(HARNESS, _settings())
     assert not [p for p in Path(saved.path).parent.iterdir() if p.name.startswith(".")]  # no temporary left
 
     ids = {ref: client.images.get(ref).id for ref in saved.refs}
@@ -122,14 +129,14 @@ def test_save_remove_load_then_the_build_is_a_warm_lookup(
         with pytest.raises(docker.errors.ImageNotFound):
             client.images.get(ref)
 
-    loaded = load_images(client, HARNESS)
+    loaded = load_images(client, HARNESS, _settings())
     assert loaded.status == "loaded", loaded.message
     assert loaded.recipe_hash == record.recipe_hash
     assert {ref: client.images.get(ref).id for ref in saved.refs} == ids  # image ids survive save and load
 
     lines: list[str] = []
     started = time.monotonic()
-    again = ensure_image(client, HARNESS, progress=lines.append)
+    again = ensure_image(client, HARNESS, _settings(), progress=lines.append)
     warm = time.monotonic() - started
     print(f"cold build {cold:.1f} s, save {saved.seconds:.1f} s ({saved.bytes / 1e6:.0f} MB), "
           f"load {loaded.seconds:.1f} s, build after load {warm:.2f} s")  # fmt: skip
@@ -140,7 +147,7 @@ def test_save_remove_load_then_the_build_is_a_warm_lookup(
 def test_absent_and_corrupt_archives_are_not_errors(
     client: docker.DockerClient, root: Path, tmp_path: Path, built: tuple[ImageRecord, float]
 ) -> None:
-    absent = load_images(client, HARNESS, tmp_path / "nothing.tar")
+    absent = load_images(client, HARNESS, _settings(), tmp_path / "nothing.tar")
     assert absent.status == "absent"
     runner_cli = CliRunner()
     from runner.cli import app
@@ -150,18 +157,19 @@ def test_absent_and_corrupt_archives_are_not_errors(
 
     garbage = tmp_path / "garbage.tar"
     garbage.write_bytes(b"this is not a tar archive\n" * 1000)
-    assert load_images(client, HARNESS, garbage).status == "corrupt"
+    assert load_images(client, HARNESS, _settings(), garbage).status == "corrupt"
     result = runner_cli.invoke(app, ["images", "load", "--harness", HARNESS, "--from", str(garbage)])
     assert result.exit_code == 0 and "corrupt" in result.output
 
-    saved = archive_path(HARNESS)
+    saved = archive_path(HARNESS, _settings())
     if not saved.is_file():
-        save_images(client, HARNESS, progress=lambda _line: None)
+        save_images(client, HARNESS, _settings(), progress=lambda _line: None)
     truncated = tmp_path / "truncated.tar"
     with saved.open("rb") as src, truncated.open("wb") as dst:
         dst.write(src.read(saved.stat().st_size // 2))
     shutil.copyfile(saved.with_suffix(".json"), truncated.with_suffix(".json"))
-    result = load_images(client, HARNESS, truncated)
+    result = load_images(client, HARNESS, _settings(), truncated)
     assert result.status == "corrupt" and "bytes" in result.message  # the recorded size catches it before docker
     truncated.with_suffix(".json").unlink()
-    assert load_images(client, HARNESS, truncated).status == "corrupt"  # and docker load without the record
+    # and docker load without the record
+    assert load_images(client, HARNESS, _settings(), truncated).status == "corrupt"

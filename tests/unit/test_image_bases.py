@@ -10,17 +10,16 @@ import pytest
 
 from runner.sandbox.engine import ImageBuildError
 from runner.sandbox.images.bases import _bootstrap
-from runner.sandbox.images.common import repo_root
+
+REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_missing_mmdebstrap_is_named_with_the_command_that_installs_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # a system without it
-    recipe = json.loads((repo_root() / "images" / "base" / "recipe.json").read_text(encoding="utf-8"))
+def test_a_missing_mmdebstrap_is_named_with_the_command_that_installs_it(tmp_path: Path) -> None:
+    recipe = json.loads((REPO / "images" / "base" / "recipe.json").read_text(encoding="utf-8"))
     tar = tmp_path / "cache" / "base" / "0123abcd.tar"
     with pytest.raises(ImageBuildError) as raised:
-        _bootstrap(recipe, tar, lambda _line: None, "base")
+        # a system without it: mmdebstrap runs with the environment handed down, whose PATH has none
+        _bootstrap(recipe, tar, lambda _line: None, {"PATH": str(tmp_path / "empty")}, "base")
     message = str(raised.value)
     assert "mmdebstrap is needed to bootstrap the Debian base 'base'" in message
     assert "sudo apt-get install -y mmdebstrap debian-archive-keyring uidmap" in message

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner.sandbox.engine import ImageBuildError
+from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.images.bases import debian_root
 from runner.sandbox.images.context import _context_plan, _local_inputs
 from runner.sandbox.images.lock import read_lock
@@ -22,11 +23,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def repo(tmp_path: Path) -> Path:
     dest = tmp_path / "checkout"
     copy_image_recipes(REPO, dest)
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
     return dest
+
+
+def _settings(repo: Path) -> ImageSettings:
+    return ImageSettings(repo_root=repo, cache_dir=repo.parent / "cache")
 
 
 def test_vibe_takes_trixies_python_in_its_own_layer_and_is_buildable() -> None:
@@ -65,11 +69,13 @@ def test_the_staged_packages_and_an_empty_npm_prefix_go_into_the_context_and_the
     wheels.mkdir()
     (wheels / "a-1.0-py3-none-any.whl").write_bytes(b"a wheel")
     debs = _Tree(repo / "debs", "d" * 64)
+    certs = _settings(repo).ca_certs_dir
     with pytest.raises(ImageBuildError, match="Debian packages for vibe are not staged"):
-        _context_plan(recipe, repo, wheels, _empty_npm())
-    plan = _context_plan(recipe, repo, wheels, _empty_npm(), debs)
+        _context_plan(recipe, repo, wheels, _empty_npm(_settings(repo)), certs=certs)
+    plan = _context_plan(recipe, repo, wheels, _empty_npm(_settings(repo)), debs, certs=certs)
     assert plan["debs"] is debs and isinstance(plan["npm-global"], _Tree)
-    assert not any(_empty_npm().path.iterdir())  # base-cli's ONBUILD copies it: nothing lands in /usr/local
+    # base-cli's ONBUILD copies it: nothing lands in /usr/local
+    assert not any(_empty_npm(_settings(repo)).path.iterdir())
     staged = _local_inputs(plan, "base")["staged"]
     other = _local_inputs({**plan, "debs": _Tree(repo / "debs", "e" * 64)}, "base")["staged"]
     assert staged != other  # other packages: another build key, never the image built from these
@@ -79,11 +85,12 @@ def test_an_image_on_the_python_base_gets_no_npm_prefix_and_no_debs(repo: Path) 
     recipe = load_harness_recipe("reference", repo)
     wheels = Path(repo / "wheels")
     wheels.mkdir()
-    plan = _context_plan(recipe, repo, wheels)
+    plan = _context_plan(recipe, repo, wheels, certs=_settings(repo).ca_certs_dir)
     assert "npm-global" not in plan and "debs" not in plan
 
 
-def test_the_packages_are_staged_per_debian_base_not_per_certificate() -> None:
+def test_the_packages_are_staged_per_debian_base_not_per_certificate(tmp_path: Path) -> None:
     recipe = load_harness_recipe("vibe", REPO)
-    one, two = _debs_dir(recipe, "sha256:" + "1" * 64), _debs_dir(recipe, "sha256:" + "2" * 64)
-    assert one != two and one == _debs_dir(recipe, "sha256:" + "1" * 64)
+    settings = ImageSettings(repo_root=REPO, cache_dir=tmp_path / "cache")
+    one, two = _debs_dir(recipe, "sha256:" + "1" * 64, settings), _debs_dir(recipe, "sha256:" + "2" * 64, settings)
+    assert one != two and one == _debs_dir(recipe, "sha256:" + "1" * 64, settings)

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.sandbox.images import (
+    ImageSettings,
     base_recipe_hash,
     buildable_harnesses,
     cache_key,
@@ -50,8 +51,13 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return dest
 
 
+def _settings(repo: Path) -> ImageSettings:
+    """What the edge reads from the variables the fixture sets (the CLI reads them itself): handed in explicitly."""
+    return ImageSettings(repo_root=repo, cache_dir=repo.parent / "cache")
+
+
 def _keys(root: Path) -> dict[str, str]:
-    return {h: cache_key(h, root) for h in buildable_harnesses(root)}
+    return {h: cache_key(h, _settings(root)) for h in buildable_harnesses(root)}
 
 
 def _append(path: Path, text: str) -> None:
@@ -84,7 +90,7 @@ def test_the_cache_key_is_stable_across_checkouts_and_caches(repo: Path, tmp_pat
     assert len(set(here.values())) == len(here)
     assert _keys(REPO) == here  # another path, the same inputs
     assert not (tmp_path / "cache").exists()  # computed without staging or touching the cache
-    assert json.dumps(cache_key_inputs("codex", repo)).count(str(tmp_path)) == 0
+    assert json.dumps(cache_key_inputs("codex", _settings(repo))).count(str(tmp_path)) == 0
 
 
 @pytest.mark.parametrize("changed", ["images/common/runner-entry", "images/base-cli/Dockerfile",
@@ -132,23 +138,23 @@ def _stage(repo: Path, cache: Path) -> None:
     tar.parent.mkdir(parents=True)
     tar.write_bytes(b"not really a root filesystem")
     for harness in [*VENDORS, "base-node22"]:
-        stage = _npm_dir(load_harness_recipe(harness, repo))
+        stage = _npm_dir(load_harness_recipe(harness, repo), _settings(repo))
         (stage / "npm-global").mkdir(parents=True, exist_ok=True)  # vibe's (no npm) is the same as an empty list's
         (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
         recipe = load_harness_recipe(harness, repo)
         if recipe.wheels:  # vibe: a Python program
-            wheels = _wheel_dir(recipe)
+            wheels = _wheel_dir(recipe, _settings(repo))
             wheels.mkdir(parents=True)
             (wheels / "a-1.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")
-    stage_debs(repo, _NoImages())
+    stage_debs(repo, _NoImages(), _settings(repo))
 
 
-def _hashes() -> dict[str, tuple[str, str]]:
+def _hashes(repo: Path) -> dict[str, tuple[str, str]]:
     """Per vendor: (the committed recipe hash, the local build key)."""
-    keys = {h: current_keys(_NoImages(), h) for h in VENDORS}  # type: ignore[arg-type]
-    integrity = locked_integrity(read_lock())
-    assert all(k.recipe_hash == recipe_hash(h, integrity=integrity) for h, k in keys.items())  # no engine needed
+    keys = {h: current_keys(_NoImages(), h, _settings(repo)) for h in VENDORS}  # type: ignore[arg-type]
+    integrity = locked_integrity(read_lock(repo))
+    assert all(k.recipe_hash == recipe_hash(h, repo, integrity) for h, k in keys.items())  # no engine needed
     return {h: (k.recipe_hash, k.build_key) for h, k in keys.items()}
 
 
@@ -158,21 +164,21 @@ def _all_moved(after: dict[str, tuple[str, str]], before: dict[str, tuple[str, s
 
 def test_the_recipe_hash_and_build_key_of_every_vendor_cover_the_shared_layer(repo: Path, tmp_path: Path) -> None:
     _stage(repo, tmp_path / "cache")
-    before = _hashes()
+    before = _hashes(repo)
     assert len(set(before.values())) == len(VENDORS)
     _append(repo / "images" / "common" / "runner-entry", "\n# changed\n")
-    after_entry = _hashes()
+    after_entry = _hashes(repo)
     assert _all_moved(after_entry, before)
     _append(repo / "images" / "base-cli" / "Dockerfile", "\n# changed\n")
-    after_layer = _hashes()
+    after_layer = _hashes(repo)
     assert _all_moved(after_layer, after_entry)
     (repo / "images" / "base-cli" / "recipe.json").write_text(
         json.dumps({**json.loads((repo / "images" / "base-cli" / "recipe.json").read_text()), "build_args": {"X": "1"}})
     )
-    after_args = _hashes()
+    after_args = _hashes(repo)
     assert _all_moved(after_args, after_layer)
     _append(repo / "images" / "base-node22" / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
-    changed = {h for h, v in _hashes().items() if v != after_args[h]}
+    changed = {h for h, v in _hashes(repo).items() if v != after_args[h]}
     assert changed == {"deepseek", "kimi", "pi", "pi-adapter"}
 
 
@@ -181,7 +187,7 @@ def test_the_cli_prints_the_same_key(repo: Path) -> None:
 
     result = CliRunner().invoke(app, ["images", "cache-key", "--harness", "codex"])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == cache_key("codex", repo)
+    assert result.output.strip() == cache_key("codex", _settings(repo))
     result = CliRunner().invoke(app, ["images", "cache-key", "--harness", "codex", "--json"])
     body = json.loads(result.output)
-    assert body["key"] == cache_key("codex", repo) and body["inputs"]["chain"][1]["name"] == "base-cli"
+    assert body["key"] == cache_key("codex", _settings(repo)) and body["inputs"]["chain"][1]["name"] == "base-cli"

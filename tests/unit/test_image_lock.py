@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from runner.cli import app
 from runner.sandbox.images import (
     ImageRecord,
+    ImageSettings,
     LockError,
     buildable_harnesses,
     cache_key,
@@ -72,6 +73,11 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return dest
 
 
+def _settings(repo: Path) -> ImageSettings:
+    """What the edge reads from the variables the fixture sets (the CLI reads them itself): handed in explicitly."""
+    return ImageSettings(repo_root=repo, cache_dir=repo.parent / "cache", ca_certs_dir=repo.parent / "certs")
+
+
 def _stage(repo: Path, cache: Path) -> None:
     """A synthetic cache: the base tarballs, one completed npm stage per recipe with npm packages, the wheels."""
     for base in ("base", "base-node"):
@@ -81,15 +87,15 @@ def _stage(repo: Path, cache: Path) -> None:
     for harness in [*buildable_harnesses(repo), "base-cli", "base-node22"]:
         recipe = load_harness_recipe(harness, repo)
         if recipe.npm:
-            stage = _npm_dir(recipe)
+            stage = _npm_dir(recipe, _settings(repo))
             (stage / "npm-global").mkdir(parents=True, exist_ok=True)
             (stage / ".complete").write_text(f"{abs(hash(harness)):064x}\n")
         if recipe.wheels:
-            wheels = _wheel_dir(recipe)
+            wheels = _wheel_dir(recipe, _settings(repo))
             wheels.mkdir(parents=True, exist_ok=True)
             (wheels / "mcp-2.3.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")
-    stage_debs(repo, _Engine())
+    stage_debs(repo, _Engine(), _settings(repo))
 
 
 class _Engine:
@@ -131,8 +137,8 @@ class _Image:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-def _keys(harnesses: list[str]) -> dict[str, tuple[str, str]]:
-    found = {h: current_keys(_Engine(), h) for h in harnesses}  # type: ignore[arg-type]
+def _keys(repo: Path, harnesses: list[str]) -> dict[str, tuple[str, str]]:
+    found = {h: current_keys(_Engine(), h, _settings(repo)) for h in harnesses}  # type: ignore[arg-type]
     return {h: (k.recipe_hash, k.build_key) for h, k in found.items()}
 
 
@@ -176,11 +182,11 @@ def test_the_lock_is_the_same_bytes_whoever_writes_it(repo: Path, tmp_path: Path
 def test_the_lock_verifies_on_a_machine_with_one_more_ca_certificate(repo: Path, tmp_path: Path) -> None:
     _stage(repo, tmp_path / "cache")
     harnesses = buildable_harnesses(repo)
-    before = _keys(harnesses)
+    before = _keys(repo, harnesses)
     assert all(rhash == read_lock(repo)[h].recipe_hash for h, (rhash, _) in before.items())
 
     _cert(tmp_path / "certs", "one-more")
-    after = _keys(harnesses)
+    after = _keys(repo, harnesses)
     assert stale_findings(repo) == []  # the committed lock holds
     assert all(after[h][0] == before[h][0] for h in harnesses)  # the recipe hash did not move
     assert all(after[h][1] != before[h][1] for h in harnesses)  # the local build key did: every image has base-cli's
@@ -192,23 +198,23 @@ def test_the_lock_verifies_on_a_machine_with_one_more_ca_certificate(repo: Path,
 
 def test_an_image_built_with_other_certificates_is_not_reused(repo: Path, tmp_path: Path) -> None:
     _stage(repo, tmp_path / "cache")
-    old = current_keys(_Engine(), "codex")  # type: ignore[arg-type]
+    old = current_keys(_Engine(), "codex", _settings(repo))  # type: ignore[arg-type]
     tag = f"runner/codex:{old.build_key[:12]}"
     image = _Image("sha256:" + "1" * 64, {"runner.image": "codex", "runner.recipe": old.recipe_hash,
                                           "runner.build": old.build_key}, [tag])
     engine = _Engine([image])
     assert _find_built(engine, "codex", old.build_key, tag) is image  # type: ignore[arg-type]
     write_build(ImageRecord("codex", image.id, tag, old.recipe_hash, old.local_inputs["base"], "@openai/codex",
-                            "0.171.0", "codex-cli 0.171.0", "t", old.build_key, old.local_inputs))
-    assert [f for f in local_findings(engine, repo) if f.image == "codex"] == []  # type: ignore[arg-type]
+                            "0.171.0", "codex-cli 0.171.0", "t", old.build_key, old.local_inputs), _settings(repo))
+    assert [f for f in local_findings(engine, _settings(repo)) if f.image == "codex"] == []  # type: ignore[arg-type]
 
     _cert(tmp_path / "certs", "one-more")
-    new = current_keys(engine, "codex")  # type: ignore[arg-type]
+    new = current_keys(engine, "codex", _settings(repo))  # type: ignore[arg-type]
     assert new.recipe_hash == old.recipe_hash and new.build_key != old.build_key
     # the certificates, and the base-cli layer they are copied into; the staged npm tree is the same
     assert [k for k in sorted(new.local_inputs) if new.local_inputs[k] != old.local_inputs[k]] == ["base", "certs"]
     assert _find_built(engine, "codex", new.build_key, f"runner/codex:{new.build_key[:12]}") is None  # type: ignore[arg-type]
-    found = verify_lock(engine, repo)  # type: ignore[arg-type]
+    found = verify_lock(engine, _settings(repo))  # type: ignore[arg-type]
     assert [f for f in found if f.kind == "stale"] == []
     codex = [f for f in found if f.image == "codex"]
     assert len(codex) == 1 and codex[0].kind == "local"
@@ -248,10 +254,10 @@ def test_a_changed_pin_makes_the_lock_stale(repo: Path) -> None:
 
 
 def test_a_changed_recipe_or_layer_makes_the_lock_stale_and_names_the_base(repo: Path) -> None:
-    keys = {h: cache_key(h, repo) for h in buildable_harnesses(repo)}
+    keys = {h: cache_key(h, _settings(repo)) for h in buildable_harnesses(repo)}
     for readme in (repo / "images").glob("*/README.md"):  # documentation: never copied into an image
         readme.write_text(readme.read_text() + "\nA sentence more.\n")
-    assert stale_findings(repo) == [] and {h: cache_key(h, repo) for h in keys} == keys
+    assert stale_findings(repo) == [] and {h: cache_key(h, _settings(repo)) for h in keys} == keys
     (repo / "images" / "codex" / "Dockerfile").write_text(
         (repo / "images" / "codex" / "Dockerfile").read_text() + "# changed\n")
     found = stale_findings(repo)

@@ -117,7 +117,7 @@ def test_outdated_counts_releases_and_days_and_a_dead_registry_is_one_rows_error
                             "ref": {"wheels": ["mcp==2.3.0"]}})
     fake = FakeRegistry({"@scope/cli": CLI, "adapter": Releases((Release("2.0.0"), Release("2.1.0")), "2.1.0"),
                          "mcp": RegistryError("pip index versions failed: network unreachable")})
-    rows = {r.package: r for r in outdated(fake, None, root)}
+    rows = {r.package: r for r in outdated(fake, root)}
     cli = rows["@scope/cli"]
     assert (cli.newest, cli.behind, cli.days, cli.pinned_date, cli.outdated) == ("1.2.0", 2, 10, "2026-11-01", True)
     assert rows["adapter"].hold == "peer" and rows["adapter"].behind == 1 and rows["adapter"].days is None

@@ -18,12 +18,6 @@ from runner.sandbox.stream_transport import StreamSandboxedProcess
 Probed = list[tuple[str, bool]]  # (image, through the mount) of each probe container run
 
 
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the probe cache of the machine (a pass there would skip the probe)."""
-    monkeypatch.setenv("RUNNER_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def probing(monkeypatch: pytest.MonkeyPatch, answer: dict[bool, int]) -> Probed:
     """Stand in for the probe container: it exits ``answer[mount]``; the probes run, in order."""
     probed: Probed = []
@@ -62,15 +56,16 @@ def test_each_probe_answer_is_a_named_error_with_its_fix(
     wiring = probe.WiringProbe()
     for _ in range(2):
         with pytest.raises(error, match=fix):
-            wiring.check(ENGINE, spec(tmp_path))  # type: ignore[arg-type]
+            wiring.check(ENGINE, spec(tmp_path), cache=tmp_path / "cache")  # type: ignore[arg-type]
     assert len(probed) == 2, "a failure is probed again: it may have been fixed"
     assert not (tmp_path / "cache" / "probes").exists(), "nor is it written down"
 
 
 def test_a_pass_is_remembered_and_not_probed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     probed = probing(monkeypatch, {True: 0, False: 0})
-    probe.WiringProbe().check(ENGINE, spec(tmp_path))  # type: ignore[arg-type]
-    probe.WiringProbe().check(ENGINE, spec(tmp_path))  # type: ignore[arg-type]  # a new process: only the file remains
+    cache = tmp_path / "cache"  # runner's cache directory, handed down from the edge (never the machine's here)
+    probe.WiringProbe().check(ENGINE, spec(tmp_path), cache=cache)  # type: ignore[arg-type]
+    probe.WiringProbe().check(ENGINE, spec(tmp_path), cache=cache)  # type: ignore[arg-type]  # a new process: the file
     assert len(probed) == 1
     [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
     key = probe.ProbeKey.of(ENGINE.address, spec(tmp_path).image_id, Transport.MOUNT)
@@ -81,9 +76,9 @@ def test_a_pass_holds_for_its_own_image_and_transport_only(tmp_path: Path, monke
     probed = probing(monkeypatch, {True: 0, False: 0})
     wiring, other = probe.WiringProbe(), spec(tmp_path, "sha256:" + "1" * 64)
     for _ in range(2):
-        wiring.check(ENGINE, spec(tmp_path), Transport.MOUNT)  # type: ignore[arg-type]
-        wiring.check(ENGINE, spec(tmp_path), Transport.STREAM)  # type: ignore[arg-type]
-        wiring.check(ENGINE, other, Transport.MOUNT)  # type: ignore[arg-type]
+        wiring.check(ENGINE, spec(tmp_path), Transport.MOUNT, cache=None)  # type: ignore[arg-type]
+        wiring.check(ENGINE, spec(tmp_path), Transport.STREAM, cache=None)  # type: ignore[arg-type]
+        wiring.check(ENGINE, other, Transport.MOUNT, cache=None)  # type: ignore[arg-type]
     assert probed == [(spec(tmp_path).image_id, True), (spec(tmp_path).image_id, False), (other.image_id, True)]
     keys = {probe.ProbeKey.of(ENGINE.address, image, transport).digest()
             for image in (spec(tmp_path).image_id, other.image_id) for transport in Transport}
@@ -111,17 +106,19 @@ def test_auto_probes_the_mount_once_per_process_where_it_does_not_reach(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     probed = probing(monkeypatch, {True: 3, False: 0})  # no nonce through the mount; the stream passes
-    wiring = probe.WiringProbe()
-    made = [DockerSandboxes(ENGINE, TransportChoice.AUTO, wiring)(spec(tmp_path)) for _ in range(3)]  # type: ignore[arg-type]
+    wiring, cache = probe.WiringProbe(), tmp_path / "cache"  # the cache: runner's, handed down from the edge
+    made = [DockerSandboxes(ENGINE, TransportChoice.AUTO, wiring, probe_cache=cache)(spec(tmp_path))  # type: ignore[arg-type]
+            for _ in range(3)]
     assert [type(box) for box in made] == [StreamSandboxedProcess] * 3
     assert [box.transport for box in made] == [Transport.STREAM] * 3
     assert [mount for _, mount in probed] == [True, False], "the mount once, the stream once (then remembered)"
     with pytest.raises(probe.MountsNotVisible):  # asked for by name, the mount is probed, and refused, again
-        DockerSandboxes(ENGINE, TransportChoice.MOUNT, wiring)(spec(tmp_path))  # type: ignore[arg-type]
+        DockerSandboxes(ENGINE, TransportChoice.MOUNT, wiring, probe_cache=cache)(spec(tmp_path))  # type: ignore[arg-type]
     assert [mount for _, mount in probed] == [True, False, True]
-    fresh = DockerSandboxes(ENGINE, TransportChoice.AUTO, probe.WiringProbe())(spec(tmp_path))  # type: ignore[arg-type]
+    fresh = DockerSandboxes(ENGINE, TransportChoice.AUTO, probe.WiringProbe(), probe_cache=cache)(spec(tmp_path))  # type: ignore[arg-type]
     assert fresh.transport is Transport.STREAM
-    assert [mount for _, mount in probed] == [True, False, True, True], "another probe knows nothing of it"
+    # another probe knows nothing of the mount; the stream's pass it finds in the cache
+    assert [mount for _, mount in probed] == [True, False, True, True]
 
 
 def test_auto_is_the_mount_where_it_reaches_and_stream_never_probes_the_mount(

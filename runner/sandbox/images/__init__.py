@@ -1,5 +1,6 @@
 """Pinned images: the offline bases and one image per harness, locked in ``images/lock.json`` (what any machine
-reproduces: pins, integrity hashes, recipe hashes) and recorded per machine under ``$RUNNER_CACHE_DIR/builds``.
+reproduces: pins, integrity hashes, recipe hashes) and recorded per machine under ``$RUNNER_CACHE_DIR/builds``
+(:class:`ImageSettings`, read by the edge and handed to every function here).
 
 * :mod:`.bases`: the mmdebstrap bases (bootstrap, import, or a registry base pinned by digest).
 * :mod:`.recipes`: what ``images/<harness>/recipe.json`` declares, and which harnesses can be built here.
@@ -32,9 +33,8 @@ from runner.sandbox.images.common import (
     CERTS_DIR,
     CERTS_ENV,
     DEFAULT_BASE,
+    ImageSettings,
     Progress,
-    ca_certs_dir,
-    cache_dir,
     lock_path,
     repo_root,
 )
@@ -71,6 +71,7 @@ __all__ = [
     "Finding",
     "HarnessRecipe",
     "ImageRecord",
+    "ImageSettings",
     "LoadResult",
     "LockEntry",
     "LockError",
@@ -80,8 +81,6 @@ __all__ = [
     "base_image_env",
     "base_recipe_hash",
     "buildable_harnesses",
-    "ca_certs_dir",
-    "cache_dir",
     "cache_key",
     "cache_key_inputs",
     "current_keys",

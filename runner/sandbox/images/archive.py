@@ -36,7 +36,7 @@ import requests
 from runner.sandbox.engine import EngineError, ImageBuildError
 from runner.sandbox.images.bases import _pinned_ref, base_recipe_hash
 from runner.sandbox.images.build import _ensure_from, ensure_image
-from runner.sandbox.images.common import Progress, _hash_json, _sha256_file, _stderr, cache_dir, repo_root
+from runner.sandbox.images.common import ImageSettings, Progress, _hash_json, _sha256_file, _stderr, repo_root
 from runner.sandbox.images.context import _entry_digest, _host_certs, _recipe_dir_files
 from runner.sandbox.images.lock import ImageRecord
 from runner.sandbox.images.recipes import _is_harness_dir, load_harness_recipe
@@ -82,17 +82,17 @@ def _code_digest() -> str:
     return _hash_json({name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _BUILD_MODULES})
 
 
-def cache_key_inputs(harness: str, root: Path | None = None) -> dict[str, object]:
+def cache_key_inputs(harness: str, settings: ImageSettings) -> dict[str, object]:
     """What :func:`cache_key` hashes: digests only, by path relative to the repository (never absolute paths,
     times or anything read from an engine)."""
-    root = root or repo_root()
+    root = repo_root(settings)
     chain: list[dict[str, object]] = []
     name, seen = harness, list[str]()
     while name not in seen:
         seen.append(name)
         directory = root / "images" / name
         if not _is_harness_dir(directory):  # an mmdebstrap base, or a registry image pinned by digest
-            ref = _pinned_ref(name)
+            ref = _pinned_ref(name, settings)
             chain.append(
                 {"name": name, "pinned": ref} if ref else {"name": name, "recipe": base_recipe_hash(root, name)}
             )
@@ -111,7 +111,7 @@ def cache_key_inputs(harness: str, root: Path | None = None) -> dict[str, object
         name = recipe.base
     else:
         raise ImageBuildError(f"images/{harness}: its bases name each other in a loop ({' -> '.join(seen)})")
-    certs = {rel: _entry_digest(src) for rel, src in _host_certs().items()}
+    certs = {rel: _entry_digest(src) for rel, src in _host_certs(settings.ca_certs_dir).items()}
     return {
         "format": ARCHIVE_FORMAT,
         "chain": chain,
@@ -121,16 +121,16 @@ def cache_key_inputs(harness: str, root: Path | None = None) -> dict[str, object
     }
 
 
-def cache_key(harness: str, root: Path | None = None) -> str:
+def cache_key(harness: str, settings: ImageSettings) -> str:
     """``runner-image-<harness>-<24 hex>``: stable for unchanged declared inputs, for an ``actions/cache`` key."""
-    return f"runner-image-{harness}-{_hash_json(cache_key_inputs(harness, root))[:24]}"
+    return f"runner-image-{harness}-{_hash_json(cache_key_inputs(harness, settings))[:24]}"
 
 
 # ------------------------------------------------------------------------------------------ save/load
 
 
-def archive_path(harness: str) -> Path:
-    return cache_dir() / "saved" / f"{harness}.tar"
+def archive_path(harness: str, settings: ImageSettings) -> Path:
+    return settings.cache_dir / "saved" / f"{harness}.tar"
 
 
 def _meta_path(archive: Path) -> Path:
@@ -150,13 +150,13 @@ def _write_atomically(path: Path, write: Any) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _base_refs(client: docker.DockerClient, harness: str, say: Progress) -> list[str]:
+def _base_refs(client: docker.DockerClient, harness: str, say: Progress, settings: ImageSettings) -> list[str]:
     """The tags of every base ``harness`` stands on, nearest first (all found warm after ``ensure_image``)."""
-    root = repo_root()
+    root = repo_root(settings)
     refs: list[str] = []
     name = load_harness_recipe(harness, root).base
     while True:
-        base = _ensure_from(client, say, root, name)
+        base = _ensure_from(client, say, root, name, settings)
         refs.append(base.ref or base.image_id)
         directory = root / "images" / name
         if not _is_harness_dir(directory):
@@ -165,13 +165,14 @@ def _base_refs(client: docker.DockerClient, harness: str, say: Progress) -> list
 
 
 def save_images(
-    client: docker.DockerClient, harness: str, to: Path | None = None, progress: Progress | None = None
+    client: docker.DockerClient, harness: str, settings: ImageSettings, to: Path | None = None,
+    progress: Progress | None = None,
 ) -> SavedArchive:
     """Write one archive of ``harness``'s image and its bases (building them first if they are not built)."""
     say = progress or _stderr
-    record: ImageRecord = ensure_image(client, harness, progress=say)
-    refs = [record.tag, *_base_refs(client, harness, say)]
-    path = to or archive_path(harness)
+    record: ImageRecord = ensure_image(client, harness, settings, progress=say)
+    refs = [record.tag, *_base_refs(client, harness, say, settings)]
+    path = to or archive_path(harness, settings)
     started = time.monotonic()
 
     def stream(f: Any) -> None:
@@ -197,7 +198,7 @@ def save_images(
         image_id=record.image_id,
         refs=refs,
         bytes=path.stat().st_size,
-        cache_key=cache_key(harness),
+        cache_key=cache_key(harness, settings),
         seconds=round(time.monotonic() - started, 2),
     )
     meta = json.dumps({"format": ARCHIVE_FORMAT, **asdict(saved)}, indent=1, sort_keys=True) + "\n"
@@ -213,9 +214,11 @@ def _read_meta(archive: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def load_images(client: docker.DockerClient, harness: str, src: Path | None = None) -> LoadResult:
+def load_images(
+    client: docker.DockerClient, harness: str, settings: ImageSettings, src: Path | None = None
+) -> LoadResult:
     """``docker load`` the saved archive of ``harness`` if there is one; never raises for a bad archive."""
-    path = src or archive_path(harness)
+    path = src or archive_path(harness, settings)
     started = time.monotonic()
 
     def result(status: str, message: str, recipe_hash: str | None = None) -> LoadResult:

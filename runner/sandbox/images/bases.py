@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from docker.models.images import Image
 
 from runner.sandbox import timings
 from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageReferenceError, call_with_retry
+from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.images.common import (
     DEFAULT_BASE,
     Progress,
@@ -29,7 +31,6 @@ from runner.sandbox.images.common import (
     _load_json,
     _sha256_file,
     _stderr,
-    cache_dir,
     repo_root,
 )
 
@@ -99,18 +100,20 @@ def debian_root(root: Path, name: str) -> tuple[str, dict[str, object]]:
     return name, _base_recipe(root, name)
 
 
-def base_recipe_hash(root: Path | None = None, name: str = DEFAULT_BASE) -> str:
-    return _hash_json(_base_recipe(root or repo_root(), name))
+def base_recipe_hash(root: Path, name: str = DEFAULT_BASE) -> str:
+    return _hash_json(_base_recipe(root, name))
 
 
-def ensure_base(client: docker.DockerClient, progress: Progress | None = None, name: str = DEFAULT_BASE) -> str:
+def ensure_base(
+    client: docker.DockerClient, settings: ImageSettings, progress: Progress | None = None, name: str = DEFAULT_BASE
+) -> str:
     """Return the id of base ``name``, importing the cached tarball or bootstrapping it first if needed."""
-    return _ensure_base(client, progress or _stderr, repo_root(), name).image_id
+    return _ensure_base(client, progress or _stderr, repo_root(settings), settings, name).image_id
 
 
-def _pinned_ref(name: str = DEFAULT_BASE) -> str | None:
+def _pinned_ref(name: str, settings: ImageSettings) -> str | None:
     env = base_image_env(name)
-    ref = os.environ.get(env, "").strip()
+    ref = settings.base_refs.get(env, "").strip()
     if ref and not _DIGEST_REF.match(ref):
         raise ImageReferenceError(
             f"{env}={ref!r} is not pinned by digest; give name@sha256:<64 hex digits> "
@@ -119,8 +122,10 @@ def _pinned_ref(name: str = DEFAULT_BASE) -> str | None:
     return ref or None
 
 
-def _ensure_base(client: docker.DockerClient, say: Progress, root: Path, name: str = DEFAULT_BASE) -> _Base:
-    ref = _pinned_ref(name)
+def _ensure_base(
+    client: docker.DockerClient, say: Progress, root: Path, settings: ImageSettings, name: str = DEFAULT_BASE
+) -> _Base:
+    ref = _pinned_ref(name, settings)
     if ref:
         try:
             return _Base(_id(call_with_retry(client.images.get, ref)), ref, ref)
@@ -135,21 +140,22 @@ def _ensure_base(client: docker.DockerClient, say: Progress, root: Path, name: s
     rhash = _hash_json(recipe)
     found = _find_base(client, rhash)
     if found is None:
-        with _exclusive(f"base-{name}"):  # another process may be bootstrapping the same recipe
-            found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say, name)
+        with _exclusive(settings.cache_dir, f"base-{name}"):  # another process may be bootstrapping the same recipe
+            found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say, settings, name)
     tag = f"{recipe.get('repository', f'runner/{name}')}:{rhash[:12]}"
     ref = tag if tag in found.tags else next(iter(found.tags), _id(found))
     return _Base(_id(found), "sha256:" + found.labels.get("runner.base.sha256", ""), ref)
 
 
 def _import_base(
-    client: docker.DockerClient, recipe: dict[str, Any], rhash: str, say: Progress, name: str = DEFAULT_BASE
+    client: docker.DockerClient, recipe: dict[str, Any], rhash: str, say: Progress, settings: ImageSettings,
+    name: str = DEFAULT_BASE,
 ) -> Image:
-    tar = cache_dir() / "base" / f"{rhash}.tar"
+    tar = settings.cache_dir / "base" / f"{rhash}.tar"
     started = time.monotonic()
     bootstrapped = not tar.exists()
     if bootstrapped:
-        _bootstrap(recipe, tar, say, name)
+        _bootstrap(recipe, tar, say, settings.environ, name)
     digest = _sha256_file(tar)
     say(f"[{name}] importing {tar} ({tar.stat().st_size / 1e6:.0f} MB)")
     changes = [*recipe.get("changes", []), f"LABEL runner.base.recipe={rhash}", f"LABEL runner.base.sha256={digest}"]
@@ -158,7 +164,8 @@ def _import_base(
     found = _find_base(client, rhash)
     if found is None:
         raise ImageMissing(f"imported {tar} but no image carries runner.base.recipe={rhash}")
-    timings.record(cache_dir(), f"base.{name}", time.monotonic() - started, recipe=rhash, bootstrapped=bootstrapped)
+    timings.record(settings.cache_dir, f"base.{name}", time.monotonic() - started, recipe=rhash,
+                   bootstrapped=bootstrapped)
     return found
 
 
@@ -172,12 +179,16 @@ def _mmdebstrap_argv(recipe: dict[str, Any], out: Path) -> list[str]:
     return [*argv, recipe["suite"], str(out), *recipe.get("sources", [])]
 
 
-def _bootstrap(recipe: dict[str, Any], tar: Path, say: Progress, name: str = DEFAULT_BASE) -> None:
+def _bootstrap(
+    recipe: dict[str, Any], tar: Path, say: Progress, environ: Mapping[str, str], name: str = DEFAULT_BASE
+) -> None:
+    """mmdebstrap runs with ``environ``, the host's environment handed down from the edge, and the recipe's
+    ``SOURCE_DATE_EPOCH``."""
     tar.parent.mkdir(parents=True, exist_ok=True)
     tmp = tar.with_name(f".{tar.stem}.{os.getpid()}.tar")  # mmdebstrap picks the format from ".tar"
     log = tar.with_suffix(".log")
     argv = _mmdebstrap_argv(recipe, tmp)
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(recipe["source_date_epoch"])}
+    env = {**environ, "SOURCE_DATE_EPOCH": str(recipe["source_date_epoch"])}
     say(f"[{name}] bootstrapping {recipe['suite']} with mmdebstrap (30-60 s; log {log})")
     tail: list[str] = []
     try:

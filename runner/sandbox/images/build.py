@@ -26,7 +26,7 @@ from docker.models.images import Image
 from runner.sandbox import timings
 from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
 from runner.sandbox.images.bases import _Base, _ensure_base, debian_root
-from runner.sandbox.images.common import Progress, _exclusive, _id, _stderr, cache_dir, repo_root
+from runner.sandbox.images.common import ImageSettings, Progress, _exclusive, _id, _stderr, repo_root
 from runner.sandbox.images.context import (
     PlanEntry,
     _build_key,
@@ -65,27 +65,29 @@ class _Found:
     built: bool
 
 
-def _ensure_from(client: docker.DockerClient, say: Progress, root: Path, name: str) -> _Base:
+def _ensure_from(client: docker.DockerClient, say: Progress, root: Path, name: str, settings: ImageSettings) -> _Base:
     """The base ``name`` stands for: an mmdebstrap base (or its pinned registry image), or a layer built from a
     Dockerfile (``"kind": "base"``, like ``images/base-cli``) on its own base, whose identity is its recipe hash."""
     if not is_layer_dir(root / "images" / name):
-        return _ensure_base(client, say, root, name)
-    found = _ensure_built(client, load_harness_recipe(name, root), root, say)
+        return _ensure_base(client, say, root, settings, name)
+    found = _ensure_built(client, load_harness_recipe(name, root), root, say, settings)
     return _Base(_id(found.image), _layer_identity(name, found.key), found.tag)
 
 
-def _ensure_built(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, say: Progress) -> _Found:
+def _ensure_built(
+    client: docker.DockerClient, recipe: HarnessRecipe, root: Path, say: Progress, settings: ImageSettings
+) -> _Found:
     """Stage, plan and key ``recipe`` on its (ensured) base; build it offline unless an image already carries that
     build key and tag."""
     name = recipe.harness
-    base = _ensure_from(client, say, root, recipe.base)
+    base = _ensure_from(client, say, root, recipe.base, settings)
     started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
-    wheels = _stage_wheels(recipe, say) if recipe.wheels else None
-    npm = _stage_npm(recipe, say) if recipe.npm else None
+    wheels = _stage_wheels(recipe, say, settings) if recipe.wheels else None
+    npm = _stage_npm(recipe, say, settings) if recipe.npm else None
     if npm is None and is_layer_dir(root / "images" / recipe.base):
-        npm = _empty_npm()  # the layer's ONBUILD copies a prefix (images/vibe installs nothing from npm)
-    debs = _ensure_debs(client, recipe, root, base, say) if recipe.debian else None
-    plan = _context_plan(recipe, root, wheels, npm, debs)
+        npm = _empty_npm(settings)  # the layer's ONBUILD copies a prefix (images/vibe installs nothing from npm)
+    debs = _ensure_debs(client, recipe, root, base, say, settings) if recipe.debian else None
+    plan = _context_plan(recipe, root, wheels, npm, debs, certs=settings.ca_certs_dir)
     rhash = recipe_hash(name, root, lock_integrity_or_none(root))
     key = _build_key(plan, base.identity, recipe.build_args, rhash)
     local = _local_inputs(plan, base.identity)
@@ -93,22 +95,25 @@ def _ensure_built(client: docker.DockerClient, recipe: HarnessRecipe, root: Path
     image = _find_built(client, name, key, tag)
     if image is not None:
         return _Found(image, base, rhash, key, local, tag, built=False)
-    with _exclusive(f"image-{name}"):
+    with _exclusive(settings.cache_dir, f"image-{name}"):
         image = _find_built(client, name, key, tag)  # another process may have built it meanwhile
         if image is not None:
             return _Found(image, base, rhash, key, local, tag, built=False)
         labels = {"runner.image": name, "runner.recipe": rhash, "runner.build": key, "runner.base": base.identity}
         image = call_with_retry(client.images.get, _build(client, recipe, plan, base, labels, tag, say))
-    timings.record(cache_dir(), f"image.{name}", time.monotonic() - started, recipe=rhash)
+    timings.record(settings.cache_dir, f"image.{name}", time.monotonic() - started, recipe=rhash)
     return _Found(image, base, rhash, key, local, tag, built=True)
 
 
-def _ensure_debs(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, base: _Base, say: Progress) -> _Tree:
+def _ensure_debs(
+    client: docker.DockerClient, recipe: HarnessRecipe, root: Path, base: _Base, say: Progress,
+    settings: ImageSettings,
+) -> _Tree:
     """The recipe's Debian packages staged for ``base``: resolved against what that image has installed, from the
     suite of the mmdebstrap base at the root of its chain."""
     name, debian = debian_root(root, recipe.base)
-    identity = _ensure_base(client, say, root, name).identity  # ensured already, on the way to ``base``
-    return _stage_debs(recipe, identity, debian, lambda: _dpkg_status(client, base), say)
+    identity = _ensure_base(client, say, root, settings, name).identity  # ensured already, on the way to ``base``
+    return _stage_debs(recipe, identity, debian, lambda: _dpkg_status(client, base), say, settings)
 
 
 def _dpkg_status(client: docker.DockerClient, base: _Base) -> bytes:
@@ -130,23 +135,25 @@ def _dpkg_status(client: docker.DockerClient, base: _Base) -> bytes:
             container.remove(force=True)
 
 
-def ensure_image(client: docker.DockerClient, harness: str, progress: Progress | None = None) -> ImageRecord:
+def ensure_image(
+    client: docker.DockerClient, harness: str, settings: ImageSettings, progress: Progress | None = None
+) -> ImageRecord:
     """Return the pinned image for ``harness``, building it (and any layer it stands on) offline only when its
-    build key is new. Records it under ``$RUNNER_CACHE_DIR/builds``, never in the tree.
+    build key is new. Records it under ``settings.cache_dir / "builds"`` ($RUNNER_CACHE_DIR), never in the tree.
 
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """
     say = progress or _stderr
-    root = repo_root()
+    root = repo_root(settings)
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
     if recipe.kind != "harness":
         raise ImageMissing(f'images/{harness} is a base layer ("kind": "base"), not a harness image')
-    found = _ensure_built(client, recipe, root, say)
+    found = _ensure_built(client, recipe, root, say, settings)
     image = found.image
     if not found.built:
-        known = read_build(harness, found.key)
+        known = read_build(harness, settings, found.key)
         if known and known.image_id == image.id and known.recipe_hash == found.rhash:
             return known
     image_id = _id(image)
@@ -165,12 +172,12 @@ def ensure_image(client: docker.DockerClient, harness: str, progress: Progress |
         build_key=found.key,
         local_inputs=found.local,
     )
-    write_build(record)
-    _learn_wiring(client, record)
+    write_build(record, settings)
+    _learn_wiring(client, record, settings)
     return record
 
 
-def _learn_wiring(client: docker.DockerClient, record: ImageRecord) -> None:
+def _learn_wiring(client: docker.DockerClient, record: ImageRecord, settings: ImageSettings) -> None:
     """Probe a newly recorded image's wiring now, on the engine that built it, while building costs seconds anyway:
     the verdict is remembered (:mod:`runner.sandbox.probe`), so the image's first turn here starts one container,
     its own, not a probe before it. A failure (or an engine that fails the probe's calls) is not the build's: the
@@ -184,7 +191,8 @@ def _learn_wiring(client: docker.DockerClient, record: ImageRecord) -> None:
         return  # so a verdict could not be keyed by it; the image's first turn probes
     labels = {CELL_LABEL: f"image.{record.harness}"}
     with suppress(EngineError):
-        WIRING.check(client, ContainerSpec(record.image_id, ["true"], Path(tempfile.gettempdir()), labels))
+        spec = ContainerSpec(record.image_id, ["true"], Path(tempfile.gettempdir()), labels)
+        WIRING.check(client, spec, cache=settings.cache_dir)
 
 
 def _build(

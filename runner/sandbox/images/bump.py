@@ -50,7 +50,7 @@ def plan(registry: Registry, images: list[str], to: str | None, root: Path) -> B
     errors: list[Row] = []
     for image in images:
         recipe = load_harness_recipe(image, root)
-        rows = outdated(registry, [image], root) if to is None else _cli_rows(image, recipe.cli_package, root)
+        rows = outdated(registry, root, [image]) if to is None else _cli_rows(image, recipe.cli_package, root)
         mine, held = plan_bump(rows, to)
         errors += [r for r in rows if r.error and to is None]
         skipped += [Skipped(r.image, r.package, r.pinned, f"held: {r.hold}") for r in held]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,22 +15,22 @@ from typing import Any
 from docker.models.images import Image
 
 from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing
+from runner.sandbox.image_settings import CERTS_DIR, CERTS_ENV, ImageSettings
 
 Progress = Callable[[str], None]
 
 DEFAULT_BASE = "base"
-CERTS_DIR = Path("/usr/local/share/ca-certificates")
-CERTS_ENV = "RUNNER_CA_CERTS_DIR"
+__all__ = ["CERTS_DIR", "CERTS_ENV", "DEFAULT_BASE", "ImageSettings", "Progress", "lock_path", "repo_root"]
 
 
 # --------------------------------------------------------------------------------------------- paths
 
 
-def repo_root() -> Path:
-    """The directory holding ``images/`` and ``harness_profiles/`` ($RUNNER_REPO_ROOT overrides)."""
-    override = os.environ.get("RUNNER_REPO_ROOT")
-    if override:
-        return Path(override).resolve()
+def repo_root(settings: ImageSettings) -> Path:
+    """The directory holding ``images/`` and ``harness_profiles/`` (``settings.repo_root``, from $RUNNER_REPO_ROOT,
+    overrides)."""
+    if settings.repo_root is not None:
+        return settings.repo_root
     for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
         for d in (start, *start.parents):
             if (d / "images").is_dir() and (d / "harness_profiles").is_dir():
@@ -39,27 +38,17 @@ def repo_root() -> Path:
     raise EngineError("cannot find the runner repository (a directory with images/ and harness_profiles/)")
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("RUNNER_CACHE_DIR") or Path.home() / ".cache" / "runner")
-
-
-def lock_path(root: Path | None = None) -> Path:
-    return (root or repo_root()) / "images" / "lock.json"
-
-
-def ca_certs_dir() -> Path:
-    """Where the host's extra CA certificates (``*.crt``) are read from, to go into ``base-cli``:
-    ``/usr/local/share/ca-certificates`` (what ``update-ca-certificates`` reads), or ``$RUNNER_CA_CERTS_DIR``."""
-    return Path(os.environ.get(CERTS_ENV) or CERTS_DIR)
+def lock_path(root: Path) -> Path:
+    return root / "images" / "lock.json"
 
 
 # ------------------------------------------------------------------------------------------- helpers
 
 
 @contextmanager
-def _exclusive(name: str) -> Iterator[None]:
+def _exclusive(cache: Path, name: str) -> Iterator[None]:
     """Serialise a cold step (bootstrap, download, build, lock update) across processes; warm paths skip it."""
-    path = cache_dir() / "locks" / f"{name}.lock"
+    path = cache / "locks" / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)

@@ -32,7 +32,7 @@ import docker.errors
 
 from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
 from runner.sandbox.images.bases import _base_recipe, _find_base, _pinned_ref, base_recipe_hash, debian_root
-from runner.sandbox.images.common import _hash_json, _sha256_file, cache_dir, lock_path, repo_root
+from runner.sandbox.images.common import ImageSettings, _hash_json, _sha256_file, lock_path, repo_root
 from runner.sandbox.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
 from runner.sandbox.images.pins import Pin, recipe_pins
 from runner.sandbox.images.recipes import (
@@ -92,13 +92,13 @@ class LockEntry:
         return body
 
 
-def recipe_hash(name: str, root: Path | None = None, integrity: Integrity | None = None) -> str:
+def recipe_hash(name: str, root: Path, integrity: Integrity | None = None) -> str:
     """The committed recipe hash of ``images/<name>``, from the tree and the pins' integrity hashes only.
 
     A harness or a layer: its directory's files, the repo files its recipe lists, each pin with its integrity, and
     its base's recipe hash. An mmdebstrap base: the hash of its recipe (suite, packages, sources, epoch).
     """
-    return _recipe_hash(name, root or repo_root(), integrity or {}, ())
+    return _recipe_hash(name, root, integrity or {}, ())
 
 
 def _recipe_hash(name: str, root: Path, integrity: Integrity, seen: tuple[str, ...]) -> str:
@@ -130,15 +130,13 @@ def _chain(root: Path, harness: str) -> list[str]:
     return names
 
 
-def lock_names(root: Path | None = None) -> list[str]:
+def lock_names(root: Path) -> list[str]:
     """What the lock holds: every harness that can be built here, and every base they stand on."""
-    root = root or repo_root()
     return sorted({n for h in buildable_harnesses(root) for n in _chain(root, h)})
 
 
-def expected_lock(root: Path | None = None, integrity: Integrity | None = None) -> dict[str, LockEntry]:
+def expected_lock(root: Path, integrity: Integrity | None = None) -> dict[str, LockEntry]:
     """The lock the tree describes, with the given integrity hashes (those of the committed lock, to check it)."""
-    root = root or repo_root()
     integrity = integrity or {}
     harnesses = set(buildable_harnesses(root))
     entries: dict[str, LockEntry] = {}
@@ -173,7 +171,7 @@ def _str(value: object, path: Path, where: str, *, optional: bool = False) -> An
     return value
 
 
-def read_lock(root: Path | None = None) -> dict[str, LockEntry]:
+def read_lock(root: Path) -> dict[str, LockEntry]:
     """The committed lock (empty when there is none). Raises :class:`LockError` naming the field at fault."""
     path = lock_path(root)
     if not path.exists():
@@ -214,7 +212,7 @@ def _render(entries: Mapping[str, LockEntry]) -> str:
     return json.dumps(body, indent=2, sort_keys=True) + "\n"
 
 
-def write_lock(entries: Mapping[str, LockEntry], root: Path | None = None) -> bool:
+def write_lock(entries: Mapping[str, LockEntry], root: Path) -> bool:
     """Write ``images/lock.json`` if its content changes; returns whether it did."""
     path = lock_path(root)
     text = _render(entries)
@@ -242,10 +240,9 @@ def registry_integrity(registry: ClientRegistry | None = None) -> Resolve:
     return resolve
 
 
-def update_lock(resolve: Resolve, root: Path | None = None) -> bool:
+def update_lock(resolve: Resolve, root: Path) -> bool:
     """Bring ``images/lock.json`` to what the tree describes. The registry (``resolve``) is asked only for a pin the
     lock does not already hold at that version; returns whether the file changed."""
-    root = root or repo_root()
     try:
         known = locked_integrity(read_lock(root))
     except LockError:
@@ -281,16 +278,16 @@ class ImageRecord:
     local_inputs: dict[str, str] = field(default_factory=dict, hash=False)  # {"certs", "staged", "base"}
 
 
-def _builds(harness: str) -> Path:
-    return cache_dir() / "builds" / harness
+def _builds(harness: str, settings: ImageSettings) -> Path:
+    return settings.cache_dir / "builds" / harness
 
 
-def read_build(harness: str, build_key: str | None = None) -> ImageRecord | None:
+def read_build(harness: str, settings: ImageSettings, build_key: str | None = None) -> ImageRecord | None:
     """The image recorded as built here for ``harness`` with ``build_key`` (without one: the newest recorded). One
     record per build key, so checkouts that share the cache (worktrees, a test's scratch tree) keep their own.
     None when there is none or it cannot be read: it is a cache, and the next build writes it again."""
     names = {f.name for f in fields(ImageRecord)}
-    where = _builds(harness)
+    where = _builds(harness, settings)
     if build_key is not None:
         paths = [where / f"{build_key}.json"]
     else:
@@ -310,8 +307,8 @@ def read_build(harness: str, build_key: str | None = None) -> ImageRecord | None
     return None
 
 
-def write_build(record: ImageRecord) -> None:
-    path = _builds(record.harness) / f"{record.build_key}.json"
+def write_build(record: ImageRecord, settings: ImageSettings) -> None:
+    path = _builds(record.harness, settings) / f"{record.build_key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
@@ -333,46 +330,50 @@ class Keys:
     local_inputs: dict[str, str]
 
 
-def current_keys(client: docker.DockerClient, harness: str, root: Path | None = None) -> Keys:
+def current_keys(client: docker.DockerClient, harness: str, settings: ImageSettings) -> Keys:
     """The recipe hash and build key ``ensure_image`` would compute now, without bootstrapping, staging or
     building (:class:`ImageMissing` or :class:`ImageBuildError` when an input is not there yet)."""
-    root = root or repo_root()
+    root = repo_root(settings)
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
-    return _keys_now(client, recipe, root, lock_integrity_or_none(root))
+    return _keys_now(client, recipe, root, lock_integrity_or_none(root), settings)
 
 
-def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, integrity: Integrity) -> Keys:
-    identity = _base_identity_now(client, recipe.base, root, integrity)
-    wheels = _wheel_dir(recipe)
-    stage = _npm_dir(recipe)
+def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, integrity: Integrity,
+              settings: ImageSettings) -> Keys:
+    identity = _base_identity_now(client, recipe.base, root, integrity, settings)
+    wheels = _wheel_dir(recipe, settings)
+    stage = _npm_dir(recipe, settings)
     digest = _npm_digest(stage)
     npm = _Tree(stage / "npm-global", digest) if digest else None
     if not recipe.npm and is_layer_dir(root / "images" / recipe.base):
-        npm = _empty_npm()
+        npm = _empty_npm(settings)
     debs = None
     if recipe.debian:
-        debian_identity = _base_identity_now(client, debian_root(root, recipe.base)[0], root, integrity)
-        debs_stage = _debs_dir(recipe, debian_identity)
+        debian_identity = _base_identity_now(client, debian_root(root, recipe.base)[0], root, integrity, settings)
+        debs_stage = _debs_dir(recipe, debian_identity, settings)
         debs_digest = _debs_digest(debs_stage)
         if debs_digest is None:
             raise ImageMissing(f"the Debian packages of {recipe.harness} are not staged for its base here")
         debs = _Tree(debs_stage / "debs", debs_digest)
-    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm, debs)
+    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm, debs,
+                         certs=settings.ca_certs_dir)
     rhash = recipe_hash(recipe.harness, root, integrity)
     return Keys(rhash, _build_key(plan, identity, recipe.build_args, rhash), _local_inputs(plan, identity))
 
 
-def _base_identity_now(client: docker.DockerClient, name: str, root: Path, integrity: Integrity) -> str:
+def _base_identity_now(client: docker.DockerClient, name: str, root: Path, integrity: Integrity,
+                       settings: ImageSettings) -> str:
     if is_layer_dir(root / "images" / name):  # a layer built from a Dockerfile: its own build key, recursively
-        return _layer_identity(name, _keys_now(client, load_harness_recipe(name, root), root, integrity).build_key)
-    ref = _pinned_ref(name)
+        keys = _keys_now(client, load_harness_recipe(name, root), root, integrity, settings)
+        return _layer_identity(name, keys.build_key)
+    ref = _pinned_ref(name, settings)
     if ref:
         return ref
     bhash = base_recipe_hash(root, name)
     found = _find_base(client, bhash)
-    tar = cache_dir() / "base" / f"{bhash}.tar"
+    tar = settings.cache_dir / "base" / f"{bhash}.tar"
     if found is not None:
         return "sha256:" + str(found.labels.get("runner.base.sha256", ""))
     if tar.exists():
@@ -393,9 +394,8 @@ class Finding:
         return f"{self.image}: {self.message}"
 
 
-def stale_findings(root: Path | None = None) -> list[Finding]:
+def stale_findings(root: Path) -> list[Finding]:
     """Where the committed lock does not describe the tree (no engine, no registry, nothing of this machine)."""
-    root = root or repo_root()
     try:
         locked = read_lock(root)
     except LockError as exc:
@@ -441,9 +441,9 @@ def _difference(want: LockEntry, have: LockEntry, expected: Mapping[str, LockEnt
     return None
 
 
-def local_findings(client: docker.DockerClient, root: Path | None = None) -> list[Finding]:
+def local_findings(client: docker.DockerClient, settings: ImageSettings) -> list[Finding]:
     """What this machine holds for each locked harness: never a reason to call the lock stale."""
-    root = root or repo_root()
+    root = repo_root(settings)
     try:
         locked = read_lock(root)
     except LockError:
@@ -453,11 +453,11 @@ def local_findings(client: docker.DockerClient, root: Path | None = None) -> lis
         if entry.kind != "harness":
             continue
         try:
-            now = current_keys(client, name, root)
+            now = current_keys(client, name, settings)
         except EngineError as exc:
             found.append(Finding(name, "local", f"not built here yet ({exc}); `runner images build` builds it"))
             continue
-        record = read_build(name, now.build_key) or read_build(name)
+        record = read_build(name, settings, now.build_key) or read_build(name, settings)
         if record is None:
             found.append(Finding(name, "local", "not built here yet; `runner images build` builds it"))
         elif record.build_key != now.build_key:
@@ -483,9 +483,9 @@ _LOCAL_NAMES = {"certs": "the host's CA certificates", "staged": "the staged npm
                 "base": "the base"}
 
 
-def verify_lock(client: docker.DockerClient | None, root: Path | None = None) -> list[Finding]:
+def verify_lock(client: docker.DockerClient | None, settings: ImageSettings) -> list[Finding]:
     """The stale findings (the committed lock against the tree), then, with an engine, the local ones."""
-    found = stale_findings(root)
+    found = stale_findings(repo_root(settings))
     if client is not None:
-        found += local_findings(client, root)
+        found += local_findings(client, settings)
     return found

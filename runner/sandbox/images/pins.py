@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.sandbox.engine import ImageBuildError
-from runner.sandbox.images.common import _load_json, repo_root
+from runner.sandbox.images.common import _load_json
 from runner.sandbox.images.registry import Registry, RegistryError, newer_than, published
 
 _NPM_SPEC = re.compile(r"^(@?[^@\s]+)@([^@\s]+)$")
@@ -58,9 +58,9 @@ def _holds(data: dict[str, Any], where: Path) -> tuple[str | None, dict[str, str
     raise ImageBuildError(f'{where}: \'hold\' must be a reason string or {{"<package>": "<reason>"}}')
 
 
-def recipe_pins(image: str, root: Path | None = None) -> list[Pin]:
+def recipe_pins(image: str, root: Path) -> list[Pin]:
     """The pins ``images/<image>/recipe.json`` writes, in its order (npm specs, then wheels)."""
-    where = (root or repo_root()) / "images" / image / "recipe.json"
+    where = root / "images" / image / "recipe.json"
     data = _load_json(where)
     every, per = _holds(data, where)
     pins: list[Pin] = []
@@ -75,9 +75,9 @@ def recipe_pins(image: str, root: Path | None = None) -> list[Pin]:
     return pins
 
 
-def pinned_images(root: Path | None = None) -> list[str]:
+def pinned_images(root: Path) -> list[str]:
     """Every images/<dir> whose recipe pins a package (harnesses, layers and unavailable ones alike)."""
-    images = (root or repo_root()) / "images"
+    images = root / "images"
     return sorted(p.parent.name for p in images.glob("*/recipe.json") if recipe_pins(p.parent.name, root))
 
 
@@ -130,7 +130,7 @@ def check(pin: Pin, registry: Registry) -> Row:
                   "newest_date": theirs.date().isoformat() if theirs and ahead else None})
 
 
-def outdated(registry: Registry, images: list[str] | None = None, root: Path | None = None) -> list[Row]:
+def outdated(registry: Registry, root: Path, images: list[str] | None = None) -> list[Row]:
     """One row per pinned package of each image (every pinned image by default)."""
     return [check(pin, registry) for image in images or pinned_images(root) for pin in recipe_pins(image, root)]
 
@@ -165,10 +165,9 @@ def _spec(kind: str, package: str, version: str) -> str:
     return f"{package}@{version}" if kind == "npm" else f"{package}=={version}"
 
 
-def rewrite_pin(change: Change, root: Path | None = None) -> list[Path]:
+def rewrite_pin(change: Change, root: Path) -> list[Path]:
     """Write ``change`` into the recipe (the one place), keeping its formatting, then into the README's copy of
     it. Returns the files rewritten."""
-    root = root or repo_root()
     recipe = root / "images" / change.image / "recipe.json"
     pin = next((p for p in recipe_pins(change.image, root) if p.package == change.package), None)
     if pin is None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.sandbox.engine import ImageBuildError, ImageMissing
-from runner.sandbox.images.common import DEFAULT_BASE, _load_json, repo_root
+from runner.sandbox.images.common import DEFAULT_BASE, _load_json
 
 NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name (Policy §5.6.1), no version
@@ -49,8 +49,8 @@ def _is_harness_dir(directory: Path) -> bool:
     return (directory / "Dockerfile").is_file() and (directory / "recipe.json").is_file()
 
 
-def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe:
-    directory = (root or repo_root()) / "images" / harness
+def load_harness_recipe(harness: str, root: Path) -> HarnessRecipe:
+    directory = root / "images" / harness
     if not (directory / "Dockerfile").is_file():
         raise ImageMissing(f"no image recipe for harness {harness!r}: {directory}/Dockerfile is missing")
     data = _load_json(directory / "recipe.json")
@@ -85,19 +85,19 @@ def load_harness_recipe(harness: str, root: Path | None = None) -> HarnessRecipe
     )
 
 
-def _harness_dirs(root: Path | None) -> list[Path]:
-    images = (root or repo_root()) / "images"
+def _harness_dirs(root: Path) -> list[Path]:
+    images = root / "images"
     dirs = (p.parent for p in images.glob("*/recipe.json") if _is_harness_dir(p.parent))
     return sorted(d for d in dirs if not is_layer_dir(d))
 
 
-def buildable_harnesses(root: Path | None = None) -> list[str]:
+def buildable_harnesses(root: Path) -> list[str]:
     """Every harness image under ``images/`` (a directory with a Dockerfile and a recipe.json) that can be built
     here: bases (no Dockerfile, or ``"kind": "base"``) and recipes marked ``unavailable`` are left out."""
     return [d.name for d in _harness_dirs(root) if not _load_json(d / "recipe.json").get("unavailable")]
 
 
-def unavailable_images(root: Path | None = None) -> dict[str, str]:
+def unavailable_images(root: Path) -> dict[str, str]:
     """Harness images whose recipe says they cannot be built here: {harness: reason}."""
     reasons = {d.name: _load_json(d / "recipe.json").get("unavailable") for d in _harness_dirs(root)}
     return {name: str(reason) for name, reason in reasons.items() if reason}

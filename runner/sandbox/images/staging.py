@@ -15,30 +15,30 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.sandbox.engine import ImageBuildError
-from runner.sandbox.images.common import Progress, _exclusive, _hash_json, _sha256_file, cache_dir
+from runner.sandbox.images.common import ImageSettings, Progress, _exclusive, _hash_json, _sha256_file
 from runner.sandbox.images.recipes import HarnessRecipe
 
 _NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _wheel_dir(recipe: HarnessRecipe) -> Path:
+def _wheel_dir(recipe: HarnessRecipe, settings: ImageSettings) -> Path:
     key = _hash_json([list(recipe.wheels), recipe.wheel_python, list(recipe.wheel_platforms)])
-    return cache_dir() / "wheels" / key[:24]
+    return settings.cache_dir / "wheels" / key[:24]
 
 
-def _stage_wheels(recipe: HarnessRecipe, say: Progress) -> Path:
+def _stage_wheels(recipe: HarnessRecipe, say: Progress, settings: ImageSettings) -> Path:
     """Download the wheels once per requirement set (for the image's Python ABI); later calls reuse them."""
-    target = _wheel_dir(recipe)
+    target = _wheel_dir(recipe, settings)
     if (target / ".complete").exists():
         return target
-    with _exclusive(f"wheels-{target.name}"):
+    with _exclusive(settings.cache_dir, f"wheels-{target.name}"):
         if not (target / ".complete").exists():
             _download_wheels(recipe, target, say)
     return target
@@ -82,12 +82,12 @@ class _Tree:
     digest: str
 
 
-def _npm_dir(recipe: HarnessRecipe) -> Path:
+def _npm_dir(recipe: HarnessRecipe, settings: ImageSettings) -> Path:
     spec: dict[str, object] = {"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)}
     if recipe.npm_before:  # part of the key only when set: every other image keeps its stage
         spec["before"] = recipe.npm_before
     key = _hash_json(spec)
-    return cache_dir() / "npm" / key[:24]
+    return settings.cache_dir / "npm" / key[:24]
 
 
 def _npm_digest(stage: Path) -> str | None:
@@ -99,17 +99,18 @@ def _npm_digest(stage: Path) -> str | None:
     return digest if _HEX64.match(digest) and (stage / "npm-global").is_dir() else None
 
 
-def _stage_npm(recipe: HarnessRecipe, say: Progress) -> _Tree:
+def _stage_npm(recipe: HarnessRecipe, say: Progress, settings: ImageSettings) -> _Tree:
     """Install the recipe's npm packages on the host once per package list; later calls only read the digest."""
-    stage = _npm_dir(recipe)
+    stage = _npm_dir(recipe, settings)
     digest = _npm_digest(stage)
     if digest is None:
-        with _exclusive(f"npm-{stage.name}"):
-            digest = _npm_digest(stage) or _install_npm(recipe, stage, say)
+        with _exclusive(settings.cache_dir, f"npm-{stage.name}"):
+            digest = _npm_digest(stage) or _install_npm(recipe, stage, say, settings.environ)
     return _Tree(stage / "npm-global", digest)
 
 
-def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
+def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress, environ: Mapping[str, str]) -> str:
+    """npm runs with ``environ``, the host's environment handed down from the edge, and a ``TMPDIR`` of its own."""
     stage.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=stage.parent))
     prefix = tmp / "npm-global"
@@ -131,7 +132,7 @@ def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress) -> str:
     # @kilocode/cli 7.7.7's postinstall leaves an empty $TMPDIR/kilo behind (measured), in the user's TMPDIR
     scratch = tmp / "tmp"
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
+    env = {**environ, "TMPDIR": str(scratch)}
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     except FileNotFoundError as exc:
@@ -191,10 +192,10 @@ def _npm_inventory(prefix: Path) -> dict[str, list[list[str]]]:
     return {"packages": packages, "links": links}
 
 
-def _empty_npm() -> _Tree:
+def _empty_npm(settings: ImageSettings) -> _Tree:
     """An empty npm prefix: what an image that installs nothing from npm gives the ``ONBUILD COPY npm-global/`` of
     the layer it stands on (images/base-cli). Only such an image gets it, so no other image's context moves."""
-    path = cache_dir() / "npm" / "empty" / "npm-global"
+    path = settings.cache_dir / "npm" / "empty" / "npm-global"
     path.mkdir(parents=True, exist_ok=True)
     return _Tree(path, _hash_json({"packages": [], "links": []}))
 
@@ -205,7 +206,7 @@ _DEBS_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages
 DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")  # mmdebstrap's too (debian-archive-keyring)
 
 
-def _debs_dir(recipe: HarnessRecipe, debian_identity: str) -> Path:
+def _debs_dir(recipe: HarnessRecipe, debian_identity: str, settings: ImageSettings) -> Path:
     """Where the .debs of ``recipe`` are staged, per Debian base: ``debian_identity`` is the local identity of the
     mmdebstrap base at the root of its chain (its tarball's digest; another base, or the same one bootstrapped again,
     is another set of packages to add). The layers between (base-cli, base-node22) install no Debian package, so
@@ -213,7 +214,7 @@ def _debs_dir(recipe: HarnessRecipe, debian_identity: str) -> Path:
     never build a wrong image. Not the layer's build key: that moves with the host's CA certificates, which change
     no package."""
     spec = {"format": _DEBS_STAGE_FORMAT, "packages": sorted(recipe.debian), "base": debian_identity}
-    return cache_dir() / "debs" / _hash_json(spec)[:24]
+    return settings.cache_dir / "debs" / _hash_json(spec)[:24]
 
 
 def _debs_digest(stage: Path) -> str | None:
@@ -227,15 +228,15 @@ def _debs_digest(stage: Path) -> str | None:
 
 def _stage_debs(
     recipe: HarnessRecipe, debian_identity: str, debian: dict[str, object], status: Callable[[], bytes],
-    say: Progress,
+    say: Progress, settings: ImageSettings,
 ) -> _Tree:
     """Download the recipe's Debian packages once per Debian base: ``debian`` is the recipe of the mmdebstrap base
     at the root of the image's chain (its suite, sources and architecture) and ``debian_identity`` its local
     identity, ``status`` reads the image's base's ``/var/lib/dpkg/status`` (only when they are not staged yet)."""
-    stage = _debs_dir(recipe, debian_identity)
+    stage = _debs_dir(recipe, debian_identity, settings)
     digest = _debs_digest(stage)
     if digest is None:
-        with _exclusive(f"debs-{stage.name}"):
+        with _exclusive(settings.cache_dir, f"debs-{stage.name}"):
             digest = _debs_digest(stage) or _download_debs(recipe, stage, debian, status(), say)
     return _Tree(stage / "debs", digest)
 
