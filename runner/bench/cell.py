@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
-from runner.bench.process import run_measured, runner_command, turn_dir
+from runner.bench.process import escalated_exec, run_measured, runner_command, turn_dir
 from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
@@ -134,16 +134,10 @@ async def measure_cell(
     for index in range(plan.cell_reps):  # alternated, so drift on the machine hits both alike
         walls["imports"].append((await anyio.to_thread.run_sync(run_measured, imports, 60.0)).wall)
         argv = [*runner_command(), *EXEC_ARGV, "--out", str(scratch / f"cell-{index}")]
-        measured = await anyio.to_thread.run_sync(run_measured, argv, 120.0)
-        try:
-            body = json.loads(measured.stdout)
-        except ValueError:
-            body = {}
-        if measured.returncode != 0 or body.get("status") != "escalated":
-            raise BenchError(f"runner exec exited {measured.returncode} with status {body.get('status')!r}: "
-                             f"{measured.stderr_tail()}")
+        measured, body = await anyio.to_thread.run_sync(escalated_exec, argv, 120.0)
         walls["exec"].append(measured.wall)
-        walls["turn"].append(float(body.get("elapsedSeconds", 0.0)))
+        elapsed = body.get("elapsedSeconds")
+        walls["turn"].append(float(elapsed) if isinstance(elapsed, int | float) else 0.0)
         walls["floor"].append(await floor_cell(client, image_id, run_id, index))
         walls["cell"].append(await running_cell(client, run_id, scratch / f"cell-running-{index}"))
     return cell_figures(walls, plan.cell_reps)

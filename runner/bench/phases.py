@@ -252,19 +252,12 @@ def runnable(client: EngineClient, images: ImageSettings) -> tuple[list[str], di
 
 def exec_turn(clock: ContainerClock, harness: str, out: Path) -> Turn:
     """One ``runner exec`` process of the column's escalation cell."""
-    from runner.bench.process import run_measured, runner_command
+    from runner.bench.process import escalated_exec, runner_command
 
     argv = [*runner_command(), "exec", "--harness", harness, "--case", CASE, "--json", "--out", str(out)]
     began = time.time()
-    measured = run_measured(argv, 300.0)
+    measured, body = escalated_exec(argv, 300.0)
     ended = began + measured.wall
-    try:
-        body = json.loads(measured.stdout)
-    except ValueError:
-        body = {}
-    if measured.returncode != 0 or body.get("status") != "escalated":
-        raise BenchError(f"runner exec --harness {harness} exited {measured.returncode} with status "
-                         f"{body.get('status')!r}: {measured.stderr_tail()}")
     container = str(body["containerId"])
     started, exited = clock.wait_for(container)
     return Turn(began, ended, started, exited, exchanges_of(out / "model-exchanges.jsonl"),

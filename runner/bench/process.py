@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -66,6 +67,21 @@ def run_measured(argv: Sequence[str], timeout: float, cwd: Path | None = None) -
             list(argv), wall, proc.returncode, int(usage.ru_maxrss),
             out.read().decode(errors="replace"), err.read().decode(errors="replace"), timed_out,
         )
+
+
+def escalated_exec(argv: Sequence[str], timeout: float) -> tuple[Measured, dict[str, object]]:
+    """``runner exec ... --json`` run to completion and its JSON; a BenchError unless the turn escalated (a bench
+    figure of a turn that did something else would measure the wrong thing)."""
+    measured = run_measured(argv, timeout)
+    try:
+        body = json.loads(measured.stdout)
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict) or measured.returncode != 0 or body.get("status") != "escalated":
+        status = body.get("status") if isinstance(body, dict) else None
+        raise BenchError(f"{' '.join(argv[-8:])}: runner exec exited {measured.returncode} with status {status!r}: "
+                         f"{measured.stderr_tail()}")
+    return measured, body
 
 
 def runner_command() -> list[str]:

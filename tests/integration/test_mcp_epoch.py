@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,26 +22,15 @@ from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.protocol import PROTOCOL_VERSION_META, ProtocolEpoch
 from runner.core.world import build_world
-from runner.mcp.server import McpServerHandle, serve_mcp
+from runner.mcp.server import serve_mcp
 from runner.mcp.unix_client import unix_client
-from tests.integration.test_mcp_socket import RawLines
+from tests.integration.test_mcp_socket import RawLines, Turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 POLICY = {"path": ["Workspace", "policy.md"]}
 CLIENT = types.Implementation(name="epoch-client", version="2.0.0")
 EPOCH_2 = {PROTOCOL_VERSION_META: "2"}
-
-
-@dataclass
-class Turn:
-    env: Envelope
-    latch: EscalationLatch
-    handle: McpServerHandle
-    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def kinds(self, kind: str) -> list[dict[str, Any]]:
-        return [data for k, data in self.events if k == kind]
 
 
 @asynccontextmanager
