@@ -29,7 +29,8 @@ from pathlib import Path
 from types import FrameType
 
 LAYERS = ("tests/integration", "tests/e2e")
-PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "--random-order-bucket=module")
+# --durations: each round ends with its slowest tests, so what a round costs, and where, is on record
+PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "--random-order-bucket=module", "--durations=25")
 PR_SET_PDEATHSIG = 1  # prctl(2)
 LOAD_SECONDS = 6 * 3600.0  # a worker outliving a forgotten soak stops by itself after this
 

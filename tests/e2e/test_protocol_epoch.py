@@ -19,13 +19,12 @@ import docker
 import pytest
 
 from runner.core.protocol import PROTOCOL_VERSION_META
-from runner.harnesses.profile import find_profile, known_harnesses
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
+from runner.harnesses.profile import find_profile
+from runner.sandbox.images import ImageRecord
 from tests.support import exchanges, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-COLUMNS = [h for h in known_harnesses() if not find_profile(h).unavailable]
 CHOKES: dict[str, str] = {}  # column -> how its CLI fails on an epoch-2 server (none, measured)
 # column -> where its CLI put the stamp in what it sent its model (measured 2026-12-02, runner exec --protocol 2)
 HANDS_META_TO_MODEL: dict[str, str] = {
@@ -34,14 +33,6 @@ HANDS_META_TO_MODEL: dict[str, str] = {
     "kimi": 'after the result text in the tool message: <mcp-result-extras>{"_meta":{"sharedos/protocolVersion":'
             '"2"}}</mcp-result-extras> (kimi-code 2.1.0)',
 }
-
-
-@pytest.fixture(scope="module", params=COLUMNS)
-def column(
-    request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
-) -> tuple[str, ImageRecord]:
-    harness = request.param
-    return harness, ensure_image(engine, find_profile(harness).image, image_settings)
 
 
 def test_the_escalation_turn_under_epoch_2_escalates_as_under_epoch_1(

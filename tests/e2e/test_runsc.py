@@ -14,22 +14,13 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.harnesses.profile import find_profile, known_harnesses
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
+from runner.harnesses.profile import find_profile
+from runner.sandbox.images import ImageRecord
 from tests.support import no_containers_left, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-COLUMNS = [h for h in known_harnesses() if not find_profile(h).unavailable]
 CANNOT_RUN: dict[str, str] = {}  # column -> the measured reason it cannot run under gVisor (none, measured)
-
-
-@pytest.fixture(scope="module", params=COLUMNS)
-def column(
-    request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
-) -> tuple[str, ImageRecord]:
-    harness = request.param
-    return harness, ensure_image(engine, find_profile(harness).image, image_settings)
 
 
 @pytest.mark.parametrize("behaviour, calls_after", [("cooperative", 0), ("persistent", 3)])

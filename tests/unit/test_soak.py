@@ -60,6 +60,7 @@ def test_a_seed_replays_the_order_and_each_round_prints_its_own(tmp_path: Path) 
                     env={"SOAK_ORDER": str(order)})
         assert done.returncode == 0, done.stdout + done.stderr
         assert "round 1/1: seed 12345 (replay: make soak SEED=12345 SOAK_TESTS=" in done.stdout
+        assert "slowest 25 durations" in done.stdout  # each round says where its time went
         orders.append(order.read_text().split())
     assert orders[0] == orders[1] and sorted(orders[0]) == [str(n) for n in range(8)]
     assert orders[0] != sorted(orders[0]), "the order is drawn from the seed, not the file's"  # seed 12345: measured
