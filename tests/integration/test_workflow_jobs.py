@@ -33,6 +33,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from runner.matrix.calibrate import rewritten
 from tests.github_workflow import ROOT, evaluate, job, outputs, workflow
 from tests.hosted_runner import HostedRunner, empty_engine
 
@@ -42,6 +43,10 @@ HARNESSES = "reference,codex"
 # small budget below the plan splits the codex column in two (its three cells, 5 s each, exceed 12 s)
 CASES = "escalation,escalation-refused,typed-governed-views,authority-unavailable,hidden-tool,forged-grant"
 INPUTS = {"harness": HARNESSES, "case": CASES, "model": "scripted", "shard_minutes": "0.2"}
+# the figures the plan reads, set in the job's checkout: this test's own, not whatever the profiles' last
+# calibration measured (`runner profiles calibrate` rewrites them; they are not part of a cell's profileHash, so the
+# local run's pins are alike)
+CELL_SECONDS = {"reference": 3.0, "codex": 5.0}
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
 TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after the ask: a time, not a finding
 # an image id is the engine's own: each job's engine builds (or loads) its own image from the same committed recipe
@@ -59,6 +64,10 @@ def machine(hosted_runner: HostedRunner) -> Iterator[dict[str, Path]]:
         ".git", ".venv", "runs", "*.egg-info", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build",
         "cells", "report.md", "junit.xml", "manifest.json", "report.html",
     ))
+    for harness, seconds in CELL_SECONDS.items():
+        profile = checkout / "harness_profiles" / f"{harness}.yaml"
+        profile.write_text(rewritten(profile.read_text(encoding="utf-8"), seconds, "set by test_workflow_jobs"),
+                           encoding="utf-8")
     hosted_runner.own(checkout)
     yield {"root": root, "checkout": checkout}
 
