@@ -94,9 +94,12 @@ def test_the_load_stops_when_the_soak_is_killed(tmp_path: Path, how: signal.Sign
     """``in-the-background``: the soak inherits SIGINT ignored, as from `make soak &` in a non-interactive shell or
     nohup (an ignored signal survives fork and exec); its pytest must be interruptible all the same."""
     tests = tmp_path / "test_slow.py"
-    tests.write_text("import time\n\ndef test_slow():\n    time.sleep(60)\n")
+    tests.write_text("import os, pathlib, time\n\ndef test_slow():\n"
+                     "    pathlib.Path(os.environ['SOAK_TEST_RUNNING']).touch()\n    time.sleep(60)\n")
+    running = tmp_path / "running"
     proc = subprocess.Popen([sys.executable, "-m", "tests.soak", "--rounds", "1", "--load", "2", str(tests)],
                             cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "SOAK_TEST_RUNNING": str(running)},
                             preexec_fn=_sigint_ignored if started == "in-the-background" else None)
     try:
         assert proc.stdout is not None
@@ -106,6 +109,10 @@ def test_the_load_stops_when_the_soak_is_killed(tmp_path: Path, how: signal.Sign
         round_started = proc.stdout.readline()
         assert "round 1/1: seed" in round_started
         pytest_pid = wait_child(proc.pid)
+        # stopped mid-round, as a user stops a soak: once the test runs, not while pytest is still importing (a
+        # SIGINT that lands in an import's lock callback is swallowed by CPython, and the soak then waits out its
+        # one-minute grace before it kills pytest: seen once in a fresh clone)
+        wait_for(running)
         proc.send_signal(how)
         proc.wait(timeout=60)
         assert wait_gone(pids) == [], f"the load outlived a soak stopped by {how.name}"
@@ -113,6 +120,14 @@ def test_the_load_stops_when_the_soak_is_killed(tmp_path: Path, how: signal.Sign
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the soak's session (nothing, if it passed)
+
+
+def wait_for(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{path.name}: the soak's test never started")
+        time.sleep(0.05)
 
 
 def wait_child(parent: int, timeout: float = 30) -> int:
