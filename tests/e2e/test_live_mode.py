@@ -366,18 +366,20 @@ def test_the_other_dialects_model_calls_reach_the_upstream_with_only_what_they_n
 HOSTILE = "org-someone-else", "proj-someone-else", "hostile-cookie-value", "someone-elses-project", "hostile-query-key"
 
 
+@pytest.mark.parametrize("transport", ["mount", "stream"])
 def test_a_hostile_cli_in_the_box_gets_nothing_but_a_model_call_through(
-    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream, transport: str
 ) -> None:
     """From inside a real container, a CLI (tests/hostile/live-proxy.yaml) asks live mode's model endpoint to delete
     a file, list the organisation's admin keys as another organisation, upload a file, climb out of the model
     call's path with '..' (plain and percent-encoded), use another dialect's path, list the models, and make one
     model call as another organisation and project, with a cookie and an API key in the query. Only that model call
     reaches the vendor, and without any of what it added; everything else is answered by runner (403 in the
-    dialect's error shape, or the model list naming the column's model alone) and logged as refused."""
+    dialect's error shape, or the model list naming the column's model alone) and logged as refused. On both
+    transports: the model socket the container reaches is the turn dir's, bind-mounted or relayed."""
     out = tmp_path / "out"
     profile = str(REPO / "tests" / "hostile" / "live-proxy.yaml")
-    _, proc = live_exec(upstream, tmp_path, profile, "OPENAI_API_KEY", out, "--model", "live")
+    _, proc = live_exec(upstream, tmp_path, profile, "OPENAI_API_KEY", out, "--model", "live", "--transport", transport)
 
     reached = upstream.reached
     assert [(r.method, r.path) for r in reached] == [("POST", "/v1/chat/completions")], reached
