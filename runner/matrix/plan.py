@@ -161,7 +161,8 @@ def plan_cells(cells: list[MatrixCell], options: CellOptions, *, fault_every_col
         if cell.profile.id not in columns:
             profile = _in_dialect(cell.profile, dialect, strict=fault_every_column)
             fault = options.fault if profile.model is not None or fault_every_column else None
-            choice = choose_model(options.model, profile, options.host.variables, fault, options.recording)
+            choice = choose_model(options.model, profile, options.host.variables, fault, options.recording,
+                                  options.host.live_base_url)
             columns[cell.profile.id] = (profile, choice, profile_hash(cell))
         profile, choice, digest = columns[cell.profile.id]
         plans.append(CellPlan(MatrixCell(cell.case, cell.condition, profile), options, choice, digest))

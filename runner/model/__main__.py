@@ -2,7 +2,7 @@
 
     python -m runner.model --actions script.json --port 8787 --log exchanges.jsonl
     python -m runner.model --live-base-url https://api.openai.com/v1 --credential OPENAI_API_KEY \\
-        --auth bearer --uds /tmp/model.sock --log exchanges.jsonl
+        --auth bearer --dialect openai-chat --uds /tmp/model.sock --log exchanges.jsonl
     python -m runner.model --replay runs/x/model-exchanges.jsonl --port 8787 --log replayed.jsonl
 
 ``--actions`` is a JSON file holding an action list (or an object with an ``actions`` list, like the
@@ -23,7 +23,7 @@ import anyio
 from runner.core.scrub import Scrubber
 from runner.model.config import ModelEndpointConfig, ModelMode
 from runner.model.server import serve_model, serve_model_tcp
-from runner.model.types import LiveModel, ModelEndpointError
+from runner.model.types import DIALECT_NAMES, LiveModel, ModelEndpointError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--replay", type=Path, help="replay mode: a recorded exchange log to serve back")
     parser.add_argument("--credential", action="append", default=[], help="live mode: host variable(s) to try")
     parser.add_argument("--auth", choices=["bearer", "x-api-key", "x-goog-api-key"], default="bearer")
+    parser.add_argument("--dialect", choices=list(DIALECT_NAMES), default="openai-chat",
+                        help="live mode: the dialect whose model calls are forwarded (nothing else is)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8787)
     parser.add_argument("--uds", type=Path, help="listen on this unix socket instead of TCP")
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = ModelEndpointConfig(
             mode=mode, actions=actions, live=live, scrubber=Scrubber(environ, args.credential),
-            environ=environ, recording=args.replay,
+            environ=environ, recording=args.replay, dialect=args.dialect,
         )
     except ModelEndpointError as err:
         print(f"error: {err}", file=sys.stderr)

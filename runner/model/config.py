@@ -8,6 +8,7 @@ from pathlib import Path
 
 from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
+from runner.model.live_policy import check_base_url, policy_for
 from runner.model.replay import RecordedExchange, load_recording
 from runner.model.script import normalise_actions
 from runner.model.settings import ModelFault, ModelMode
@@ -31,8 +32,10 @@ class ModelEndpointConfig:
     id the scripted model reports when a request names none); ``environ`` (the host's variables, where
     live mode reads the credential: given by the command's edge, which alone reads the environment);
     ``recording`` (replay: the exchange log to serve back, read and checked here, see
-    :mod:`runner.model.replay`); ``fault`` (scripted only, see :mod:`runner.model.faults`). The mode and the
-    fault come parsed (:mod:`runner.model.settings`); what is checked here is that they fit together."""
+    :mod:`runner.model.replay`); ``fault`` (scripted only, see :mod:`runner.model.faults`); ``dialect`` (the
+    column's, ``model.dialect``: live mode forwards only that dialect's model calls, :mod:`runner.model.live_policy`,
+    and answers what it refuses in that dialect's error shape). The mode and the fault come parsed
+    (:mod:`runner.model.settings`); what is checked here is that they fit together."""
 
     mode: ModelMode
     scrubber: Scrubber
@@ -43,6 +46,7 @@ class ModelEndpointConfig:
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     recording: Path | None = None
     fault: ModelFault | None = None
+    dialect: str | None = None
     # the column filters nothing its model calls (``issues_uncatalogued``): the scripted model also makes the calls
     # the request does not offer, under their canonical names (runner.model.names.invented)
     invents: bool = False
@@ -68,6 +72,11 @@ class ModelEndpointConfig:
             if self.live is None:
                 raise ModelEndpointError("live model mode needs the profile's model.live settings (none given)")
             resolve_credential(self.live, self.environ)  # fail at construction, naming the variables
+            if self.dialect is None:
+                raise ModelEndpointError("live model mode needs the column's dialect (model.dialect): it forwards "
+                                         "only that dialect's model calls")
+            policy_for(self.dialect)
+            check_base_url(self.live.base_url, "the live base URL")
 
     @classmethod
     def from_profile(
@@ -85,5 +94,5 @@ class ModelEndpointConfig:
         return cls(
             mode=mode, scrubber=scrubber, actions=normalise_actions(actions or []), live=endpoint.live,
             placeholder_key=endpoint.placeholder_key, model=endpoint.scripted_model, environ=environ or {},
-            recording=recording, fault=fault,
+            recording=recording, fault=fault, dialect=endpoint.dialect,
         )

@@ -9,15 +9,17 @@ request path starts with one, the request's version segment is replaced by the b
 ``https://open.bigmodel.cn/api/paas/v4`` + ``/v1/chat/completions`` -> ``.../v4/chat/completions``);
 otherwise the whole request path is appended to the base URL's path
 (``https://api.anthropic.com`` + ``/v1/messages`` -> ``https://api.anthropic.com/v1/messages``).
-The query string is kept, except a ``key`` parameter (Google's query-string API key), which is
-dropped: the credential travels only in the header below.
 
-**Headers.** Everything the CLI sent is forwarded except hop-by-hop headers, ``host``,
-``content-length`` (recomputed), every credential header (``authorization``, ``x-api-key``,
-``x-goog-api-key``, ``api-key``: the CLI holds only the placeholder key) and ``accept-encoding``
-(set to ``identity`` so the logged copy of the answer is readable). The host credential (the first
-set variable of ``LiveModel.credentials``, read once at construction) goes in the header
-``LiveModel.auth`` names: ``bearer`` -> ``Authorization: Bearer <key>``, ``x-api-key``,
+What reaches this module has passed :mod:`runner.model.live_policy`: a model call of the column's dialect, with
+only the query parameters and headers that call needs; the query is forwarded as the policy left it (a ``key``
+parameter, Google's query-string API key, would be dropped here too: the credential travels only in the header
+below).
+
+**Headers.** The policy's headers are forwarded minus hop-by-hop headers, ``host``, ``content-length``
+(recomputed), every credential header (``authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key``: the CLI
+holds only the placeholder key) and ``accept-encoding`` (set to ``identity`` so the logged copy of the answer is
+readable). The host credential (the first set variable of ``LiveModel.credentials``, read once at construction)
+goes in the header ``LiveModel.auth`` names: ``bearer`` -> ``Authorization: Bearer <key>``, ``x-api-key``,
 ``x-goog-api-key``. The body is forwarded byte for byte.
 
 **Answer.** Status, headers (minus hop-by-hop and ``content-length``) and body chunks are streamed

@@ -8,8 +8,9 @@ Routing: the request's dialect is found by its path (:func:`runner.model.dialect
 whatever prefix precedes the dialect's own suffix. ``HEAD``/``GET .../api/hello`` (Claude Code's
 preconnect) is answered 200. Every other request is answered by the endpoint's one handler
 (:mod:`runner.model.handlers`): in scripted mode anything but a dialect's endpoint is a 404
-(:mod:`~runner.model.handlers.scripted`); in live mode every request is forwarded, the dialect only
-labels it (:mod:`~runner.model.handlers.live`); in replay mode every request is answered from the
+(:mod:`~runner.model.handlers.scripted`); in live mode only the column's dialect's model calls are forwarded
+and everything else is answered here (:mod:`~runner.model.handlers.live`, the allowlist in
+:mod:`runner.model.live_policy`); in replay mode every request is answered from the
 recording (:mod:`~runner.model.handlers.replay`, the rule in :mod:`runner.model.replay`). Every
 exchange is appended to the exchange log, stamped (``at``, ``t``) when its request arrived on the clock of the
 turn's timeline (when one is given: each request then also goes on it as ``model_request``; otherwise on a
@@ -39,7 +40,7 @@ from starlette.routing import Route
 from runner.core.outcomes import JsonValue
 from runner.core.timeline import Timeline, TimelineEvent, TurnClock
 from runner.model.config import ModelEndpointConfig, ModelMode
-from runner.model.dialects import dialect_for, guess_dialect
+from runner.model.dialects import BY_NAME, dialect_for, guess_dialect
 from runner.model.exchange_log import ExchangeLog, body_for_log, classify_auth, decode_body, redact_headers
 from runner.model.handlers.base import Exchange, ModelEndpointHandle, ModelHandler
 from runner.model.handlers.live import LiveHandler
@@ -72,7 +73,9 @@ def handler_for(
     if config.mode is ModelMode.REPLAY:
         return ReplayHandler(Replayer(config.exchanges), handle, log)
     if forwarder is not None:
-        return LiveHandler(forwarder, handle)
+        if config.dialect is None:  # pragma: no cover - ModelEndpointConfig refuses this
+            raise ValueError("live mode without the column's dialect")
+        return LiveHandler(forwarder, handle, BY_NAME[config.dialect], forwarder.live.model or config.model)
     return ScriptedHandler(config, handle, server_name)
 
 

@@ -3,7 +3,9 @@
 ``replay`` serves a recorded exchange log back, so a live cell reproduces offline. The default
 is live when the harness's credentials are present on the host and scripted otherwise;
 whichever is used is stated in the output and the result. ``--model live`` without credentials is
-an error naming the variables.
+an error naming the variables. A live base URL (the profile's ``model.live.base_url``, or ``RUNNER_LIVE_BASE_URL``
+in its place) that would carry the host's key in plain http to anything but loopback is an error naming that
+setting (:func:`runner.model.live_policy.check_base_url`), here, before any turn starts.
 
 ``--model-fault KIND[@STEP]`` (:mod:`runner.model.faults`) is played by the scripted model only: it
 implies ``scripted`` when no mode is asked for, and is an error with any other mode (a live or
@@ -20,8 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.harnesses.profile import Profile
+from runner.model.live_policy import LiveBaseUrlError, check_base_url
 from runner.model.settings import ModelFault, ModelMode
-from runner.turn.settings import REPLAY_PREFIX, SettingError
+from runner.turn.settings import LIVE_BASE_URL_ENV, REPLAY_PREFIX, SettingError
 
 
 class ModelChoiceError(SettingError):
@@ -54,12 +57,16 @@ def model_option(mode: ModelMode | None, recording: Path | None) -> str | None:
 
 def choose_model(
     requested: ModelMode | None, profile: Profile, environ: Mapping[str, str], fault: ModelFault | None = None,
-    recording: Path | None = None,
+    recording: Path | None = None, live_base_url: str | None = None,
 ) -> ModelChoice:
     """The model for this turn: ``requested`` (None: chosen here), ``recording`` (replay's log), ``fault`` (played
-    by the scripted model), checked against the column; ``environ`` holds the host's credential variables."""
+    by the scripted model), checked against the column; ``environ`` holds the host's credential variables,
+    ``live_base_url`` the host's ``RUNNER_LIVE_BASE_URL`` (where live mode forwards instead of the profile's)."""
     if fault is None:
-        return _choose(requested, recording, profile, environ)
+        choice = _choose(requested, recording, profile, environ)
+        if choice.mode is ModelMode.LIVE:
+            _check_live_base_url(profile, live_base_url)
+        return choice
     if profile.model is None:
         raise ModelChoiceError(f"--model-fault {fault.shown}: the {profile.id} harness talks to no model")
     if requested not in (None, ModelMode.SCRIPTED):
@@ -106,3 +113,22 @@ def _choose(
         return ModelChoice(ModelMode.LIVE, f"{present} is set on the host", present)
     names = ", ".join(live.credentials) if live else "none declared"
     return ModelChoice(ModelMode.SCRIPTED, f"no credential on the host ({names}): the scripted model plays the case")
+
+
+def _check_live_base_url(profile: Profile, override: str | None) -> None:
+    """The live base URL this column's turns would forward to, refused (naming the setting) when the host's key
+    would travel in the clear."""
+    endpoint = profile.model
+    if endpoint is None or endpoint.live is None:  # pragma: no cover - a live choice has both
+        return
+    if override:
+        url, setting = override, LIVE_BASE_URL_ENV
+    else:
+        # the model column asked for another dialect carries that dialect's endpoint (ModelEndpoint.in_dialect)
+        from_dialects = endpoint.dialects.get(endpoint.dialect) == endpoint.live
+        field = f"model.dialects.{endpoint.dialect}.base_url" if from_dialects else "model.live.base_url"
+        url, setting = endpoint.live.base_url, f"{field} of {profile.source or profile.id}"
+    try:
+        check_base_url(url, setting)
+    except LiveBaseUrlError as error:
+        raise ModelChoiceError(str(error)) from None

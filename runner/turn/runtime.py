@@ -280,7 +280,7 @@ async def _serve_model(
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber, environ=host.variables,
         recording=req.model.recording, placeholder_key=profile.model.placeholder_key, fault=req.model.fault,
-        invents=profile.issues_uncatalogued,
+        invents=profile.issues_uncatalogued, dialect=profile.model.dialect,
     )
     return await stack.enter_async_context(serve_model(
         turn.turn_dir.model_socket, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name,

@@ -12,6 +12,10 @@ The front also echoes the credential it received back into the model's answer on
 across two streamed events, as a real model's tokens would be), so the key really reaches the CLI:
 Claude Code prints it in its stdout frames, keeps it in its session transcript, sends it back in the
 next request's history, and the exchange log sees it in the response. Nothing written may hold it.
+
+The front records every request that reaches it (any method), so the tests also see what live mode forwards: each
+column's model calls with only the headers a model call needs (runner.model.live_policy), and, from a hostile CLI
+in a real container (tests/hostile/live-proxy.yaml), nothing but its one model call.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import get_case
 from tests.support import RUNNER
 
+REPO = Path(__file__).resolve().parents[2]
+
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 HOST_KEY = "sk-runner-FAKE-0123456789abcdef"
@@ -49,11 +55,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Reached:
+    """One request as it reached the upstream: what the vendor would have seen."""
+
+    method: str
+    path: str  # with its query
+    headers: dict[str, str]  # names lower-cased
+
+
 @dataclass
 class Upstream:
     url: str
-    seen: list[str]  # the credential each request carried
+    seen: list[str]  # the credential each model call carried
     echo: set[str] = field(default_factory=lambda: {"text"})  # "text": the answer's prose; "reason": the ask's
+    reached: list[Reached] = field(default_factory=list)  # every request, any method
 
 
 def echo_credential(body: bytes, credential: str, where: set[str]) -> bytes:
@@ -103,7 +119,25 @@ def upstream(tmp_path: Path) -> Iterator[Upstream]:
     state = Upstream("", [])
 
     class Front(BaseHTTPRequestHandler):
+        def record(self) -> None:
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            state.reached.append(Reached(self.command, self.path, headers))
+
+        def do_other(self) -> None:
+            """Anything but a POST: a vendor would have done it (deleted the file, listed the keys)."""
+            self.record()
+            self.rfile.read(int(self.headers.get("content-length", 0) or 0))
+            data = b'{"done": true}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_other
+
         def do_POST(self) -> None:
+            self.record()
             credential = self.headers.get("x-api-key", "") or self.headers.get("authorization", "")
             state.seen.append(credential)
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
@@ -148,14 +182,38 @@ def assert_no_key(out: Path, proc: subprocess.CompletedProcess[str]) -> list[Pat
 def live_exec(upstream: Upstream, tmp_path: Path, harness: str, credential: str, out: Path,
               *flags: str) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
     """``runner exec`` of the escalation cell on the live model (the local upstream), with the host key in
-    ``credential``: the environment it ran in and the finished process, which must have exited 0."""
+    ``credential``: the environment it ran in and the finished process, which must have exited 0. ``harness``: a
+    column, or a profile file (``--profile``)."""
     env = {**os.environ, credential: HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
+    column = ["--profile", harness] if harness.endswith(".yaml") else ["--harness", harness]
     proc = subprocess.run(
-        [RUNNER, "exec", "--harness", harness, "--case", "escalation", "--json", *flags, "--out", str(out)],
+        [RUNNER, "exec", *column, "--case", "escalation", "--json", *flags, "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr
     return env, proc
+
+
+# what reaches the vendor besides the model call's own headers: the connection's, and the host's credential
+CONNECTION = {"host", "connection", "content-length", "accept-encoding"}
+# the headers a model call needs, per dialect (runner.model.live_policy), as the measured columns send them
+NEEDED = {"content-type", "accept", "user-agent"}
+ANTHROPIC_BETAS = ("claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,"
+                   "per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,"
+                   "thinking-token-count-2026-05-13,effort-2025-11-24,thinking-display-updates-2026-08-18")
+
+
+def assert_only_model_calls(upstream: Upstream, path: str, credential_header: str, *dialect_headers: str) -> None:
+    """Every request that reached the upstream is the column's model call (``path``, its query included), with the
+    host's key and only the headers a model call needs: nothing the CLI adds about itself, its session or its
+    account (the measured columns send x-stainless-*, x-app, session and user ids; see docs/live-mode.md)."""
+    assert upstream.reached, "the column's model calls reached the upstream"
+    assert {(r.method, r.path) for r in upstream.reached} == {("POST", path)}, upstream.reached
+    allowed = CONNECTION | NEEDED | {credential_header, *dialect_headers}
+    for request in upstream.reached:
+        assert set(request.headers) <= allowed, set(request.headers) - allowed
+        assert request.headers[credential_header] in (HOST_KEY, f"Bearer {HOST_KEY}")
+        assert request.headers["accept-encoding"] == "identity"
 
 
 def test_live_and_replayed_the_host_key_echoed_by_the_model_leaks_nowhere(
@@ -168,6 +226,8 @@ def test_live_and_replayed_the_host_key_echoed_by_the_model_leaks_nowhere(
         assert report["model"]["mode"] == "live" and report["model"]["credential"] == "ANTHROPIC_API_KEY"
         assert report["status"] == "escalated"
         assert upstream.seen and all(header == HOST_KEY for header in upstream.seen), upstream.seen  # x-api-key
+        assert_only_model_calls(upstream, "/v1/messages?beta=true", "x-api-key", "anthropic-version", "anthropic-beta")
+        assert {r.headers["anthropic-beta"] for r in upstream.reached} == {ANTHROPIC_BETAS}, "every measured beta kept"
         # the container was only ever given the placeholder
         container = engine.containers.get(report["containerId"])
         env_text = "\n".join(container.attrs["Config"]["Env"])
@@ -267,6 +327,7 @@ def test_deepseek_live_the_key_echoed_into_the_ask_leaks_nowhere_not_even_in_its
     assert report["model"]["mode"] == "live" and report["model"]["credential"] == "DEEPSEEK_API_KEY"
     assert report["status"] == "escalated" and report["outcome"]["metadata"]["harnessOutcome"] == "complete"
     assert upstream.seen and all(header == f"Bearer {HOST_KEY}" for header in upstream.seen), upstream.seen
+    assert_only_model_calls(upstream, "/v1/chat/completions", "authorization")
     assert_no_key(out, proc)
     mark = "[scrubbed:DEEPSEEK_API_KEY]"
     assert mark in json.loads(proc.stdout)["escalation"]["reason"]
@@ -274,3 +335,82 @@ def test_deepseek_live_the_key_echoed_into_the_ask_leaks_nowhere_not_even_in_its
     events = json.dumps(read_log(log))
     assert HOST_KEY not in events and HOST_KEY[12:] not in events
     assert mark in events, "dsh's own log held the key (in the ask's arguments), scrubbed inside the zstd"
+
+
+@pytest.mark.parametrize(
+    ("harness", "credential", "path", "credential_header", "dialect_headers"),
+    [
+        ("gemini", "GEMINI_API_KEY", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "x-goog-api-key",
+         ()),
+        ("codex", "OPENAI_API_KEY", "/v1/responses", "authorization", ()),
+    ],
+)
+def test_the_other_dialects_model_calls_reach_the_upstream_with_only_what_they_need(
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream, harness: str, credential: str, path: str,
+    credential_header: str, dialect_headers: tuple[str, ...],
+) -> None:
+    """Gemini CLI (Gemini) and Codex (OpenAI Responses), live: each model call still reaches the vendor, without
+    what the CLI says about itself (x-goog-api-client; Codex's session, thread and installation ids). Codex, live,
+    asks a known model slug and defers its MCP tools behind tool_search, which only a real model plays: its turn
+    ends in the model's prose, and what is checked is that its model call got through."""
+    upstream.echo = set()  # the answers as the scripted upstream gives them
+    out = tmp_path / "out"
+    _, proc = live_exec(upstream, tmp_path, harness, credential, out, "--model", "live")
+    assert json.loads(proc.stdout)["model"]["mode"] == "live"
+    assert_only_model_calls(upstream, path, credential_header, *dialect_headers)
+    logged = [json.loads(line) for line in (out / "model-exchanges.jsonl").read_text().splitlines()]
+    assert logged and all(r["ended"] == "complete" and "refused" not in r for r in logged)
+    assert_no_key(out, proc)
+
+
+HOSTILE = "org-someone-else", "proj-someone-else", "hostile-cookie-value", "someone-elses-project", "hostile-query-key"
+
+
+@pytest.mark.parametrize("transport", ["mount", "stream"])
+def test_a_hostile_cli_in_the_box_gets_nothing_but_a_model_call_through(
+    tmp_path: Path, engine: docker.DockerClient, upstream: Upstream, transport: str
+) -> None:
+    """From inside a real container, a CLI (tests/hostile/live-proxy.yaml) asks live mode's model endpoint to delete
+    a file, list the organisation's admin keys as another organisation, upload a file, climb out of the model
+    call's path with '..' (plain and percent-encoded), use another dialect's path, list the models, and make one
+    model call as another organisation and project, with a cookie and an API key in the query. Only that model call
+    reaches the vendor, and without any of what it added; everything else is answered by runner (403 in the
+    dialect's error shape, or the model list naming the column's model alone) and logged as refused. On both
+    transports: the model socket the container reaches is the turn dir's, bind-mounted or relayed."""
+    out = tmp_path / "out"
+    profile = str(REPO / "tests" / "hostile" / "live-proxy.yaml")
+    _, proc = live_exec(upstream, tmp_path, profile, "OPENAI_API_KEY", out, "--model", "live", "--transport", transport)
+
+    reached = upstream.reached
+    assert [(r.method, r.path) for r in reached] == [("POST", "/v1/chat/completions")], reached
+    (call,) = reached
+    assert call.headers["authorization"] == f"Bearer {HOST_KEY}"
+    assert not {"openai-organization", "openai-project", "cookie", "x-goog-user-project"} & set(call.headers)
+    assert not any(word in json.dumps(call.headers) + call.path for word in HOSTILE)
+
+    answers = {a["hostile"]: a for a in map(json.loads, (out / "stdout.log").read_text().splitlines())}
+    refused = ["delete-file", "admin-keys", "upload-file", "climb-out", "climb-out-encoded", "other-dialect"]
+    for name in refused:
+        assert answers[name]["status"] == 403, answers[name]
+        error = answers[name]["body"]["error"]  # OpenAI's error shape
+        assert error["type"] == "invalid_request_error" and "refused, not sent to the vendor" in error["message"]
+    assert answers["model-list"]["status"] == 200
+    assert [m["id"] for m in answers["model-list"]["body"]["data"]] == ["gpt-4.1"]  # the column's model alone
+    assert answers["model-call"]["status"] == 200
+
+    logged = [json.loads(line) for line in (out / "model-exchanges.jsonl").read_text().splitlines()]
+    ended = sorted((r["request"]["method"], r["request"]["path"], r["ended"]) for r in logged)
+    assert ended == sorted([
+        ("DELETE", "/v1/files/file-abc123", "refused"), ("GET", "/v1/organization/admin_api_keys", "refused"),
+        ("POST", "/v1/files", "refused"), ("GET", "/v1/chat/completions/../../organization/admin_api_keys", "refused"),
+        ("POST", "/v1/chat/completions/../../files", "refused"), ("POST", "/v1/messages", "refused"),
+        ("GET", "/v1/models", "complete"), ("POST", "/v1/chat/completions", "complete"),
+    ])
+    assert all(r["response"]["status"] == 403 and r["refused"] for r in logged if r["ended"] == "refused")
+    (forwarded,) = [r for r in logged if "upstream" in r]
+    assert forwarded["upstream"]["dropped"] == {
+        "headers": ["openai-organization", "openai-project", "cookie", "x-goog-user-project"],
+        "query": ["key", "organization"],
+    }
+    assert "hostile-cookie-value" not in (out / "model-exchanges.jsonl").read_text()  # a cookie is never logged
+    assert_no_key(out, proc)

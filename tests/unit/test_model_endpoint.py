@@ -227,7 +227,7 @@ async def test_gzip_request_body(tmp_path: Path) -> None:
 
 @asynccontextmanager
 async def live_pair(
-    tmp_path: Path, auth: str, base_suffix: str
+    tmp_path: Path, auth: str, base_suffix: str, dialect: str
 ) -> AsyncIterator[tuple[ModelEndpointHandle, ModelEndpointHandle, Path, Path, Path]]:
     """A scripted upstream on 127.0.0.1 and a live endpoint on a unix socket forwarding to it.
 
@@ -242,7 +242,7 @@ async def live_pair(
         live = LiveModel(base_url=upstream.url + base_suffix, credentials=["RUNNER_UNSET_KEY", HOST_VAR],
                          auth=auth)  # type: ignore[arg-type]
         config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, scrubber=Scrubber(environ, [HOST_VAR]),
-                                     environ=environ)
+                                     environ=environ, dialect=dialect)
         async with serve_model(sock, config, live_log) as handle:
             yield upstream, handle, sock, up_log, live_log
 
@@ -259,9 +259,9 @@ async def live_pair(
 async def test_live_forwarding_to_a_local_upstream(
     tmp_path: Path, cli: str, auth: str, base_suffix: str, upstream_path: str
 ) -> None:
-    async with live_pair(tmp_path, auth, base_suffix) as (upstream, live, sock, up_log, live_log):
+    sim = SimulatedCli(cli, TOOLS)
+    async with live_pair(tmp_path, auth, base_suffix, sim.dialect) as (upstream, live, sock, up_log, live_log):
         async with uds_client(sock) as client:
-            sim = SimulatedCli(cli, TOOLS)
             reached, text = await converse(client, sim)
             assert (reached, text) == (["files_read", "sharedos_escalate"], FINAL_TEXT)
         assert live.requests == 3 and upstream.requests == 3
@@ -287,7 +287,8 @@ async def test_live_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
         port = probe.getsockname()[1]
     environ = {HOST_VAR: HOST_SECRET}
     live = LiveModel(base_url=f"http://127.0.0.1:{port}/v1", credentials=[HOST_VAR])
-    config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, scrubber=Scrubber({}), environ=environ)
+    config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, scrubber=Scrubber({}), environ=environ,
+                                 dialect="openai-responses")
     sock, log = tmp_path / "model.sock", tmp_path / "live.jsonl"
     async with serve_model(sock, config, log) as handle, uds_client(sock) as client:
         sim = SimulatedCli("codex", TOOLS)

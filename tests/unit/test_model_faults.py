@@ -94,7 +94,8 @@ def test_a_bad_fault_is_refused_naming_the_option(text: str) -> None:
 def test_a_fault_is_played_by_the_scripted_model_only(tmp_path: Path) -> None:
     with pytest.raises(ModelEndpointError, match="only to the scripted model"):
         ModelEndpointConfig(mode=ModelMode.LIVE, live=LiveModel(base_url="http://127.0.0.1:1", credentials=["K"]),
-                            scrubber=Scrubber({}), environ={"K": "v"}, fault=ModelFault.parse("error"))
+                            scrubber=Scrubber({}), environ={"K": "v"}, fault=ModelFault.parse("error"),
+                            dialect="openai-chat")
     assert faulted("stall").fault == ModelFault(FaultKind.STALL)
 
 

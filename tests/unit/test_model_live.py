@@ -75,7 +75,8 @@ def test_config_validation() -> None:
         ModelEndpointConfig(mode=ModelMode.REPLAY, scrubber=Scrubber({}))
     with pytest.raises(ModelEndpointError, match=r"model\.live"):
         ModelEndpointConfig(mode=ModelMode.LIVE, scrubber=Scrubber({}))
-    live = ModelEndpointConfig(mode=ModelMode.LIVE, live=LIVE, scrubber=Scrubber({}), environ={"RUNNER_A_KEY": "a"})
+    live = ModelEndpointConfig(mode=ModelMode.LIVE, live=LIVE, scrubber=Scrubber({}), environ={"RUNNER_A_KEY": "a"},
+                               dialect="openai-chat")
     assert live.mode is ModelMode.LIVE
 
 

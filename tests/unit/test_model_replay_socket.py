@@ -282,7 +282,7 @@ async def test_a_live_recording_replays_with_its_headers(tmp_path: Path) -> None
     live_log = tmp_path / "live.jsonl"
     async with serve_model_tcp(scripted(escalation_actions()), tmp_path / "upstream.jsonl") as upstream:
         live = LiveModel(base_url=upstream.url, credentials=["RUNNER_TEST_VENDOR_KEY"], auth="x-api-key")
-        config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, environ=environ,
+        config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, environ=environ, dialect="anthropic-messages",
                                      scrubber=Scrubber(environ, ["RUNNER_TEST_VENDOR_KEY"]))
         async with serve_model(tmp_path / "live.sock", config, live_log), uds_client(tmp_path / "live.sock") as client:
             recorded = await conversation(client, "claude", run=1)

@@ -136,7 +136,8 @@ class AnthropicMessages(Dialect):
         return self._message(ctx, [{"type": "text", "text": text}], "end_turn")
 
     def error_body(self, status: int, message: str) -> JsonValue:
-        kind = {401: "authentication_error", 404: "not_found_error", 503: "overloaded_error"}.get(
+        kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+                503: "overloaded_error"}.get(
             status, "invalid_request_error" if status < 500 else "api_error"
         )
         return {"type": "error", "error": {"type": kind, "message": message}}

@@ -159,8 +159,8 @@ class Gemini(Dialect):
         return super().render(reply, ctx, stream=stream, info=info)
 
     def error_body(self, status: int, message: str) -> JsonValue:
-        kind = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 409: "ABORTED",
-                503: "UNAVAILABLE"}.get(
+        kind = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                409: "ABORTED", 503: "UNAVAILABLE"}.get(
             status, "INTERNAL"
         )
         return {"error": {"code": status, "message": message, "status": kind}}

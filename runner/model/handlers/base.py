@@ -48,6 +48,7 @@ class ModelEndpointHandle:
     stalls: int = 0
     skipped_calls: int = 0  # calls the latest non-side request's plan skipped
     upstream_errors: int = 0
+    refused: int = 0  # live: requests the allowlist refused (answered here, never sent to the vendor)
     last_step: int | None = None
     replayed: int = 0  # replay: recorded exchanges served
     divergence: dict[str, JsonValue] | None = None  # replay: {"step", "path", "what", "field"?} of the first divergence

@@ -1,9 +1,13 @@
-"""Live mode's answers: every request is forwarded to the vendor API and its answer streamed back.
+"""Live mode's answers: a model call is forwarded to the vendor API and its answer streamed back; anything else is
+answered here and never reaches the vendor.
 
-The URL and header rules and the credential are :mod:`runner.model.live`'s
-(:class:`~runner.model.live.LiveForwarder`); this module sends the request, streams the upstream's
-answer back chunk by chunk as it arrives (copying it into the log), and answers ``502`` when the
-upstream cannot be reached.
+What is forwarded, answered here or refused is :mod:`runner.model.live_policy`'s decision, for the column's dialect;
+the URL and header rules and the credential are :mod:`runner.model.live`'s
+(:class:`~runner.model.live.LiveForwarder`). This module refuses what the policy refuses (``403`` in the column's
+dialect's error shape, logged ``ended: refused`` with the reason), answers a side request the policy keeps local (a
+model list: the column's live model, as the scripted endpoint answers it), sends a model call with the query and
+headers the policy left (naming what it dropped in the log's ``upstream.dropped``), streams the upstream's answer
+back chunk by chunk as it arrives (copying it into the log), and answers ``502`` when the upstream cannot be reached.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import httpx2
 from starlette.responses import Response
 
 from runner.core.outcomes import JsonValue
+from runner.model.dialects import Dialect, RequestInfo
 from runner.model.exchange_log import Capture, redact_headers
 from runner.model.handlers.base import (
     JSON_TYPE,
@@ -24,27 +29,42 @@ from runner.model.handlers.base import (
     json_response,
 )
 from runner.model.live import LiveForwarder, forward_response_headers
+from runner.model.live_policy import REFUSED_STATUS, Decision, decide
 
 
 class LiveHandler(ModelHandler):
-    def __init__(self, forwarder: LiveForwarder, handle: ModelEndpointHandle) -> None:
+    """``dialect``: the column's (its allowlist, its error shape); ``local_model``: the model id a model list
+    answered here names."""
+
+    def __init__(
+        self, forwarder: LiveForwarder, handle: ModelEndpointHandle, dialect: Dialect, local_model: str
+    ) -> None:
         self.forwarder = forwarder
         self.handle = handle
+        self.dialect = dialect
+        self.local_model = local_model
 
     async def answer(self, exchange: Exchange) -> Response:
-        request, dialect, record, finish = exchange.request, exchange.dialect, exchange.record, exchange.finish
-        forwarder = self.forwarder
-        method, path, query = request.method, request.url.path, request.url.query
+        request, record, finish = exchange.request, exchange.record, exchange.finish
+        dialect, forwarder = self.dialect, self.forwarder
+        method, path = request.method, request.url.path
+        decision = decide(dialect.name, method, path, request.url.query, exchange.headers)
+        if decision.route is None:
+            return self.refuse(decision, exchange)
+        if decision.route.local:
+            return self.local(decision, exchange)
+        query = decision.query
         record["upstream"] = {
             "url": forwarder.url_for(path, query), "auth": forwarder.live.auth,
-            "credential_variable": forwarder.credential_var,
+            "credential_variable": forwarder.credential_var, "route": decision.route.shown,
+            **({"dropped": decision.dropped()} if decision.dropped() else {}),
         }
         try:
-            upstream = await forwarder.open(method, path, query, exchange.headers, exchange.raw)
+            upstream = await forwarder.open(method, path, query, decision.headers, exchange.raw)
         except httpx2.HTTPError as err:
             self.handle.upstream_errors += 1
             message = f"runner live model: the upstream could not be reached: {type(err).__name__}: {err}"
-            error: JsonValue = dialect.error_body(502, message) if dialect else {"error": {"message": message}}
+            error: JsonValue = dialect.error_body(502, message)
             finish({"status": 502, **JSON_TYPE, "body": error}, "upstream_error")
             return json_response(502, error)
         content_type = upstream.headers.get("content-type", "")
@@ -65,3 +85,25 @@ class LiveHandler(ModelHandler):
         return ObservedStream(
             source(), done, status_code=upstream.status_code, headers=response_headers, close=upstream.aclose
         )
+
+    def refuse(self, decision: Decision, exchange: Exchange) -> Response:
+        """The request is answered here, in the column's error shape, and never sent to the vendor."""
+        self.handle.refused += 1
+        message = f"runner live model: refused, not sent to the vendor: {decision.reason}"
+        body = self.dialect.error_body(REFUSED_STATUS, message)
+        exchange.record["refused"] = decision.reason
+        exchange.finish({"status": REFUSED_STATUS, **JSON_TYPE, "body": body}, "refused")
+        return json_response(REFUSED_STATUS, body)
+
+    def local(self, decision: Decision, exchange: Exchange) -> Response:
+        """A side request the policy answers here (a model list names the column's live model only)."""
+        request = exchange.request
+        assert decision.route is not None
+        exchange.record["local"] = decision.route.shown
+        info = RequestInfo(request.method, request.url.path, dict(request.query_params))
+        rendered = self.dialect.auxiliary(info, exchange.body, self.local_model)
+        if rendered is None:
+            exchange.finish({"status": 200}, "complete")
+            return Response(status_code=200)
+        exchange.finish({"status": rendered.status, **JSON_TYPE, "body": rendered.body}, "complete")
+        return json_response(rendered.status, rendered.body)
