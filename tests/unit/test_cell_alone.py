@@ -16,8 +16,9 @@ import runner.matrix.run_cell as run_cell_module
 from runner.core.scrub import Scrubber
 from runner.matrix.artifact import read_cell, write_cell
 from runner.matrix.cells import cells
+from runner.matrix.html import html_report
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
-from runner.matrix.report import load_cells, markdown
+from runner.matrix.report import load_cells, locate_cells, markdown
 from runner.matrix.result import CellPins, CellResult, InfrastructureProblem
 from runner.matrix.run import run_matrix
 from runner.matrix.run_cell import run_cell
@@ -172,6 +173,8 @@ def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_pa
     assert f"- `{ESCALATION}` (pass after 2 attempts)" in text
     assert "attempt 1 at " in text and ": infrastructure error (mcp_not_connected): the CLI never opened an MCP " \
         "session; its files in attempt-1/" in text
+    page = html_report(locate_cells([tmp_path]), tmp_path / "report.html")
+    assert "attempt 1 at " in page and "infrastructure error (mcp_not_connected)" in page  # in the drill-down
     again = anyio.run(lambda: run_matrix(plans("escalation"), tmp_path, flaky, planned))
     assert again.reused == [ESCALATION]  # a pass after a retry is still a pass resume stands on
 
