@@ -113,7 +113,9 @@ def run(
                 status = result.status if result is not None else "unknown"
                 err().print(f"  {cell.label}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
-                err().print(f"  {cell.label}: infrastructure error, retrying", highlight=False)
+                problem = result.infrastructure_error if result is not None else None
+                said = f" ({problem.kind})" if problem is not None else ""
+                err().print(f"  {cell.label}: infrastructure error{said}, retrying", highlight=False, markup=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         async def one(plan: CellPlan, directory: Path) -> CellResult:
