@@ -24,8 +24,9 @@ from runner.cli.shared import (
     connect_engine,
     interruptible,
     new_run_id,
+    unraised,
 )
-from runner.errors import Exit
+from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
     from runner.matrix.plan import CellPlan
@@ -112,7 +113,9 @@ def run(
                 status = result.status if result is not None else "unknown"
                 err().print(f"  {cell.label}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
-                err().print(f"  {cell.label}: infrastructure error, retrying", highlight=False)
+                problem = result.infrastructure_error if result is not None else None
+                said = f" ({problem.kind})" if problem is not None else ""
+                err().print(f"  {cell.label}: infrastructure error{said}, retrying", highlight=False, markup=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         async def one(plan: CellPlan, directory: Path) -> CellResult:
@@ -125,7 +128,10 @@ def run(
                                events=events),
             client, run_id, False, False,
         )
-    found = rep.write_reports(out_dir, [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)])
+    try:
+        found = rep.write_reports(out_dir, [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)])
+    except OSError as error:  # the cells are written; a report that cannot be is said in one line
+        fail(Exit.INFRASTRUCTURE, f"{out_dir}: the run's reports could not be written ({error})")
     for finding in found:  # the scripted model plays the same script every time: trials that differ are news
         err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)
     out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
@@ -171,25 +177,25 @@ def report(
         page = f"`{html.name}` (the HTML report beside this one)" if html else None
         text = rep.markdown(loaded, verdict, full_detail=page)
         if markdown:
-            markdown.write_text(text)
+            markdown.write_text(text, encoding="utf-8", errors="backslashreplace")
         else:
             print(text)
     data = rep.manifest(loaded, verdict)
     if compare is not None:
         body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
         if diff:
-            diff.write_text(body)
+            diff.write_text(body, encoding="utf-8", errors="backslashreplace")
         else:
             print(body, end="")
     if junit:
-        junit.write_text(rep.junit(loaded))
+        junit.write_text(rep.junit(loaded), encoding="utf-8", errors="backslashreplace")
     if manifest:
-        manifest.write_text(json.dumps(data.to_dict(), indent=2) + "\n")
+        manifest.write_text(json.dumps(data.to_dict(), indent=2) + "\n", encoding="utf-8")
     if html:
         from runner.matrix.html import html_report
 
         html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings)),
-                        encoding="utf-8")
+                        encoding="utf-8", errors="backslashreplace")
     err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
                 f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
     if not verdict.passed:
@@ -209,21 +215,25 @@ def repro(
     reproduced, 1 when it differs.
     """
     from runner.cli.settings import host, profiles_dirs
-    from runner.matrix.artifact import read_cell
+    from runner.matrix.artifact import RESULT, load_result
     from runner.matrix.repro import repro_plan, unmatched_pins
     from runner.matrix.run_cell import run_cell
 
     directory = path.parent if path.is_file() else path
-    recorded = read_cell(directory)
-    if recorded is None:
-        fail(Exit.USAGE, f"{directory}: no readable result.json", as_json)
+    if not (directory / RESULT).exists():
+        fail(Exit.USAGE, f"{directory}: no {RESULT} (give a cell or trial directory)", as_json)
     run_id = new_run_id()
     with reported(as_json):
+        # every id in it is checked before it names a path (the column names the profile loaded)
+        recorded = load_result(directory / RESULT)
         plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
     check_out(target, as_json)
     client = connect_engine(as_json)
-    result, _ = interruptible(lambda: run_cell(client, plan, target), client, run_id, False, as_json)
+    ended = interruptible(lambda: unraised(run_cell(client, plan, target)), client, run_id, False, as_json)
+    if isinstance(ended, RunnerError):
+        fail(ended.exit_code, f"the rerun's result could not be written to {target} ({ended})", as_json)
+    result, _ = ended
     if result.infrastructure_error is not None:
         problem = result.infrastructure_error
         fail(Exit.INFRASTRUCTURE, f"the rerun did not complete ({problem.kind}): {problem.detail}", as_json)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from runner.cli.render import err, escape, fail, reported
 from runner.conformance.behaviours import Behaviour
-from runner.errors import Exit, InfrastructureError
+from runner.errors import Exit, InfrastructureError, RunnerError
 
 if TYPE_CHECKING:
     from runner.sandbox.engine import EngineClient
@@ -127,3 +127,19 @@ def interruptible(
     if interrupted or not result:
         fail(Exit.INTERRUPTED, "interrupted; the run's containers and socket directories were removed", as_json)
     return result[0]
+
+
+async def unraised(work: Awaitable[T]) -> T | RunnerError:
+    """``work``'s value, or the error that ended it, returned rather than raised: raised inside
+    :func:`interruptible`'s task group, an error would reach the user as a traceback. An error of runner's own keeps
+    its exit code; anything else (a cell whose result could not be written at all: the disk is full) is an
+    infrastructure error in one line, naming its type. Cancellation goes through."""
+    import anyio.lowlevel
+
+    try:
+        return await work
+    except RunnerError as error:
+        return error
+    except Exception as error:  # one line and exit 5, never a traceback
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return InfrastructureError(f"{type(error).__name__}: {error}")

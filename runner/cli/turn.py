@@ -24,8 +24,9 @@ from runner.cli.shared import (
     connect_engine,
     interruptible,
     new_run_id,
+    unraised,
 )
-from runner.errors import Exit
+from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
@@ -106,12 +107,18 @@ def exec_(
     client = connect_engine(as_json, options.runtime)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
-        result, report = interruptible(lambda: run_cell(client, plan, target, progress), client, run_id, keep,
-                                       as_json)
+        one = interruptible(lambda: unraised(run_cell(client, plan, target, progress)), client, run_id, keep,
+                            as_json)
+        if isinstance(one, RunnerError):
+            fail(one.exit_code, f"the turn's result could not be written to {target} ({one})", as_json)
+        result, report = one
         _print_exec(result, report, as_json)
         raise_on_problem([result])
         return
-    runs = interruptible(lambda: _exec_trials(client, plans, target, progress), client, run_id, keep, as_json)
+    runs = interruptible(lambda: unraised(_exec_trials(client, plans, target, progress)), client, run_id, keep,
+                         as_json)
+    if isinstance(runs, RunnerError):
+        fail(runs.exit_code, f"a trial's result could not be written below {target} ({runs})", as_json)
     _print_exec_trials(runs, target, as_json)
     raise_on_problem([result for result, _ in runs])
 

@@ -220,7 +220,10 @@ def known_harnesses(extra: Sequence[Path] = ()) -> list[str]:
 
 
 def find_profile(harness: str, extra: Sequence[Path] = ()) -> Profile:
-    """The profile for a harness id, searching :func:`profile_dirs` in order."""
+    """The profile for a harness id, searching :func:`profile_dirs` in order. An id is a plain name
+    (:data:`PROFILE_ID`), never a path: ``../x`` names no profile, whatever file it would reach."""
+    if not PROFILE_ID.match(harness):
+        raise UnknownHarness(harness, known_harnesses(extra))
     for directory in profile_dirs(extra):
         candidate = directory / f"{harness}.yaml"
         if candidate.is_file():

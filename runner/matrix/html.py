@@ -174,6 +174,8 @@ def _run(number: int, run: CellResult, directory: Path | None, base: Path) -> di
         "windDownSeconds": wind_down,
         "infrastructureError": run.infrastructure_error.to_dict() if run.infrastructure_error else None,
         "interrupted": run.interrupted,
+        # a run that took more than one attempt says each (runner run retried an infrastructure error)
+        "attempts": " · ".join(a.summary(EVENT_TEXT) for a in run.cell_attempts) or None,
     }
     if directory is not None and (run.turn is not None or run.infrastructure_error is not None or run.interrupted):
         data.update(_files(directory, base))  # a declared cell ran nothing: it has no logs to show

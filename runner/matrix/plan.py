@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import runner
 from runner.conformance.hashing import current_pins
 from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch
+from runner.core.scrub import Scrubber
 from runner.harnesses.profile import Profile
 from runner.matrix.cells import Disposition, MatrixCell
 from runner.matrix.result import CellPins
@@ -56,6 +57,12 @@ class CellPlan:
     @property
     def id(self) -> str:
         return self.cell.id
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """What removes this cell's secrets from what runner writes about it: the host's variables and the column's
+        credentials (a turn's files are scrubbed by the same rule)."""
+        return Scrubber(self.options.host.variables, self.cell.profile.credentials)
 
     @property
     def dialect(self) -> str | None:

@@ -53,9 +53,10 @@ def write_reports(out: Path, cell_dirs: list[Path]) -> list[str]:
     below a cell directory is read. Returns the findings (scripted runs of one cell that differ)."""
     loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
     data = manifest(loaded)
-    (out / "manifest.json").write_text(json.dumps(data.to_dict(), indent=2) + "\n")
-    (out / "report.md").write_text(markdown(loaded))
-    (out / "junit.xml").write_text(junit(loaded))
+    for name, text in (("manifest.json", json.dumps(data.to_dict(), indent=2) + "\n"), ("report.md", markdown(loaded)),
+                       ("junit.xml", junit(loaded))):
+        # what a CLI printed may hold what UTF-8 cannot encode (a lone surrogate): written escaped, never an error
+        (out / name).write_text(text, encoding="utf-8", errors="backslashreplace")
     return list(data.findings)
 
 
@@ -188,9 +189,10 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_deta
     """The report as Markdown: a summary a reader takes in at a glance (the GitHub step summary), whatever the
     matrix's size. Said once: the shared pins, each column's pins and, for an unavailable column, its reason.
     Counted: each column's cells by grade (a cell whose runs differ counts as ``unstable``). Listed: only what a
-    reader acts on: failing cells with the command that reproduces each, cells whose runs differ side by side,
-    findings, the gate. Each cell's evidence and runs are in ``manifest.json`` and in the HTML report;
-    ``full_detail`` (Markdown, e.g. ``report.html``) is where the summary points for them."""
+    reader acts on: failing cells with the command that reproduces each, cells that took more than one attempt with
+    each attempt, cells whose runs differ side by side, findings, the gate. Each cell's evidence and runs are in
+    ``manifest.json`` and in the HTML report; ``full_detail`` (Markdown, e.g. ``report.html``) is where the summary
+    points for them."""
     groups = group_runs(cells)
     data = manifest(cells, gate_result)
     out = ["# Conformance report", ""]
@@ -208,6 +210,7 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_deta
         out += _pin_lines(kept, group.runs) + _section(kept, group, "###")
     out += _unavailable(groups)
     out += _failing(groups, gate_result)
+    out += _retried(groups)
     out += _unstable(groups)
     if data.findings:
         out += ["", "## Findings", ""] + [f"- {finding}" for finding in data.findings]
@@ -330,6 +333,21 @@ def _failing(groups: list[Group], gate_result: Gate | None) -> list[str]:
             evidence = evidence[:EVIDENCE_SHOWN - 1].rstrip() + "…"
         out += [f"- `{worst.id}` ({said}{', known' if worst.id in known else ''}): `{worst.repro}`",
                 f"  - {evidence}"]
+    return out
+
+
+def _retried(groups: list[Group]) -> list[str]:
+    """Each run that took more than one attempt (``runner run`` retried an infrastructure error), with every attempt:
+    a CLI can cause the error that is retried, so a pass after a retry is never a plain pass."""
+    retried = [run for g in groups for _, runs in sorted(g.series.items()) for run in runs if run.cell_attempts]
+    if not retried:
+        return []
+    out = ["", "## Retried cells: every attempt", ""]
+    for run in retried:
+        trial = f" trial {run.trial}" if run.trial > 1 else ""
+        out.append(f"- `{run.id}`{trial} ({_spaced(run.status)} after {len(run.cell_attempts)} attempts)")
+        for attempt in run.cell_attempts:
+            out.append(f"  - {attempt.summary(EVIDENCE_SHOWN)}")
     return out
 
 

@@ -22,10 +22,22 @@ it, and names any field it cannot read.
 writes that one as ``turn`` (absent when none ran), as it always has. A cell of several turns (a row of two turns,
 ``revoked-mid-turn``) is version 2 and writes them all, in order, as ``turns``; its grade is of the last turn with
 the receipts of every turn. A version-1 result is never made to hold several turns (it would drop one).
+
+**Attempts.** ``runner run`` retries a cell that hit an infrastructure error; a cell that took more than one attempt
+is version 3 and keeps every attempt in ``cellAttempts`` (its number, when it started, what it came to, what ended
+it and where its files are kept), the last being the one the result is: a CLI that made runner retry it (an MCP
+session it never opened) and then passed is never read as a plain pass. Version 3 writes its turns as ``turns``, as
+version 2 does.
+
+**Ids.** A result names its cell, and the cell names paths (``runner repro`` loads the column's profile): every id
+read back is checked against a fixed pattern (:data:`PLAIN_ID`, the profile's own for the column) and the cell id
+must be the other three joined, so no id read from a file reaches outside the directory it names.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -44,10 +56,15 @@ from pydantic import (
 from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted, problems
 from runner.conformance.judge import STRICT, CellGrade
 from runner.errors import UsageError
+from runner.harnesses.profile import PROFILE_ID
 
 RESULT_VERSION = 1  # the version of a result of at most one turn
 TURNS_VERSION = 2  # a result of several turns: ``turns`` (a list) in place of ``turn``
-READS_UP_TO = TURNS_VERSION
+ATTEMPTS_VERSION = 3  # a result of several attempts: ``cellAttempts``, and ``turns`` as in version 2
+READS_UP_TO = ATTEMPTS_VERSION
+PLAIN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")  # a case's or a condition's id: never a path
+ATTEMPT_DIR = re.compile(r"^attempt-[1-9][0-9]{0,5}$")  # where an earlier attempt's files are kept
+MAX_DETAIL = 4000  # characters of an infrastructure error's words kept in a result
 INFRASTRUCTURE_ERROR = "infrastructure_error"
 INTERRUPTED: Literal["interrupted"] = "interrupted"
 UNAVAILABLE: Literal["unavailable"] = "unavailable"
@@ -58,10 +75,32 @@ class ResultError(UsageError, ValueError):
 
 
 class CellRef(JsonModel):
+    """The cell a result is: ``id`` is ``<case>.<condition>.<column>``, each part a plain id (never a path)."""
+
     id: str
     case: str
     condition: str
     column: str
+
+    @field_validator("case", "condition")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        if not PLAIN_ID.match(value):
+            raise ValueError(f"{value!r} is not an id: expected {PLAIN_ID.pattern}")
+        return value
+
+    @field_validator("column")
+    @classmethod
+    def _column(cls, value: str) -> str:
+        if not PROFILE_ID.match(value):
+            raise ValueError(f"{value!r} is not a column id: expected {PROFILE_ID.pattern}")
+        return value
+
+    @model_validator(mode="after")
+    def _joined(self) -> CellRef:
+        if self.id != f"{self.case}.{self.condition}.{self.column}":
+            raise ValueError(f"cell id {self.id!r} is not <case>.<condition>.<column> of this cell")
+        return self
 
 
 class RowDescription(JsonModel):
@@ -93,6 +132,60 @@ class InfrastructureProblem(JsonModel):
 
     kind: str
     detail: str
+
+    @classmethod
+    def of(cls, error: BaseException, scrub: Callable[[str], str] = str) -> InfrastructureProblem:
+        """An exception raised in runner while a cell ran, as that cell's problem: its type and its words, passed
+        through ``scrub`` and bounded (the exception a task group wrapped, not the group; several: the first, and
+        the others' types)."""
+        leaves = _leaves(error)
+        first = leaves[0]
+        detail = str(first) or type(first).__name__
+        if len(leaves) > 1:
+            others = ", ".join(type(e).__name__ for e in leaves[1:])
+            detail += f" (and {len(leaves) - 1} more: {others})"
+        detail = scrub(detail)
+        if len(detail) > MAX_DETAIL:
+            detail = detail[: MAX_DETAIL - 1] + "…"
+        return cls(kind=type(first).__name__, detail=detail)
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup) and error.exceptions:
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+class CellAttempt(JsonModel):
+    """One attempt at a cell that took more than one: its number, when it started, what it came to (``status``:
+    ``infrastructure_error`` or its grade), what ended it (``infrastructureError``: kind and detail) and, for an
+    attempt before the last, where its files are kept (``attempt-<n>``, in the cell directory; the last attempt's
+    files are the cell directory's own)."""
+
+    attempt: int = Field(ge=1)
+    started_at: str | None = omitted()
+    status: str
+    infrastructure_error: InfrastructureProblem | None = omitted()
+    files: str | None = omitted()
+
+    @field_validator("files")
+    @classmethod
+    def _attempt_dir(cls, value: str | None) -> str | None:
+        if value is not None and not ATTEMPT_DIR.match(value):
+            raise ValueError(f"{value!r} is not an attempt's directory: expected {ATTEMPT_DIR.pattern}")
+        return value
+
+    def summary(self, most: int = MAX_DETAIL) -> str:
+        """The attempt on one line: its number, start, what it came to or what ended it (at most ``most``
+        characters of that), and where its files are."""
+        problem = self.infrastructure_error
+        said = f"infrastructure error ({problem.kind}): {problem.detail}" if problem else self.status.replace("_", " ")
+        said = " ".join(said.split())
+        if len(said) > most:
+            said = said[: most - 1].rstrip() + "…"
+        started = f" at {self.started_at}" if self.started_at else ""
+        kept = f"; its files in {self.files}/" if self.files else ""
+        return f"attempt {self.attempt}{started}: {said}{kept}"
 
 
 class ModelRecord(JsonModel):
@@ -181,6 +274,7 @@ class CellResult(JsonModel):
     started_at: str | None = omitted()  # the turn's start (ISO-8601 UTC); a cell that ran none: when it was written
     grade: GradeRecord | None = omitted()
     infrastructure_error: InfrastructureProblem | None = omitted()
+    cell_attempts: tuple[CellAttempt, ...] = omitted(empty=True, default=())  # version 3: each attempt, this one last
     turns: tuple[TurnSummary, ...] = Field(
         default=(), validation_alias=AliasChoices("turn", "turns"), serialization_alias="turn",
         exclude_if=lambda turns: not turns,
@@ -200,10 +294,10 @@ class CellResult(JsonModel):
 
     @field_serializer("turns")
     def _write_turn(self, turns: tuple[TurnSummary, ...]) -> TurnSummary | tuple[TurnSummary, ...] | None:
-        if len(turns) > 1:
-            if self.version < TURNS_VERSION:
-                raise ValueError(f"{self.cell.id}: a result of version {self.version} holds one turn, not {len(turns)}")
+        if self.version >= TURNS_VERSION:
             return turns
+        if len(turns) > 1:
+            raise ValueError(f"{self.cell.id}: a result of version {self.version} holds one turn, not {len(turns)}")
         return turns[0] if turns else None
 
     @model_serializer(mode="wrap")
@@ -218,6 +312,8 @@ class CellResult(JsonModel):
     def _graded_or_broken(self) -> CellResult:
         if self.grade is None and self.infrastructure_error is None:
             raise ValueError("a cell result holds a grade or an infrastructure error; this one holds neither")
+        if self.cell_attempts and self.version < ATTEMPTS_VERSION:
+            raise ValueError(f"a result of version {self.version} holds no attempts; version {ATTEMPTS_VERSION} does")
         return self
 
     # --- what every reader asks ---------------------------------------------------------------------------
@@ -268,6 +364,13 @@ class CellResult(JsonModel):
 
     def finished(self, elapsed_seconds: float) -> CellResult:
         return self.model_copy(update={"elapsed_seconds": elapsed_seconds})
+
+    def with_attempts(self, attempts: tuple[CellAttempt, ...]) -> CellResult:
+        """This result (the last attempt's) with every attempt the cell took: version 3 when there was more than
+        one, the result as it was otherwise."""
+        if len(attempts) < 2:
+            return self
+        return self.model_copy(update={"version": max(self.version, ATTEMPTS_VERSION), "cell_attempts": attempts})
 
     # --- JSON ---------------------------------------------------------------------------------------------
 

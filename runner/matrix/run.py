@@ -14,23 +14,42 @@
 - Infrastructure failures (the engine refused, an image is missing, the MCP server never connected)
   are retried with exponential backoff a bounded number of times; if they persist the cell is
   reported as an infrastructure error, never graded as the CLI's behaviour.
+- Every attempt is kept: each writes its own files in a cleared cell directory, an earlier attempt's moved to
+  ``attempt-<n>/`` (:func:`~runner.matrix.artifact.keep_attempt`), and a cell that took more than one attempt lists
+  them all in its result (``cellAttempts``: when each started, what it came to, what ended it). A CLI can make runner
+  retry it (an MCP session it never opens), so a pass after a retry says so.
+- A cell fails alone: anything raised while it runs is its infrastructure error
+  (:func:`~runner.matrix.run_cell.run_cell`, and here once more for a cell runner given in its place); the other
+  cells go on and the run's reports are written.
 - Interrupted (Ctrl-C): running cells are cancelled, their containers removed by the turn's
   teardown, and each is written as ``interrupted`` so a rerun picks it up; finished cells stay.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
-from runner.matrix.artifact import read_cell, reusable, trial_dir, write_cell
+from runner.core.timeline import iso_utc
+from runner.matrix.artifact import clear_cell, keep_attempt, read_cell, reusable, trial_dir, write_cell
 from runner.matrix.plan import CellPlan
-from runner.matrix.result import INTERRUPTED, CellPins, CellRef, CellResult, DeclaredGrade
+from runner.matrix.result import (
+    INTERRUPTED,
+    CellAttempt,
+    CellPins,
+    CellRef,
+    CellResult,
+    DeclaredGrade,
+    InfrastructureProblem,
+)
 
 if TYPE_CHECKING:
     from runner.sandbox.engine import EngineClient
@@ -95,7 +114,12 @@ async def run_matrix(
     async def one(cell: CellPlan) -> None:
         directory = cell_dir(out, cell)
         existing = read_cell(directory)
-        if reusable(existing, planned_pins(cell)):
+        try:
+            planned = planned_pins(cell)
+        except Exception:  # the column's image cannot be had: the cell runs, and its result says why
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            planned = None
+        if planned is not None and reusable(existing, planned):
             assert existing is not None
             summary.reused.append(cell.label)
             summary.results[cell.label] = existing
@@ -128,7 +152,10 @@ async def run_matrix(
 async def _with_retries(
     cell: CellPlan, directory: Path, run_cell: CellRunner, retries: int, events: Events
 ) -> CellResult:
+    """Run the cell until it is graded, or its infrastructure errors use up ``retries``: the last attempt's result,
+    with every attempt listed when there was more than one (see the module)."""
     result: CellResult | None = None
+    attempts: list[CellAttempt] = []
     async for attempt in AsyncRetrying(
         retry=retry_if_result(lambda r: r is not None and r.infrastructure_error is not None),
         stop=stop_after_attempt(retries + 1),
@@ -136,13 +163,53 @@ async def _with_retries(
         retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
     ):
         with attempt:
-            if attempt.retry_state.attempt_number > 1:
+            number = attempt.retry_state.attempt_number
+            if number > 1:
                 events("retrying", cell, result)
-            result = await run_cell(cell, directory)
+            started_at = iso_utc(time.time())
+            result, kept = await _attempt(cell, directory, run_cell, number, started_at)
+            if kept is not None:
+                attempts[-1] = attempts[-1].model_copy(update={"files": kept})
+            attempts.append(CellAttempt(attempt=number, started_at=started_at, status=result.status,
+                                    infrastructure_error=result.infrastructure_error))
         if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
             attempt.retry_state.set_result(result)
     assert result is not None
+    if len(attempts) > 1:
+        result = result.with_attempts(tuple(attempts))
+        with suppress(OSError):  # a directory that takes no more files: the last attempt's own result stays
+            write_cell(directory, result)
     return result
+
+
+async def _attempt(
+    cell: CellPlan, directory: Path, run_cell: CellRunner, number: int, started_at: str
+) -> tuple[CellResult, str | None]:
+    """One attempt, in a cell directory of its own: an earlier run's files removed before the first, the earlier
+    attempt's kept in ``attempt-<n>/`` before a later one (where they went: the second value). Whatever it raises
+    (but cancellation) is the cell's infrastructure error, written when it can be."""
+    kept: str | None = None
+    try:
+        if number == 1:
+            clear_cell(directory)
+        else:
+            kept = keep_attempt(directory, number - 1)
+        result = await run_cell(cell, directory)
+    except Exception as error:  # a cell fails alone
+        await anyio.lowlevel.checkpoint_if_cancelled()  # a failure that came of a cancellation is the cancellation
+        result = _failed(cell, error, started_at)
+        with suppress(OSError):
+            write_cell(directory, result)
+    return result, kept
+
+
+def _failed(plan: CellPlan, error: BaseException, started_at: str) -> CellResult:
+    cell = plan.cell
+    return CellResult(
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        infrastructure_error=InfrastructureProblem.of(error, plan.scrubber.text), pins=plan.trial_pins,
+        repro=plan.repro, started_at=started_at,
+    )
 
 
 def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:

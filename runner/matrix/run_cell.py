@@ -8,6 +8,12 @@ turns -- one, or each turn of a row of several against one world, each in a fres
 ``turn-<n>/`` -- is graded by the judge from the turns' records, and carries every pin.
 ``image`` is the column's image when the caller already resolved it (a matrix
 does, once per image, for its resume check); otherwise it is found or built here.
+
+**A cell fails alone.** Whatever is raised while a cell runs (the engine failing, a frame runner cannot read, a
+file it cannot write, a bug of runner's own) becomes that cell's infrastructure error, with the exception's type and
+words (:meth:`~runner.matrix.result.InfrastructureProblem.of`), its traceback kept scrubbed in ``traceback.txt``
+beside the result: a matrix goes on with its other cells, and ``runner exec`` still writes ``result.json``. Only
+cancellation (Ctrl-C, SIGTERM: not an :class:`Exception`) goes through, to mark the cell interrupted.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ from __future__ import annotations
 import json
 import os
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 import runner
@@ -44,7 +52,6 @@ from runner.matrix.result import (
     RowDescription,
     TurnSummary,
 )
-from runner.sandbox.engine import EngineError
 from runner.turn.prepare import turn_execution_id
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
@@ -102,7 +109,8 @@ def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> Ce
     assert envelope.refusal is not None, f"{cell.id}: planned as refused at admission, but the world admitted it"
     record = envelope.record(envelope.refusal)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "record.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (directory / "record.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
+                                           errors="backslashreplace")
     graded = grade_cell(cell.case, cell.condition, cell.limits, record, column_id=cell.profile.id).record()
     result = envelope.refusal
     turn = TurnSummary(status=result.status.value, reason_code=result.reason_code)
@@ -110,46 +118,85 @@ def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> Ce
                                     files={"record": "record.json"}), started)
 
 
-def _problem(error: Exception) -> InfrastructureProblem:
-    return InfrastructureProblem(kind=type(error).__name__, detail=str(error))
-
-
 async def run_cell(
     client: EngineClient | None, plan: CellPlan, directory: Path,
     progress: Callable[[str], None] = lambda _: None, image: ImageRecord | None = None,
 ) -> tuple[CellResult, TurnReport | None]:
     """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``client`` may
-    be None for a plan that runs no turn."""
-    started = time.monotonic()
+    be None for a plan that runs no turn. Any exception but cancellation ends the cell as its infrastructure error
+    (the module's *A cell fails alone*); only a result that cannot be written at all is raised."""
+    state = _Cell(plan, directory, time.monotonic())
+    try:
+        return await _run_cell(client, state, progress, image)
+    except Exception as error:  # any failure of this cell is this cell's, never its matrix's
+        await anyio.lowlevel.checkpoint_if_cancelled()  # one that came of a cancellation is the cancellation
+        return state.failed(error), None
+
+
+TRACEBACK = "traceback.txt"
+
+
+class _Cell:
+    """What a cell knows so far, so that a failure anywhere is written with it: its pins (the image's, once
+    resolved) and the turns that ran before it failed."""
+
+    def __init__(self, plan: CellPlan, directory: Path, started: float) -> None:
+        self.plan, self.directory, self.started = plan, directory, started
+        self.pins = plan.planned_pins()
+        self.reports: list[TurnReport] = []
+
+    def finish(self, result: CellResult) -> CellResult:
+        return _finish(self.directory, result, self.started)
+
+    def failed(self, error: BaseException) -> CellResult:
+        """The cell's infrastructure error for ``error`` (its type and words, scrubbed), with the turns that ran
+        before it; the traceback, scrubbed, in ``traceback.txt`` when it can be written."""
+        plan = self.plan
+        scrubber = plan.scrubber
+        problem = InfrastructureProblem.of(error, scrubber.text)
+        files: dict[str, str] = {}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            told = scrubber.text("".join(traceback.format_exception(error)))
+            (self.directory / TRACEBACK).write_text(told, encoding="utf-8", errors="backslashreplace")
+            files["traceback"] = TRACEBACK
+        except OSError:
+            pass  # the result says what failed; writing it is all that is left to try
+        turns = tuple(_summary(r) for r in self.reports)
+        started_at = self.reports[0].started_at if self.reports else None
+        return self.finish(_base(plan, self.pins, infrastructure_error=problem, turns=turns, files=files,
+                                 started_at=started_at))
+
+
+async def _run_cell(
+    client: EngineClient | None, state: _Cell, progress: Callable[[str], None], image: ImageRecord | None,
+) -> tuple[CellResult, TurnReport | None]:
+    plan, directory = state.plan, state.directory
     cell = plan.cell
     limits = cell.limits
     disposition = plan.disposition
     if disposition in (Disposition.NOT_IMPLEMENTED, Disposition.UNSUPPORTED):
         declared = not_run_cell(cell.case, cell.condition, limits, column_id=cell.profile.id).record()
-        return _finish(directory, _base(plan, plan.planned_pins(), grade=declared), started), None
+        return state.finish(_base(plan, plan.planned_pins(), grade=declared)), None
     if disposition is Disposition.UNAVAILABLE:
         unavailable = DeclaredGrade(status=UNAVAILABLE, evidence=f"unavailable; {cell.profile.unavailable}")
-        return _finish(directory, _base(plan, plan.planned_pins(), grade=unavailable), started), None
+        return state.finish(_base(plan, plan.planned_pins(), grade=unavailable)), None
     if disposition is Disposition.REFUSED_AT_ADMISSION:
-        return _refused_at_admission(plan, directory, started), None
+        return _refused_at_admission(plan, directory, state.started), None
     assert client is not None, "a cell that runs a turn needs an engine"
     from runner.sandbox.images import ensure_image
 
-    try:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
-        if image is None:
-            images = plan.options.host.images
-            image = await anyio.to_thread.run_sync(
-                lambda: ensure_image(client, cell.profile.image, images, progress=progress)
-            )
-    except EngineError as err:
-        failed = _base(plan, plan.planned_pins(), infrastructure_error=_problem(err))
-        return _finish(directory, failed, started), None
-    pins = plan.planned_pins(image)
+    if image is None:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
+        images = plan.options.host.images
+        image = await anyio.to_thread.run_sync(
+            lambda: ensure_image(client, cell.profile.image, images, progress=progress)
+        )
+    pins = state.pins = plan.planned_pins(image)
     # a row of several turns runs each against one world (revoked-mid-turn: the revocation lands in its store
     # after turn 1 loaded); each turn is a fresh CLI process in a fresh container -- no CLI resumes a session
     turns_total = cell.case.turns
     world = build_world(cell.condition.world) if turns_total > 1 else None
-    reports: list[TurnReport] = []
+    reports = state.reports
     wiring: InfrastructureProblem | None = None
     for n in range(1, turns_total + 1):
         if world is not None and n > 1:
@@ -157,10 +204,7 @@ async def run_cell(
         out = directory if turns_total == 1 else directory / f"turn-{n}"
         request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=out, model=plan.model,
                               settings=plan.options, condition_id=cell.condition.id, world=world, turn=n)
-        try:
-            report = await run_turn(client, request, progress)
-        except EngineError as err:
-            return _finish(directory, _base(plan, pins, infrastructure_error=_problem(err)), started), None
+        report = await run_turn(client, request, progress)
         reports.append(report)
         problem = report.infrastructure_error
         if problem is not None:
@@ -185,7 +229,7 @@ async def run_cell(
                           fault=model.fault.spec if model.fault else None),
         files=files, started_at=reports[0].started_at,
     )
-    return _finish(directory, result, started), report
+    return state.finish(result), report
 
 
 def _finish(directory: Path, result: CellResult, started: float) -> CellResult:

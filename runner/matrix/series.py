@@ -1,11 +1,12 @@
 """What ``runner report`` reads before it renders: every run of every cell found below the directories it is given,
 merged into series (one cell's runs, side by side) only where the runs are comparable.
 
-- **A run** is one ``result.json``: a trial of one ``runner run --trials N`` (``<cell>/`` and ``<cell>/trial-<k>/``),
-  the same cell from another output directory or another machine, or a ``runner repro`` rerun below it. Runs are
-  ordered by the directory argument they were found under, then trial, then when they started: Run 1, Run 2, …
-  The same file reached twice, or a byte-identical copy of one (an artifact downloaded beside the run it came
-  from), is one run.
+- **A run** is one ``result.json`` runner wrote (:func:`~runner.matrix.artifact.result_files`: never a file the CLI
+  left among its own, below ``session/``, nor one reached through a link): a trial of one ``runner run --trials N``
+  (``<cell>/`` and ``<cell>/trial-<k>/``), the same cell from another output directory or another machine, or a
+  ``runner repro`` rerun below it. Runs are ordered by the directory argument they were found under, then trial,
+  then when they started: Run 1, Run 2, … The same file reached twice, or a byte-identical copy of one (an artifact
+  downloaded beside the run it came from), is one run.
 - **A group** is the runs that may be read together: they share the comparability pins (:data:`SHARED_PINS`: case
   set, world set, judge version), and every run of one cell in it was served the same catalogue
   (``catalogHash``; columns of one row may still differ, which the report says as it always has). A run that fits
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from runner.conformance.jsonmodel import JsonModel, JsonValue
 from runner.errors import UsageError
-from runner.matrix.artifact import RESULT, load_result
+from runner.matrix.artifact import load_result, result_files
 from runner.matrix.result import CellResult, ResultError
 
 SHARED_PINS = ("caseSetHash", "worldSetHash", "judgeVersion")
@@ -37,8 +38,8 @@ class ReportError(UsageError, ValueError):
 
 
 def load_runs(paths: list[Path]) -> list[CellResult]:
-    """Every ``result.json`` under the given directories (or the files themselves): sorted by cell id, then by the
-    order of ``paths``, trial and start time. Each file once, and a byte-identical copy of a run once."""
+    """Every ``result.json`` runner wrote under the given directories (or the files themselves): sorted by cell id,
+    then by the order of ``paths``, trial and start time. Each file once, and a byte-identical copy of a run once."""
     return [run for run, _ in locate_runs(paths)]
 
 
@@ -51,7 +52,7 @@ def locate_runs(paths: list[Path]) -> list[tuple[CellResult, Path]]:
     for index, path in enumerate(paths):
         if not path.exists():
             raise ReportError(f"{path}: no such file or directory")
-        files = [path] if path.is_file() else sorted(path.rglob(RESULT))
+        files = result_files(path)
         for file in files:
             if file.resolve() in seen_files:
                 continue

@@ -261,7 +261,9 @@ def _cut_pieces(pieces: list[tuple[int, Any, Any]], joined: str, scrubber: Scrub
 
 
 class ExchangeLog:
-    """Appends scrubbed exchange records to a JSONL file."""
+    """Writes scrubbed exchange records to a JSONL file of its own: a file an earlier turn or attempt left at the path
+    is replaced, never appended to (a retried cell's log holds its last attempt's exchanges, which a replay of it
+    serves). Text that cannot be encoded (a lone surrogate a client sent) is written as its JSON escape."""
 
     def __init__(
         self, path: Path, scrubber: Scrubber, secrets: Mapping[str, str] | None = None, *,
@@ -272,7 +274,7 @@ class ExchangeLog:
         self.scrubber = scrubber.with_secrets(secrets or {}, MIN_EXTRA_SECRET)
         self.count = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = path.open("a", encoding="utf-8")
+        self._file: IO[str] | None = path.open("w", encoding="utf-8", errors="backslashreplace")
 
     def scrub(self, text: str) -> str:
         return self.scrubber.text(text)

@@ -164,12 +164,19 @@ class SandboxedProcess(Sandbox):
             pass
 
     def pump(self, on_output: OutputSink) -> None:
-        """Read the multiplexed stdout/stderr stream until the container's output ends."""
-        try:
-            for stream, data in demultiplexed(self._sock):
-                on_output(stream, data)
-        except (OSError, ValueError):
-            return  # the stream was closed under us at teardown
+        """Read the multiplexed stdout/stderr stream until the container's output ends. A stream closed under the
+        read (at teardown) ends it; what ``on_output`` raises (runner could not write the transcript: a full disk) is
+        raised, never taken for the stream's end: a pump that stopped reading would leave the CLI blocked on a full
+        pipe until the deadline."""
+        frames = demultiplexed(self._sock)
+        while True:
+            try:
+                stream, data = next(frames)
+            except StopIteration:
+                return
+            except (OSError, ValueError):
+                return  # the stream was closed under us at teardown
+            on_output(stream, data)
 
     def wait(self) -> int | None:
         """Block until the container exits; its exit code (None when the engine does not say)."""

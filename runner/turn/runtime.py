@@ -339,9 +339,13 @@ def _write_artifacts(
     out: Path, record: dict[str, JsonValue], result: ExecutionResult, script: dict[str, JsonValue], prompt: str,
     instructions: str, mcp_log: list[dict[str, JsonValue]], scrubber: Scrubber,
 ) -> dict[str, str]:
+    """The turn's own files. Text from the CLI may hold what UTF-8 cannot encode (a lone surrogate a frame escaped):
+    JSON takes it as its escape, and text as the same backslash escape, never an error."""
+
     def dump(name: str, body: object) -> str:
         path = out / name
-        path.write_text(scrubber.text(json.dumps(body, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8")
+        path.write_text(scrubber.text(json.dumps(body, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8",
+                        errors="backslashreplace")
         return str(path)
 
     files = {
@@ -351,9 +355,10 @@ def _write_artifacts(
         "stdout": str(out / "stdout.log"),
         "stderr": str(out / "stderr.log"),
     }
-    (out / "prompt.txt").write_text(scrubber.text(f"{instructions}\n\n---\n\n{prompt}\n"), encoding="utf-8")
+    (out / "prompt.txt").write_text(scrubber.text(f"{instructions}\n\n---\n\n{prompt}\n"), encoding="utf-8",
+                                    errors="backslashreplace")
     files["prompt"] = str(out / "prompt.txt")
-    with (out / "mcp-events.jsonl").open("w", encoding="utf-8") as fh:
+    with (out / "mcp-events.jsonl").open("w", encoding="utf-8", errors="backslashreplace") as fh:
         for event in mcp_log:
             fh.write(scrubber.text(json.dumps(event, ensure_ascii=False)) + "\n")
     files["mcpEvents"] = str(out / "mcp-events.jsonl")

@@ -35,7 +35,8 @@ class TimelineFile:
         self.path = directory / TIMELINE
         self.scrubber = scrubber
         self._lock = threading.Lock()
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8")
+        # a lone surrogate in an entry's text is written as its JSON escape
+        self._file: IO[str] | None = self.path.open("w", encoding="utf-8", errors="backslashreplace")
 
     def __call__(self, entry: dict[str, JsonValue]) -> None:
         line = self.scrubber.text(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))

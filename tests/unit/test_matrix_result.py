@@ -49,8 +49,8 @@ def test_a_field_that_cannot_be_read_is_named_with_the_file(change: object, name
 
 
 def test_a_newer_shape_is_refused_by_its_version() -> None:
-    with pytest.raises(ResultError, match="field 'version': 3 is newer than this runner reads \\(2\\); upgrade"):
-        CellResult.read({**golden(), "version": 3}, "there/result.json")
+    with pytest.raises(ResultError, match="field 'version': 4 is newer than this runner reads \\(3\\); upgrade"):
+        CellResult.read({**golden(), "version": 4}, "there/result.json")
     with pytest.raises(ResultError, match="expected a JSON object"):
         CellResult.read([], "there/result.json")
 

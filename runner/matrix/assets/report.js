@@ -252,7 +252,8 @@
         turn.harnessErrorCode + ")" : "") : null],
       ["started", run.startedAt], ["elapsed", run.elapsedSeconds === null ? null : seconds(run.elapsedSeconds)],
       ["infrastructure error", run.infrastructureError ? run.infrastructureError.kind + ": " +
-        run.infrastructureError.detail : null]
+        run.infrastructureError.detail : null],
+      ["attempts", run.attempts]
     ];
     var list = el("dl", {"class": "turn"});
     facts.forEach(function (fact) {
