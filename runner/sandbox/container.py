@@ -20,15 +20,15 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, TypedDict, cast
 
 import docker
 import docker.errors
 import requests
-from docker.types import LogConfig, Mount
+from docker.types import LogConfig, Mount, Ulimit
 from docker.utils.socket import frames_iter_no_tty
 
+from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree, usage
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
 from runner.sandbox.interface import HOME, ContainerSpec, OutputSink, Runtime, Sandbox, Signal, Transport
@@ -66,6 +66,7 @@ class CreateArgs(TypedDict, total=False):
     stdin_open: bool
     tty: bool
     log_config: LogConfig
+    ulimits: list[Ulimit]
 
 
 def demultiplexed(sock: object) -> Iterator[tuple[int, bytes]]:
@@ -102,6 +103,8 @@ def create_kwargs(spec: ContainerSpec) -> CreateArgs:
         "tty": False,
         # stdout is captured through the attach stream; the engine keeps no copy of a flood
         "log_config": LogConfig(type=LogConfig.types.NONE),
+        # no file the CLI writes, in the turn dir on the host's disk included, grows past this (EFBIG)
+        "ulimits": [Ulimit(name="fsize", soft=spec.limits.file_bytes, hard=spec.limits.file_bytes)],
     }
     if spec.runtime is not Runtime.RUNC:
         kwargs["runtime"] = spec.runtime.value
@@ -192,10 +195,18 @@ class SandboxedProcess(Sandbox):
                 raise
 
     @contextlib.contextmanager
-    def read_tree(self, relative: str) -> Iterator[Path | None]:
-        """The CLI's files are in the mounted turn dir already: read them in place."""
-        path = self.spec.turn_dir / relative
-        yield path if path.exists() else None
+    def read_tree(self, relative: str, bounds: IntakeBounds = DEFAULT_BOUNDS) -> Iterator[Tree | None]:
+        """The CLI's files are in the mounted turn dir already: read them in place, from the turn dir's descriptor
+        (runner's), nothing below it followed."""
+        yield Tree(self.spec.turn_dir, relative)
+
+    def disk_overrun(self) -> str | None:
+        """The turn dir is on the host's disk, written by the CLI through the mount: what it holds, counted without
+        following a link and only up to the budget."""
+        limits = self.spec.limits
+        budget = IntakeBounds(bytes=limits.turn_dir_bytes, entries=limits.turn_dir_entries)
+        held = usage(Tree(self.spec.turn_dir), budget)
+        return None if held.over is None else f"the turn dir holds {held.over} (the CLI's writes through {TURN_MOUNT})"
 
     def remove(self) -> None:
         # shut down before closing: a close does not wake the pump's thread blocked in a read on this socket (the

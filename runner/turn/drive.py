@@ -4,6 +4,11 @@ Nothing here reacts to what the CLI asked: the only stop is the deadline, which 
 CLI's process group, waits the profile's grace period, then sends SIGKILL. Blocking docker-py calls
 run in worker threads from our own limiter, so the MCP server keeps answering meanwhile.
 
+One bound besides the deadline: what the CLI writes where the host keeps it (the turn dir under the mount
+transport). Asked every ``disk_poll`` seconds (:meth:`~runner.sandbox.interface.Sandbox.disk_overrun`), a turn dir
+over its budget stops the CLI at once with SIGKILL (a grace period would let it write on), kept in
+``Drive.over_budget``: the turn then ends as an infrastructure error that says so.
+
 Every moment of it goes on the turn's timeline when one is given: the container started, the CLI's first
 output, each deadline signal, the CLI's exit (``by`` itself, or by the deadline).
 
@@ -22,7 +27,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from runner.core.outcomes import JsonValue
-from runner.core.timeline import EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
+from runner.core.timeline import EXITED_BY_BUDGET, EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
 from runner.harnesses.profile import Profile
 from runner.sandbox.container import ContainerStartError
 from runner.sandbox.engine import EngineError
@@ -41,6 +46,7 @@ class Drive:
     deadline_hit: bool = False
     not_started: str | None = None
     engine_failed: str | None = None  # the engine kept failing a call mid-turn: nobody knows how the CLI ended
+    over_budget: str | None = None  # what the CLI wrote passed the turn's disk budget: it was stopped, and why
 
 
 async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str | None:
@@ -66,9 +72,11 @@ async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str 
 async def drive(
     proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
     progress: object, timeline: Timeline | None = None, *, started: tuple[str | None] | None = None,
+    disk_poll: float | None = None,
 ) -> Drive:
     """Start the CLI (unless ``started`` holds what :func:`start_cli` said) and drive it to its end: by itself, or
-    stopped by the deadline and the wind-down."""
+    stopped by the deadline and the wind-down, or by its disk budget (looked at every ``disk_poll`` seconds; never
+    when None)."""
     say = progress if callable(progress) else (lambda _m: None)
     run = Drive()
     not_started = (await start_cli(proc)) if started is None else started[0]
@@ -82,6 +90,8 @@ async def drive(
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch.pump)
         tg.start_soon(watch.wait)
+        if disk_poll is not None:
+            tg.start_soon(watch.budget, disk_poll)
         say(f"turn running (deadline {deadline:g}s)")
         if not await watch.exited_within(deadline):
             run.deadline_hit = watch.deadline_hit = True
@@ -93,6 +103,7 @@ async def drive(
     run.exit_code = watch.codes[0] if watch.codes else None
     if watch.failures:
         run.engine_failed = str(watch.failures[0])
+    run.over_budget = watch.over_budget
     return run
 
 
@@ -120,6 +131,7 @@ class _Watch:
         self.codes: list[int | None] = []
         self.failures: list[EngineError] = []  # engine calls that kept failing after their retries
         self.deadline_hit = False
+        self.over_budget: str | None = None
         self.heard = False  # the CLI's first output is on the timeline
 
     def mark(self, event: TimelineEvent, **fields: JsonValue) -> None:
@@ -143,11 +155,20 @@ class _Watch:
         try:
             code = await anyio.to_thread.run_sync(self.proc.wait, limiter=THREADS, abandon_on_cancel=True)
             self.codes.append(code)
-            self.mark(TimelineEvent.CLI_EXITED, exitCode=code,
-                      by=EXITED_BY_DEADLINE if self.deadline_hit else EXITED_BY_ITSELF)
+            by = EXITED_BY_BUDGET if self.over_budget else EXITED_BY_DEADLINE if self.deadline_hit else EXITED_BY_ITSELF
+            self.mark(TimelineEvent.CLI_EXITED, exitCode=code, by=by)
         except EngineError as err:
             self.failures.append(err)  # nobody can say how the CLI ended; teardown removes the container
         self.exited.set()
+
+    async def budget(self, every: float) -> None:
+        """Every ``every`` seconds until the CLI exits: is what it wrote over its budget? Then SIGKILL, at once."""
+        while not await self.exited_within(every):
+            why = await anyio.to_thread.run_sync(self.proc.disk_overrun, limiter=THREADS, abandon_on_cancel=True)
+            if why is not None and not self.exited.is_set():
+                self.over_budget = why
+                await self.send("SIGKILL", f"{why}: the CLI is stopped")
+                return
 
     async def exited_within(self, seconds: float) -> bool:
         with anyio.move_on_after(seconds):

@@ -6,9 +6,10 @@ The rule (also in the README's layout section):
 
     errors                          imports nothing of runner (every layer may raise its errors)
     core                            errors                       the pure turn authority
-    conformance, mcp, model         core                         each on the core alone
-    sandbox                         errors                       the engine, images, the container
-    harnesses                       core, model                  profiles and what a CLI prints
+    intake                          errors                       what the box wrote, read bounded and unfollowed
+    conformance, mcp, model         core, intake                 each on the core alone (and the intake)
+    sandbox                         errors, intake               the engine, images, the container
+    harnesses                       core, intake, model          profiles and what a CLI prints
     turn                            everything above             one turn, tied together
     matrix                          turn and everything above    cells, plans, results, reports
     cli, bench                      matrix and everything above  the two top floors, apart from each other
@@ -24,15 +25,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "runner"
-BELOW_TURN = {"errors", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
+BELOW_TURN = {"errors", "core", "intake", "conformance", "mcp", "model", "sandbox", "harnesses"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "core": {"errors"},
-    "conformance": {"errors", "core"},
-    "mcp": {"errors", "core"},
-    "model": {"errors", "core"},
-    "sandbox": {"errors"},
-    "harnesses": {"errors", "core", "model"},
+    "intake": {"errors"},  # the intake: the one way in for what the box wrote, usable by every layer above the core
+    "conformance": {"errors", "core", "intake"},
+    "mcp": {"errors", "core", "intake"},
+    "model": {"errors", "core", "intake"},
+    "sandbox": {"errors", "intake"},
+    "harnesses": {"errors", "core", "intake", "model"},
     "turn": BELOW_TURN,
     "matrix": BELOW_TURN | {"turn"},
     "cli": BELOW_TURN | {"turn", "matrix"},
