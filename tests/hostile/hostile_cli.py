@@ -108,9 +108,9 @@ def channels(*names):
     time.sleep(2)  # the bridge reads them while the container lives
 
 
-def fill(total_mib, file_mib):
-    """Write past every bound: one file bigger than the per-file cap, then file after file up to ``total_mib``,
-    saying how much went to disk after every chunk; then wait to be stopped (unless ``total_mib`` is 0)."""
+def fill(total_mib, file_mib, then):
+    """Write past every bound: one ``file_mib`` file (more than the per-file cap), then 32 MiB files up to
+    ``total_mib``, saying how much went to disk after every chunk; ``then`` wait to be stopped, or exit."""
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG rather than death at the per-file cap
     os.makedirs(SESSION, exist_ok=True)
     chunk = b"\xa5" * (4 * MiB)
@@ -139,7 +139,7 @@ def fill(total_mib, file_mib):
         written += size
         n += 1
     say(done=written)
-    if int(total_mib) > 0:
+    if then == "wait":
         time.sleep(600)
 
 

@@ -23,6 +23,7 @@ import os
 import secrets
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -36,7 +37,8 @@ import yaml
 
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ResourceLimits, Runtime, Transport
-from tests.support import RUNNER
+from tests.support import _PEAK_OF as PEAK_OF
+from tests.support import RUNNER, peak_mib
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
@@ -102,12 +104,14 @@ def render(host: Host, name: str, **markers: str) -> Path:
 
 
 def hostile_exec(host: Host, profile: Path, transport: Transport, runtime: Runtime,
-                 *extra: str, expect_exit: int = 0) -> tuple[dict[str, Any], str]:
+                 *extra: str, expect_exit: int = 0, peak_to: Path | None = None) -> tuple[dict[str, Any], str]:
     """``runner exec --json`` of a hostile profile, as a user runs it; the report and runner's stderr. Whatever the
-    CLI did, the turn settles: exit 0 (5: an infrastructure error, said on stderr), one JSON object, a result.json."""
+    CLI did, the turn settles: exit 0 (5: an infrastructure error, said on stderr), one JSON object, a result.json.
+    ``peak_to``: where runner's peak RSS is written (tests.support.peak_mib reads it)."""
     env = {**os.environ, "TMPDIR": str(host.tmpdir), "RUNNER_TEST_CANARY": host.canary}
+    measured = [sys.executable, "-c", PEAK_OF, str(peak_to)] if peak_to is not None else []
     proc = subprocess.run(
-        [RUNNER, "exec", "--json", "--out", str(host.out), "--profile", str(profile), "--case", "escalation",
+        [*measured, RUNNER, "exec", "--json", "--out", str(host.out), "--profile", str(profile), "--case", "escalation",
          "--transport", transport.value, "--runtime", runtime.value, *extra],
         capture_output=True, text=True, env=env, timeout=400,
     )
@@ -260,8 +264,8 @@ def test_a_cli_filling_the_turn_dir_is_capped_per_file_and_stopped_at_the_disk_b
     stopped once the turn dir holds more than its budget, long before the deadline; what it wrote before it was
     stopped is bounded by the budget and what it can write between two looks."""
     total = 4 * LIMITS.turn_dir_bytes // MiB
-    report, stderr = hostile_exec(host, render(host, "files-fill", TOTAL_MIB=str(total)), Transport.MOUNT, runtime,
-                                  "--deadline", "120", expect_exit=5)
+    profile = render(host, "files-fill", TOTAL_MIB=str(total), THEN="wait")
+    report, stderr = hostile_exec(host, profile, Transport.MOUNT, runtime, "--deadline", "120", expect_exit=5)
     assert "runner: infrastructure error (disk_budget_exceeded): the turn dir holds more than" in stderr
     said = [json.loads(line) for line in Path(report["files"]["stdout"]).read_text().splitlines()]
     assert said[0] == {"big": LIMITS.file_bytes, "error": 27}, "the 200 MiB file stopped at the cap (EFBIG)"
@@ -285,9 +289,28 @@ def test_under_the_stream_transport_no_file_the_cli_writes_grows_past_the_per_fi
 ) -> None:
     """The stream transport's turn dir is the engine's volume, out of the host's sight: the per-file cap holds there
     (the total does not: the volume goes with the container, see ResourceLimits)."""
-    report, _stderr = hostile_exec(host, render(host, "files-fill", TOTAL_MIB="0"), Transport.STREAM, runtime,
-                                   "--deadline", "20")
+    profile = render(host, "files-fill", TOTAL_MIB="0", THEN="exit")
+    report, _stderr = hostile_exec(host, profile, Transport.STREAM, runtime, "--deadline", "20")
     said = [json.loads(line) for line in Path(report["files"]["stdout"]).read_text().splitlines()]
     assert said[0] == {"big": LIMITS.file_bytes, "error": 27}, "the 200 MiB file stopped at the cap (EFBIG)"
     assert said[1] == {"done": LIMITS.file_bytes}
     nothing_got_out(host)
+
+
+@pytest.mark.parametrize("runtime", list(Runtime))
+def test_a_huge_session_under_the_stream_transport_is_read_as_it_streams_and_only_to_its_bound(
+    host: Host, reference_image: ImageRecord, runtime: Runtime
+) -> None:
+    """The session's archive comes from the engine as the CLI left it: here more than 700 MiB. runner reads it as it
+    streams in and stops at its bound; its memory stays far below the archive's size (it once held it whole)."""
+    peak = host.root / "peak"
+    report, stderr = hostile_exec(host, render(host, "files-fill", TOTAL_MIB="700", THEN="exit"), Transport.STREAM,
+                                  runtime, "--deadline", "60", peak_to=peak)
+    said = [json.loads(line) for line in Path(report["files"]["stdout"]).read_text().splitlines()]
+    assert said[-1]["done"] >= 700 * MiB, "the CLI left it all"
+    assert "past the bound of 67108864 bytes" in stderr, "the copy stopped at its bound and said so"
+    session = nothing_got_out(host)
+    assert sum(len(data) for data in session.values()) <= 64 * MiB
+    print(f"\n{runtime.value}: runner's peak RSS {peak_mib(peak):.0f} MiB for a {said[-1]['done'] / MiB:.0f} MiB "
+          "session")
+    assert peak_mib(peak) < 400, "runner held no more than its bound of the archive"
