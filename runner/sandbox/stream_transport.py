@@ -133,8 +133,9 @@ class StreamSandboxedProcess(SandboxedProcess):
         finally:
             with contextlib.suppress(Exception):
                 chunks.close()  # an archive cut at its bound is not read to its end
+        level = logging.INFO if extracted.complete else logging.WARNING  # a bound cut it short: say so
         for skipped in extracted.skipped[:20]:
-            logger.warning("the CLI's %s: %r not taken in: %s", relative, skipped.path[:200], skipped.why)
+            logger.log(level, "the CLI's %s: %r not taken in: %s", relative, skipped.path[:200], skipped.why)
         return Path(relative).name
 
     def disk_overrun(self) -> str | None:

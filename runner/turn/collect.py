@@ -55,13 +55,22 @@ def copy_session_transcript(tree: Tree, dest: Path, scrubber: Scrubber) -> Copie
         return scrubber.mask(data)
 
     copied = copy_tree(tree, dest, SESSION_LIMITS, scrub)
-    for skipped in copied.skipped[:20]:
-        logger.warning("session transcript: %r not copied: %s", skipped.path[:200], skipped.why)
+    _tell(copied, "session transcript")
     if scrubber.active:
         for database in databases:
             scrub_database(dest / database, scrubber)
     copied.files = [c for c in copied.files if (dest / c).exists()]
     return copied
+
+
+def _tell(copied: Copied, what: str) -> None:
+    """Say what was not taken in: a warning when a bound cut the copy short or nothing was taken in (the session path
+    itself a link), else (links and special files a CLI keeps in its HOME, as some do) only at INFO."""
+    level = logging.INFO if copied.complete and copied.files else logging.WARNING
+    for skipped in copied.skipped[:20]:
+        logger.log(level, "%s: %r not copied: %s", what, skipped.path[:200], skipped.why)
+    if len(copied.skipped) > 20:
+        logger.log(level, "%s: %d more entries not copied", what, len(copied.skipped) - 20)
 
 
 def scrub_zstd(data: bytes, scrubber: Scrubber) -> bytes:
