@@ -3,21 +3,34 @@
 Any process of the container's uid can write frames into the relay's stdout, so the bridge here is fed the relay's
 exec stream (Docker's multiplexed framing, frames inside) from the test's end of a socket pair, forged frames
 included: names that climb out of the turn dir or are absolute, unknown kinds, a live channel opened again, more
-channels than allowed, and a frame longer than any relay sends. The same through the real box, forged by a CLI
+channels than allowed, and a frame longer than any relay sends. And what goes the other way, the turn dir's archive,
+is read as the CLI's files are. The same through the real box, forged by a CLI
 writing into /proc/<relay>/fd/1: tests/integration/test_hostile_files.py.
 """
 
 from __future__ import annotations
 
+import io
 import socket
 import struct
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runner.sandbox.stream_transport import CLOSE, DATA, EOF, HEADER, MAX_CHANNELS, MAX_FRAME, OPEN, Bridge
+from runner.sandbox.stream_transport import (
+    CLOSE,
+    DATA,
+    EOF,
+    HEADER,
+    MAX_CHANNELS,
+    MAX_FRAME,
+    OPEN,
+    Bridge,
+    turn_archive,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -140,3 +153,28 @@ def test_a_frame_longer_than_any_relay_sends_closes_the_bridge_without_waiting_f
     assert server.recv(100) == b"", "the bridge dropped its connections"
     assert "the stream is not the relay's" in ends.bridge.refused[-1]
     server.close()
+
+
+def test_the_turn_archive_carries_runners_files_and_follows_no_link(tmp_path: Path) -> None:
+    """What goes into the container's volume is read like the CLI's files are: a link in the turn dir (runner's
+    own, but in a directory the host shares) is left out, never followed, and so are the sockets."""
+    turn_dir = tmp_path / "turn"
+    (turn_dir / "home" / ".config").mkdir(parents=True)
+    (turn_dir / "script.json").write_text("{}")
+    (turn_dir / "home" / ".config" / "cli.json").write_text('{"mcp": true}')
+    (tmp_path / "secret").write_bytes(b"host-secret")
+    (turn_dir / "home" / "planted").symlink_to(tmp_path / "secret")
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(turn_dir / "mcp.sock"))
+    try:
+        archive = turn_archive(turn_dir)
+    finally:
+        listener.close()
+    assert b"host-secret" not in archive
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert tar.extractfile(members["home/.config/cli.json"]).read() == b'{"mcp": true}'  # type: ignore[union-attr]
+    assert sorted(members) == [".relay/relay.js", ".relay/relay.py", "home", "home/.config", "home/.config/cli.json",
+                               "mcp.sock", "model.sock", "script.json"]
+    assert members["mcp.sock"].issym() and members["mcp.sock"].linkname == "/tmp/.runner-relay/mcp.sock"
+    assert all(m.uid == 1000 for m in members.values())
