@@ -9,6 +9,15 @@ is the same container with that directory carried over the engine API instead. I
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
 then the whole sandbox's, :attr:`~runner.sandbox.interface.ResourceLimits.sandbox_pids`).
 
+What the CLI writes where the host keeps it is bounded twice (the figures are in the README, "What the CLI can write
+where the host keeps it"): by the kernel, every file at ``ResourceLimits.file_bytes`` (``RLIMIT_FSIZE``: a hard
+bound, on every file system the container writes, under runc and runsc); and, under the mount transport only, the
+whole turn dir at ``turn_dir_bytes`` and ``turn_dir_entries``, looked at while the CLI runs
+(:meth:`SandboxedProcess.disk_overrun`): a budget, passed by what the CLI writes between two looks. The stream
+transport's turn dir is the engine's volume, which runner cannot look at: there only the per-file bound holds, and
+the volume is removed with the container. What runner reads back from the turn dir it reads through
+:mod:`runner.intake.files` (:meth:`SandboxedProcess.read_tree`).
+
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
 that survive a plain kill).
