@@ -127,7 +127,6 @@ RUNNERS_OWN_TREES = {
     "runner.sandbox.images.context": "the repository's build context, before any container exists",
     "runner.turn.turndir": "runner's own turn dir, handed to the container's uid before the container starts",
     "runner.harnesses.deepseek.session": "runner's copy of dsh's session (made through the intake)",
-    "runner.matrix.series": "the output directory's result.json files",
 }
 
 
