@@ -13,7 +13,7 @@ What the CLI writes where the host keeps it is bounded twice (the figures are in
 where the host keeps it"): by the kernel, every file at ``ResourceLimits.file_bytes`` (``RLIMIT_FSIZE``: a hard
 bound, on every file system the container writes, under runc and runsc); and, under the mount transport only, the
 whole turn dir at ``turn_dir_bytes`` and ``turn_dir_entries``, looked at while the CLI runs
-(:meth:`SandboxedProcess.disk_overrun`): a budget, passed by what the CLI writes between two looks. The stream
+(:meth:`SandboxedProcess.disk_look`): a budget, passed by what the CLI writes between two looks. The stream
 transport's turn dir is the engine's volume, which runner cannot look at: there only the per-file bound holds, and
 the volume is removed with the container. What runner reads back from the turn dir it reads through
 :mod:`runner.intake.files` (:meth:`SandboxedProcess.read_tree`).
@@ -40,7 +40,7 @@ from docker.utils.socket import frames_iter_no_tty
 from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree, usage
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
-from runner.sandbox.interface import HOME, ContainerSpec, OutputSink, Runtime, Sandbox, Signal, Transport
+from runner.sandbox.interface import HOME, ContainerSpec, DiskLook, OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
 USER = "1000:1000"
@@ -209,13 +209,15 @@ class SandboxedProcess(Sandbox):
         (runner's), nothing below it followed."""
         yield Tree(self.spec.turn_dir, relative)
 
-    def disk_overrun(self) -> str | None:
+    def disk_look(self) -> DiskLook | None:
         """The turn dir is on the host's disk, written by the CLI through the mount: what it holds, counted without
         following a link and only up to the budget."""
         limits = self.spec.limits
         budget = IntakeBounds(bytes=limits.turn_dir_bytes, entries=limits.turn_dir_entries)
         held = usage(Tree(self.spec.turn_dir), budget)
-        return None if held.over is None else f"the turn dir holds {held.over} (the CLI's writes through {TURN_MOUNT})"
+        share = max(held.bytes / limits.turn_dir_bytes, held.entries / limits.turn_dir_entries)
+        over = None if held.over is None else f"the turn dir holds {held.over} (the CLI's writes through {TURN_MOUNT})"
+        return DiskLook(share, over)
 
     def remove(self) -> None:
         # shut down before closing: a close does not wake the pump's thread blocked in a read on this socket (the

@@ -77,8 +77,10 @@ class ResourceLimits:
     engine's ``ulimits``: a write past it fails with ``EFBIG`` after ``SIGXFSZ``; runc and runsc both enforce it). A
     HOME in the turn dir (``/run/runner``) is on the host's disk (mount transport) or the engine's (stream
     transport), not on a tmpfs with a size: under the mount transport the turn watches what the turn dir holds while
-    the CLI runs (every :attr:`disk_poll_seconds`) and stops the CLI once it holds more than :attr:`turn_dir_bytes`
-    or :attr:`turn_dir_entries` (see :meth:`Sandbox.disk_overrun`); what it can write between two looks passes the
+    the CLI runs (every :attr:`disk_poll_seconds`, every :attr:`disk_poll_near_seconds` once past half its budget)
+    and stops the CLI once it holds more than :attr:`turn_dir_bytes` or :attr:`turn_dir_entries` (see
+    :meth:`Sandbox.disk_look`); what it can write between two looks (and, under runsc, what gVisor has not yet
+    written back to the host: the sandbox caches writes in its memory) passes the
     budget by that much. Under the stream transport the engine's volume cannot be seen from here: only the per-file
     cap holds there (the volume goes with the container).
     """
@@ -97,10 +99,20 @@ class ResourceLimits:
     turn_dir_bytes: int = 512 * MiB  # what the turn dir may hold on the host's disk: as much as a tmpfs HOME
     turn_dir_entries: int = 50_000
     disk_poll_seconds: float = 0.25
+    disk_poll_near_seconds: float = 0.05  # once past half the budget: what it writes between looks is what passes it
 
     def pids_for(self, runtime: Runtime) -> int:
         """The pids limit the engine enforces under ``runtime``: the CLI's tasks (runc), or the sandbox's (runsc)."""
         return self.sandbox_pids if runtime is Runtime.RUNSC else self.pids
+
+
+@dataclass(frozen=True)
+class DiskLook:
+    """One look at what the CLI has written where the host keeps it: the share of its budget in use (the larger of
+    the bytes' and the entries'), and why it is over its budget (None: within it)."""
+
+    share: float
+    over: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,10 +177,10 @@ class Sandbox(ABC):
         None when there is nothing the sandbox can hand over. Read them only once the CLI has exited; what the caller
         keeps of them, it copies out before the ``with`` ends."""
 
-    def disk_overrun(self) -> str | None:
-        """Why what the CLI has written where the host keeps it is over its budget (``ResourceLimits.turn_dir_bytes``
-        and ``turn_dir_entries``), or None: within it, or out of sight (the default). Asked every
-        ``disk_poll_seconds`` while the CLI runs, from a worker thread."""
+    def disk_look(self) -> DiskLook | None:
+        """What the CLI has written where the host keeps it, against its budget (``ResourceLimits.turn_dir_bytes`` and
+        ``turn_dir_entries``); None when it is out of sight (the default: then nobody looks again). Asked while the
+        CLI runs (``ResourceLimits.disk_poll_seconds``), from a worker thread."""
         return None
 
     @abstractmethod

@@ -58,7 +58,7 @@ from runner.sandbox.container import (
     demultiplexed,
 )
 from runner.sandbox.engine import call_with_retry
-from runner.sandbox.interface import ContainerSpec, Transport
+from runner.sandbox.interface import ContainerSpec, DiskLook, Transport
 
 HEADER = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
@@ -138,7 +138,7 @@ class StreamSandboxedProcess(SandboxedProcess):
             logger.log(level, "the CLI's %s: %r not taken in: %s", relative, skipped.path[:200], skipped.why)
         return Path(relative).name
 
-    def disk_overrun(self) -> str | None:
+    def disk_look(self) -> DiskLook | None:
         """The turn dir the CLI writes is the engine's volume, out of sight from here: only the per-file cap
         (``ResourceLimits.file_bytes``) holds there."""
         return None

@@ -5,9 +5,10 @@ CLI's process group, waits the profile's grace period, then sends SIGKILL. Block
 run in worker threads from our own limiter, so the MCP server keeps answering meanwhile.
 
 One bound besides the deadline: what the CLI writes where the host keeps it (the turn dir under the mount
-transport). Asked every ``disk_poll`` seconds (:meth:`~runner.sandbox.interface.Sandbox.disk_overrun`), a turn dir
-over its budget stops the CLI at once with SIGKILL (a grace period would let it write on), kept in
-``Drive.over_budget``: the turn then ends as an infrastructure error that says so.
+transport). Looked at while the CLI runs (:meth:`~runner.sandbox.interface.Sandbox.disk_look`, every
+``ResourceLimits.disk_poll_seconds``, more often once past half the budget), a turn dir over its budget stops the
+CLI at once with SIGKILL (a grace period would let it write on), kept in ``Drive.over_budget``: the turn then ends
+as an infrastructure error that says so.
 
 Every moment of it goes on the turn's timeline when one is given: the container started, the CLI's first
 output, each deadline signal, the CLI's exit (``by`` itself, or by the deadline).
@@ -31,7 +32,7 @@ from runner.core.timeline import EXITED_BY_BUDGET, EXITED_BY_DEADLINE, EXITED_BY
 from runner.harnesses.profile import Profile
 from runner.sandbox.container import ContainerStartError
 from runner.sandbox.engine import EngineError
-from runner.sandbox.interface import STDOUT, Sandbox, Signal
+from runner.sandbox.interface import STDOUT, ResourceLimits, Sandbox, Signal
 from runner.turn.transcript import StreamSink
 
 THREADS = anyio.CapacityLimiter(16)  # our own: waits and pumps must not starve anyio's default pool
@@ -72,11 +73,10 @@ async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str 
 async def drive(
     proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
     progress: object, timeline: Timeline | None = None, *, started: tuple[str | None] | None = None,
-    disk_poll: float | None = None,
+    limits: ResourceLimits | None = None,
 ) -> Drive:
     """Start the CLI (unless ``started`` holds what :func:`start_cli` said) and drive it to its end: by itself, or
-    stopped by the deadline and the wind-down, or by its disk budget (looked at every ``disk_poll`` seconds; never
-    when None)."""
+    stopped by the deadline and the wind-down, or by its disk budget (``limits``: how often to look; None: never)."""
     say = progress if callable(progress) else (lambda _m: None)
     run = Drive()
     not_started = (await start_cli(proc)) if started is None else started[0]
@@ -90,8 +90,8 @@ async def drive(
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch.pump)
         tg.start_soon(watch.wait)
-        if disk_poll is not None:
-            tg.start_soon(watch.budget, disk_poll)
+        if limits is not None:
+            tg.start_soon(watch.budget, limits)
         say(f"turn running (deadline {deadline:g}s)")
         if not await watch.exited_within(deadline):
             run.deadline_hit = watch.deadline_hit = True
@@ -161,14 +161,19 @@ class _Watch:
             self.failures.append(err)  # nobody can say how the CLI ended; teardown removes the container
         self.exited.set()
 
-    async def budget(self, every: float) -> None:
-        """Every ``every`` seconds until the CLI exits: is what it wrote over its budget? Then SIGKILL, at once."""
+    async def budget(self, limits: ResourceLimits) -> None:
+        """Until the CLI exits: is what it wrote over its budget? Then SIGKILL, at once. Looked at more often once
+        past half of it; not at all once out of sight."""
+        every = limits.disk_poll_seconds
         while not await self.exited_within(every):
-            why = await anyio.to_thread.run_sync(self.proc.disk_overrun, limiter=THREADS, abandon_on_cancel=True)
-            if why is not None and not self.exited.is_set():
-                self.over_budget = why
-                await self.send("SIGKILL", f"{why}: the CLI is stopped")
+            look = await anyio.to_thread.run_sync(self.proc.disk_look, limiter=THREADS, abandon_on_cancel=True)
+            if look is None:
                 return
+            if look.over is not None and not self.exited.is_set():
+                self.over_budget = look.over
+                await self.send("SIGKILL", f"{look.over}: the CLI is stopped")
+                return
+            every = limits.disk_poll_near_seconds if look.share >= 0.5 else limits.disk_poll_seconds
 
     async def exited_within(self, seconds: float) -> bool:
         with anyio.move_on_after(seconds):

@@ -235,7 +235,7 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
         model = await _serve_model(stack, turn, model_sock)
         await ready.wait()
         run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress,
-                          turn.timeline, started=(started[0],), disk_poll=turn.spec.limits.disk_poll_seconds)
+                          turn.timeline, started=(started[0],), limits=turn.spec.limits)
         mcp: dict[str, JsonValue] = {
             "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
             "calls": server.calls, "clients": [{**info} for info in server.client_infos],

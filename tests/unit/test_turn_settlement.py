@@ -29,7 +29,16 @@ from runner.mcp.unix_client import unix_client
 from runner.model.settings import ModelMode
 from runner.sandbox.container import ContainerStartError
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, OutputSink, Sandbox, Signal, Transport
+from runner.sandbox.interface import (
+    STDERR,
+    STDOUT,
+    ContainerSpec,
+    DiskLook,
+    OutputSink,
+    Sandbox,
+    Signal,
+    Transport,
+)
 from runner.turn.model_choice import ModelChoice
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 from runner.turn.settings import TurnSettings
@@ -108,9 +117,11 @@ class FakeProcess(Sandbox):
         elif name == "SIGTERM" and self.cli.obeys_sigterm:
             self._exit(143)
 
-    def disk_overrun(self) -> str | None:
-        self.calls.append("disk_overrun")
-        return "the turn dir holds more than 512 MiB on disk" if self.cli.fills_the_disk and self._played else None
+    def disk_look(self) -> DiskLook:
+        self.calls.append("disk_look")
+        if self.cli.fills_the_disk and self._played:
+            return DiskLook(1.01, "the turn dir holds more than 512 MiB on disk")
+        return DiskLook(0.01)
 
     @contextmanager
     def read_tree(self, relative: str, bounds: IntakeBounds = DEFAULT_BOUNDS) -> Iterator[Tree | None]:
@@ -272,7 +283,7 @@ async def test_a_cli_that_writes_past_its_disk_budget_is_killed_at_once_and_the_
 async def test_a_cli_within_its_disk_budget_is_looked_at_and_left_alone(tmp_path: Path) -> None:
     cli = FakeCli(stdout=[frame("message", text="slow")], exit_code=None, obeys_sigterm=True)
     report, proc = await turn(tmp_path, cli, deadline=1.0)
-    assert proc.calls.count("disk_overrun") >= 2, "the disk was looked at while the CLI ran"
+    assert proc.calls.count("disk_look") >= 2, "the disk was looked at while the CLI ran"
     assert [name for name, _ in proc.signals] == ["SIGTERM"] and report.drive.over_budget is None
     assert report.infrastructure_error is None
 
