@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 UNWRAPPED = 1 << 16  # columns for a pipe or file: wide enough that no line or table is ever folded
 
 
-class Shown(Console):
+class _Shown(Console):
     """A console whose every printed text is :func:`~runner.core.visible.visible` first (markup is printable, so a
     markup string keeps its styles; only the characters a terminal would obey are escaped)."""
 
@@ -46,7 +46,7 @@ class Shown(Console):
         super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
 
-class Records(Table):
+class _Records(Table):
     """A table whose every text cell is :func:`~runner.core.visible.visible` as it is added."""
 
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
@@ -60,21 +60,21 @@ def is_terminal(stderr: bool = False) -> bool:
 
 def _console(stderr: bool) -> Console:
     if is_terminal(stderr):
-        return Shown(stderr=stderr)
-    return Shown(stderr=stderr, soft_wrap=True, width=UNWRAPPED)
+        return _Shown(stderr=stderr)
+    return _Shown(stderr=stderr, soft_wrap=True, width=UNWRAPPED)
 
 
 def listing(*headers: str) -> Table:
     """A table of records for :func:`print_table`: boxed on a terminal; for a pipe or a file, plain columns two
     spaces apart (no box, no padding at the edges). Put the long free-text column last."""
     if is_terminal():
-        return Records(*headers)
-    return Records(*headers, box=None, pad_edge=False, show_edge=False)
+        return _Records(*headers)
+    return _Records(*headers, box=None, pad_edge=False, show_edge=False)
 
 
 def record() -> Table:
     """A table of ``key  value`` rows (no header, no box): one record, such as ``runner exec``'s summary."""
-    return Records(show_header=False, box=None, pad_edge=False)
+    return _Records(show_header=False, box=None, pad_edge=False)
 
 
 def line(text: str = "", end: str = "\n") -> None:
