@@ -3,9 +3,10 @@
 The CLI is tests/hostile/output-escapes.yaml, a profile on the reference image whose wrapper puts a screen clear, a
 colour, an OSC 8 link, a BEL, backspaces, a carriage return, an 8-bit CSI and a right-to-left override into its
 reason for asking, its messages and a raw stdout line, then plays the escalation case as the reference does. Run
-through ``runner exec`` and read back with ``runner show``, to a pipe (not one ESC byte on stdout or stderr) and to
-a pseudo-terminal (rich's own colours, but none of the CLI's sequences), and with ``--json`` (the same values for a
-parser, no raw control character). The turn is graded as the reference's: the hostile text is the CLI's data.
+through ``runner exec`` on both transports (mount, stream) and read back with ``runner show``, to a pipe (not one
+ESC byte on stdout or stderr) and to a pseudo-terminal (rich's own colours, but none of the CLI's sequences), and
+with ``--json`` (the same values for a parser, no raw control character). The turn is graded as the reference's:
+the hostile text is the CLI's data.
 """
 
 from __future__ import annotations
@@ -65,9 +66,12 @@ def in_a_terminal(*args: str, cwd: Path) -> bytes:
     return b"".join(chunks)
 
 
-def test_escape_sequences_a_cli_prints_reach_no_terminal(tmp_path: Path, reference_image: ImageRecord) -> None:
+@pytest.mark.parametrize("transport", ["mount", "stream"])
+def test_escape_sequences_a_cli_prints_reach_no_terminal(tmp_path: Path, reference_image: ImageRecord,
+                                                         transport: str) -> None:
     out = tmp_path / "cell"
-    done = run("exec", "--profile", str(PROFILE), "--case", "escalation", "--out", str(out), cwd=tmp_path)
+    turn = ["exec", "--profile", str(PROFILE), "--case", "escalation", "--transport", transport]
+    done = run(*turn, "--out", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     recorded = json.loads((out / "result.json").read_text(encoding="utf-8"))
     # the hostile text got through as the CLI's data: it is the turn's reason, and the turn is graded as usual
@@ -91,8 +95,7 @@ def test_escape_sequences_a_cli_prints_reach_no_terminal(tmp_path: Path, referen
     assert json.loads(as_json.stdout)["verdict"]["reason"] == recorded["turn"]["reason"]
 
     # to a terminal: rich's own colours, none of the CLI's sequences
-    for args in (["show", str(out)],
-                 ["exec", "--profile", str(PROFILE), "--case", "escalation", "--out", str(tmp_path / "again")]):
+    for args in (["show", str(out)], [*turn, "--out", str(tmp_path / "again")]):
         screen = in_a_terminal(*args, cwd=tmp_path)
         assert b"\\x1b]8;;https://evil.invalid/\\x07click me" in screen, screen[-3000:]
         assert not [s for s in OBEYED if s in screen], (args[0], [s for s in OBEYED if s in screen])
