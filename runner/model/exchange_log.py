@@ -144,7 +144,7 @@ def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES, parsed: JsonValue =
     if parsed is not None:
         return parsed
     try:
-        return loads(raw)
+        return loads(raw, max_values=MAX_REQUEST_VALUES)
     except Malformed:
         return {"text": decode_text(raw)}
 

@@ -158,7 +158,8 @@ class _Service:
             "request": {
                 "method": method, "path": path, "query": query, "headers": {**redact_headers(headers)},
                 "client_auth": classify_auth(headers, self.config.placeholder_key),
-                "body": {"refused": read.refused} if received is None else body_for_log(
+                # a refused body is not read again for the log: its cause is what there is to know
+                "body": {"refused": read.refused} if read.refused is not None else body_for_log(
                     raw if decoded is None else decoded, parsed=body),
             },
         }
