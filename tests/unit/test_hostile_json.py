@@ -176,7 +176,10 @@ frames = hostile(FRAMES)
 
 
 def hostile_settings(examples: int) -> settings:
-    return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    """The same examples on every run (derandomized, no example database): a failure here reproduces as it is,
+    and a run never passes by the luck of its draw."""
+    return settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 def encoded(value: JsonValue) -> bytes:
@@ -189,7 +192,7 @@ def writable(value: Any) -> None:
     json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-@hostile_settings(400)
+@hostile_settings(250)
 @given(lines=st.lists(frames, min_size=1, max_size=4), exit_code=st.none() | st.integers(-1, 255))
 def test_no_interpreter_raises_on_hostile_frames_and_its_outcome_can_be_written(
     lines: list[JsonValue], exit_code: int | None
