@@ -14,9 +14,9 @@ failure it can name instead of an exception from deep inside a library:
 - **Text** (:func:`decode_text`, :func:`clean_text`): invalid UTF-8 becomes U+FFFD, and so does a lone
   surrogate that a ``\\ud83d`` escape put in a parsed string, so every string runner holds can be written as
   UTF-8 (a lone surrogate raised ``UnicodeEncodeError`` when the artifacts were written).
-- **Compressed bodies** (:func:`inflate`, :func:`readable_zstd`): gzip, deflate and zstd are inflated by
-  streaming decompressors that stop as soon as the output passes the bound, so a small bomb costs the bound,
-  not what it would expand to; a zstd frame may not ask for a window over :data:`MAX_ZSTD_WINDOW`.
+- **Compressed bodies** (:func:`inflate`, :func:`zstd_pieces`, :func:`readable_zstd`): gzip, deflate and zstd are
+  inflated by streaming decompressors that stop as soon as the output passes the bound, so a small bomb costs
+  the bound, not what it would expand to; a zstd frame may not ask for a window over :data:`MAX_ZSTD_WINDOW`.
 
 A failure is a :class:`Malformed` (a ``ValueError``) whose message is the cause, for the record of the CLI's
 malformed output.
@@ -111,8 +111,8 @@ class Shape:
 
 def measure(data: bytes | str) -> Shape:
     """The :class:`Shape` of ``data``, brackets and commas inside strings not counted; a pass over the bytes in C,
-    no recursion. Exact for valid JSON (``values`` counts each container, and each member after a comma or the
-    first in a container); for invalid JSON never less than the parser would reach before failing. The
+    no recursion. For valid JSON the depth is exact and ``values`` counts each container and each member (an
+    empty container one too many); for invalid JSON neither is less than the parser would reach before failing. The
     structure is read on the UTF-8 bytes: brackets, commas, quotes and backslashes are ASCII, never part of a
     multi-byte sequence, so an invalid sequence that decoding replaces moves none of them."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
