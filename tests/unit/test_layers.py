@@ -5,6 +5,7 @@ too (a cycle only a type checker follows is still two modules that cannot be rea
 The rule (also in the README's layout section):
 
     errors                          imports nothing of runner (every layer may raise its errors)
+    intake                          errors                       reading what the box wrote, bounded (every layer)
     core                            errors                       the pure turn authority
     conformance, mcp, model         core                         each on the core alone
     sandbox                         errors                       the engine, images, the container
@@ -24,15 +25,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "runner"
-BELOW_TURN = {"errors", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
+BELOW_TURN = {"errors", "intake", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "core": {"errors"},
-    "conformance": {"errors", "core"},
-    "mcp": {"errors", "core"},
-    "model": {"errors", "core"},
-    "sandbox": {"errors"},
-    "harnesses": {"errors", "core", "model"},
+    "intake": {"errors"},
+    "core": {"errors", "intake"},
+    "conformance": {"errors", "intake", "core"},
+    "mcp": {"errors", "intake", "core"},
+    "model": {"errors", "intake", "core"},
+    "sandbox": {"errors", "intake"},
+    "harnesses": {"errors", "intake", "core", "model"},
     "turn": BELOW_TURN,
     "matrix": BELOW_TURN | {"turn"},
     "cli": BELOW_TURN | {"turn", "matrix"},
