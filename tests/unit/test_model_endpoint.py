@@ -337,9 +337,9 @@ async def test_hostile_bodies_are_answered_by_runner_with_their_cause_and_logged
 
 
 async def test_a_body_runner_refuses_never_reaches_the_vendor_in_live_mode(tmp_path: Path) -> None:
-    async with live_pair(tmp_path, "x-api-key", "") as (upstream, live, sock, _, live_log):
+    sim = SimulatedCli("claude", TOOLS)
+    async with live_pair(tmp_path, "x-api-key", "", sim.dialect) as (upstream, live, sock, _, live_log):
         async with uds_client(sock) as client:
-            sim = SimulatedCli("claude", TOOLS)
             headers = sim.headers(DEFAULT_PLACEHOLDER_KEY)
             deep = await client.post(sim.path, content=b"[" * 200 + b"]" * 200, headers=headers)
             big = await client.post(sim.path, content=b"x" * (MAX_REQUEST_BYTES + 1), headers=headers)
