@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 RUNNER := $(BIN)/runner
 PYTEST := $(BIN)/pytest
 
-.PHONY: run test setup venv engine runsc base-tools test-tools images lint unit integration e2e bench gc clean soak
+.PHONY: run test setup venv lock engine runsc base-tools test-tools images lint unit integration e2e bench gc clean soak
 
 run: venv engine base-tools
 	$(RUNNER) images build --harness codex
@@ -18,15 +18,33 @@ run: venv engine base-tools
 # everything, every image included (each image is otherwise built the first time a turn needs it)
 setup: venv engine images
 
-# EXTRAS=dev (the default) brings the tests' tools; `make venv EXTRAS=` installs what runner itself needs only (a CI
-# column job runs runner, never the linters)
+# runner's Python dependencies come from a committed lock with hashes (requirements/*.lock), the same files every CI
+# job installs from: EXTRAS=dev (the default) is requirements/dev.lock, runner's and the tests' tools; `make venv
+# EXTRAS=` is requirements/runtime.lock, what runner itself needs only (a CI column job runs runner, never the
+# linters). Nothing is resolved or downloaded unhashed: the lock is installed with --require-hashes, then runner
+# itself, editable, with no dependency of its own and no build isolation (setuptools is in the lock). The venv is
+# made again when pyproject.toml or a lock changes.
 EXTRAS ?= dev
+LOCK = requirements/$(if $(EXTRAS),$(EXTRAS),runtime).lock
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements/runtime.lock requirements/dev.lock
+	@test -f $(LOCK) || { echo "make venv: no $(LOCK): EXTRAS is dev or empty" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
+
+# the locks, written by pip-tools' pip-compile (in the dev lock) from pyproject.toml, hashes included, against the
+# package index alone (the machine's pip configuration, local wheels and extra indexes, is left out: a lock holds
+# only what CI can download). Pins already in a lock are kept; `make lock UPGRADE=1` moves every pin to the newest
+# release. The dev lock is constrained by the runtime one, so a package both need has one version.
+UPGRADE ?=
+PIP_COMPILE = env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null \
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --build-deps-for editable --no-emit-index-url \
+	--no-emit-find-links --strip-extras $(if $(UPGRADE),--upgrade)
+lock: venv
+	$(PIP_COMPILE) --output-file=requirements/runtime.lock pyproject.toml
+	$(PIP_COMPILE) --extra=dev --constraint=requirements/runtime.lock --output-file=requirements/dev.lock pyproject.toml
 
 # an engine that answers, and nothing else: a CI job whose image comes from its cache needs no more.
 # RUNTIME=runsc also installs gVisor and registers it with the engine (as root: scripts/ensure-runtime.sh)
@@ -85,4 +103,4 @@ gc: venv
 	$(RUNNER) gc
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -13,7 +13,7 @@ from runner.cli.images import app as images_app
 from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
 from runner.cli.profiles import app as profiles_app
-from runner.cli.render import UNWRAPPED, is_terminal
+from runner.cli.render import UNWRAPPED, is_terminal, line
 from runner.cli.show import show
 from runner.cli.turn import exec_, gc
 
@@ -63,5 +63,5 @@ def main(
     version: Annotated[bool, typer.Option("--version", help="Print the runner version and exit.")] = False,
 ) -> None:
     if version:
-        print(f"runner {runner.__version__}")
+        line(f"runner {runner.__version__}")
         raise typer.Exit()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import err, escape, fail, listing, out, print_table, reported, say, warn
+from runner.cli.render import err, escape, fail, listing, out, print_json, print_table, reported, say, warn
 from runner.cli.shared import connect_engine
 from runner.errors import Exit
 
@@ -61,8 +61,8 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
         lock = read_lock(repo_root(settings))
     built = {name: read_build(name, settings) for name, entry in lock.items() if entry.kind == "harness"}
     if as_json:
-        print(json.dumps({name: {**entry.to_json(), "built": asdict(rec) if (rec := built.get(name)) else None}
-                          for name, entry in sorted(lock.items())}, indent=2))
+        print_json(json.dumps({name: {**entry.to_json(), "built": asdict(rec) if (rec := built.get(name)) else None}
+                               for name, entry in sorted(lock.items())}, indent=2))
         return
     # the pins last: the one field of no fixed length (an image may pin several packages)
     table = listing("image", "kind", "recipe", "base", "built here (newest)", "pinned")
@@ -97,10 +97,10 @@ def images_verify(
     stale = [f for f in found if f.kind == "stale"]
     local = [f for f in found if f.kind == "local"]
     if as_json:
-        print(json.dumps({"lock": str(lock_path(root)), "current": not stale,
-                          "stale": [{"image": f.image, "message": f.message} for f in stale],
-                          "local": [{"image": f.image, "message": f.message} for f in local],
-                          "engine": note is None, "note": note}, indent=1))
+        print_json(json.dumps({"lock": str(lock_path(root)), "current": not stale,
+                               "stale": [{"image": f.image, "message": f.message} for f in stale],
+                               "local": [{"image": f.image, "message": f.message} for f in local],
+                               "engine": note is None, "note": note}, indent=1))
     else:
         for f in stale:
             err().print(f"[red]✗ stale[/] {escape(str(f))}", highlight=False)
@@ -146,7 +146,7 @@ def images_cache_key(
     with reported(as_json):
         key = cache_key(harness, settings)
         inputs = cache_key_inputs(harness, settings) if as_json else None
-    print(json.dumps({"harness": harness, "key": key, "inputs": inputs}, indent=1) if as_json else key)
+    print_json(json.dumps({"harness": harness, "key": key, "inputs": inputs}, indent=1) if as_json else key)
 
 
 @app.command("save")
@@ -209,8 +209,8 @@ def images_outdated(
     with reported(as_json):
         rows = outdated(ClientRegistry(), repo_root(image_settings()), list(harness) if harness else None)
     if as_json:
-        print(json.dumps({"images": [r.to_json() for r in rows],
-                          "behind": sum(1 for r in rows if r.actionable)}, indent=1))
+        print_json(json.dumps({"images": [r.to_json() for r in rows],
+                               "behind": sum(1 for r in rows if r.actionable)}, indent=1))
         return
     print_outdated(rows)
 

@@ -8,7 +8,7 @@ from typing import Annotated, NotRequired, TypedDict
 
 import typer
 
-from runner.cli.render import escape, fail, listing, print_table
+from runner.cli.render import escape, fail, listing, print_json, print_table
 from runner.errors import Exit
 
 
@@ -17,7 +17,7 @@ def cases(as_json: Annotated[bool, typer.Option("--json", help="One JSON object 
     from runner.conformance.cases import CASES
 
     if as_json:
-        print(json.dumps([
+        print_json(json.dumps([
             {"case": c.id, "conditions": [d.id for d in c.conditions], "kind": c.kind, "invariant": c.invariant,
              "notImplemented": c.not_implemented}
             for c in CASES.values()
@@ -66,7 +66,7 @@ def harnesses(
         rows.append({"harness": p.id, "label": p.label, "image": p.image, "interpreter": p.interpreter,
                      "state": state, "why": why, "dialects": p.model.speaks if p.model else []})
     if as_json:
-        print(json.dumps(rows, ensure_ascii=False))
+        print_json(json.dumps(rows, ensure_ascii=False))
     else:
         print_harnesses(rows)
     if invalid:  # listed, then the exit code an unusable profile ends any command with (its file and field)

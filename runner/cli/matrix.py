@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import err, escape, fail, out, reported
+from runner.cli.render import err, escape, fail, line, out, print_json, reported
 from runner.cli.shared import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
@@ -26,6 +26,7 @@ from runner.cli.shared import (
     new_run_id,
     unraised,
 )
+from runner.core.visible import visible
 from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
@@ -179,14 +180,14 @@ def report(
         if markdown:
             markdown.write_text(text, encoding="utf-8", errors="backslashreplace")
         else:
-            print(text)
+            line(text)
     data = rep.manifest(loaded, verdict)
     if compare is not None:
         body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
         if diff:
-            diff.write_text(body, encoding="utf-8", errors="backslashreplace")
+            diff.write_text(visible(body), encoding="utf-8", errors="backslashreplace")
         else:
-            print(body, end="")
+            line(body, end="")
     if junit:
         junit.write_text(rep.junit(loaded), encoding="utf-8", errors="backslashreplace")
     if manifest:
@@ -241,7 +242,7 @@ def repro(
     was, now = (str(r.grade.status) if r.grade else None for r in (recorded, result))
     pins, rerun = recorded.pins.to_dict(), result.pins.to_dict()
     if as_json:
-        print(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
+        print_json(json.dumps({"recorded": was, "reproduced": now, "unmatchedPins": differing, "out": str(target)}))
     else:
         out().print(f"recorded grade: {was}; rerun: {now}  ({target})", markup=False, highlight=False)
         for key in differing:
@@ -275,4 +276,4 @@ def matrix(
     if output_format != "github":
         fail(Exit.USAGE, f"unknown --format {output_format!r}: expected github")
     with reported():
-        print(dumps(github_matrix(cells(harness, case, profiles_dirs(profiles_dir)), shard_minutes, trials)))
+        print_json(dumps(github_matrix(cells(harness, case, profiles_dirs(profiles_dir)), shard_minutes, trials)))

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from runner.cli.render import out, reported
+from runner.cli.render import out, print_json, reported
 
 app = typer.Typer(help="The harness profiles' measured figures.", no_args_is_help=True)
 
@@ -34,7 +34,7 @@ def profiles_calibrate(
     with reported(as_json):
         found = calibrate(run_dirs, profiles_dirs(profiles_dir), write=not dry_run)
     if as_json:
-        print(json.dumps({"dryRun": dry_run, "columns": [c.to_json() for c in found]}, ensure_ascii=False))
+        print_json(json.dumps({"dryRun": dry_run, "columns": [c.to_json() for c in found]}, ensure_ascii=False))
         return
     verb = "would change" if dry_run else "changed"
     for c in found:

@@ -7,6 +7,12 @@ column last) whose lines are only as long as their own fields make them, and no 
 console from the terminal (80 columns when there is none), so each print asks for a console fitted to the stream
 as it is now (a test runner or a redirect may have replaced it since import). Message text is escaped: a path
 holding ``[brackets]`` is not markup.
+
+Shown, never obeyed: what a CLI or a model wrote (a reason, a message, an error, a version line) can hold terminal
+escape sequences, carriage returns, bidi overrides. Every printer of the CLI writes through this module, and this
+module passes every text through :func:`runner.core.visible.visible` (JSON through ``visible_json``), to a terminal
+and to a pipe alike: the consoles' ``print``, a table's rows (:func:`listing`, :func:`record`), :func:`line` and
+:func:`print_json`. No other module of the CLI calls ``print`` or makes a console or a table (a unit test holds it).
 """
 
 from __future__ import annotations
@@ -16,20 +22,35 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
+from runner.core.visible import visible, visible_json
 from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
-
     from runner.matrix.result import CellResult
     from runner.turn.runtime import TurnReport
 
 UNWRAPPED = 1 << 16  # columns for a pipe or file: wide enough that no line or table is ever folded
+
+
+class _Shown(Console):
+    """A console whose every printed text is :func:`~runner.core.visible.visible` first (markup is printable, so a
+    markup string keeps its styles; only the characters a terminal would obey are escaped)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+class _Records(Table):
+    """A table whose every text cell is :func:`~runner.core.visible.visible` as it is added."""
+
+    def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        super().add_row(*(visible(r) if isinstance(r, str) else r for r in renderables), **kwargs)
 
 
 def is_terminal(stderr: bool = False) -> bool:
@@ -38,21 +59,33 @@ def is_terminal(stderr: bool = False) -> bool:
 
 
 def _console(stderr: bool) -> Console:
-    from rich.console import Console
-
     if is_terminal(stderr):
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, soft_wrap=True, width=UNWRAPPED)
+        return _Shown(stderr=stderr)
+    return _Shown(stderr=stderr, soft_wrap=True, width=UNWRAPPED)
 
 
 def listing(*headers: str) -> Table:
     """A table of records for :func:`print_table`: boxed on a terminal; for a pipe or a file, plain columns two
     spaces apart (no box, no padding at the edges). Put the long free-text column last."""
-    from rich.table import Table
-
     if is_terminal():
-        return Table(*headers)
-    return Table(*headers, box=None, pad_edge=False, show_edge=False)
+        return _Records(*headers)
+    return _Records(*headers, box=None, pad_edge=False, show_edge=False)
+
+
+def record() -> Table:
+    """A table of ``key  value`` rows (no header, no box): one record, such as ``runner exec``'s summary."""
+    return _Records(show_header=False, box=None, pad_edge=False)
+
+
+def line(text: str = "", end: str = "\n") -> None:
+    """Text on stdout as it is (no markup, no wrap), shown, never obeyed."""
+    print(visible(text), end=end)
+
+
+def print_json(document: str, end: str = "\n") -> None:
+    """JSON text on stdout (``json.dumps(..., ensure_ascii=False)``): the same document for a parser, with every
+    character a terminal would obey written as a JSON escape."""
+    print(visible_json(document), end=end)
 
 
 def print_table(table: Table) -> None:
@@ -62,11 +95,9 @@ def print_table(table: Table) -> None:
     if is_terminal():
         out().print(table)
         return
-    from rich.console import Console
-
     plain = Console(file=io.StringIO(), width=UNWRAPPED, color_system=None, soft_wrap=True)
-    for line in plain.render_lines(table, plain.options, pad=False):
-        print("".join(segment.text for segment in line).rstrip())
+    for row in plain.render_lines(table, plain.options, pad=False):
+        print(visible("".join(segment.text for segment in row).rstrip()))
 
 
 def err() -> Console:
@@ -78,9 +109,10 @@ def out() -> Console:
 
 
 def escape(text: str) -> str:
+    """``text`` inside markup: its brackets are not markup, its control characters are shown."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(visible(text))
 
 
 def say(message: str) -> None:
@@ -95,7 +127,7 @@ def warn(message: str) -> None:
 def fail(code: Exit, text: str, as_json: bool = False) -> NoReturn:
     """End the command with ``code``: the message on stderr (and, with ``--json``, one error object on stdout)."""
     if as_json:
-        print(json.dumps({"error": {"exitCode": int(code), "kind": code.name.lower(), "message": text}}))
+        print_json(json.dumps({"error": {"exitCode": int(code), "kind": code.name.lower(), "message": text}}))
     err().print(f"[bold red]runner:[/] {escape(text)}", highlight=False, markup=True)
     raise typer.Exit(int(code))
 
@@ -114,21 +146,20 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
     """``runner exec``'s account of one turn: how it settled, the CLI's own outcome, pins, files, repro."""
     from pathlib import Path
 
-    from rich.table import Table
-
     result, request, drive = report.result, report.request, report.drive
     meta = result.metadata
     status = result.status.value
     colour = {"escalated": "magenta", "succeeded": "green", "failed": "red", "cancelled": "yellow"}.get(status, "white")
-    table = Table(show_header=False, box=None, pad_edge=False)
-    reason_code = f"  ({result.reason_code})" if result.reason_code else ""
+    table = record()
+    reason_code = f"  ({escape(result.reason_code)})" if result.reason_code else ""
     table.add_row("status", f"[bold {colour}]{status}[/]" + reason_code)
     if result.escalation is not None:
         table.add_row("reason", escape(result.escalation.reason))
     if result.error is not None:
         table.add_row("error", escape(f"{result.error.code}: {result.error.message}"))
-    table.add_row("harness outcome", str(meta.get("harnessOutcome", "(no ask: the CLI's own outcome is the turn's)"))
-                  + (f"  ({meta['harnessErrorCode']})" if meta.get("harnessErrorCode") else ""))
+    table.add_row("harness outcome", escape(str(meta.get("harnessOutcome",
+                                                         "(no ask: the CLI's own outcome is the turn's)")))
+                  + (f"  ({escape(str(meta['harnessErrorCode']))})" if meta.get("harnessErrorCode") else ""))
     table.add_row("calls after the ask", str(meta.get("callsAfterEscalation", "-")))
     wind_down = report.wind_down_seconds
     table.add_row("wind-down", "-" if wind_down is None
@@ -140,7 +171,7 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
     model = request.model
     fault = f"  · fault {model.fault}" if model.fault else ""
     table.add_row("model", escape(f"{model.mode}  ({model.why}){fault}"))
-    table.add_row("image", f"{(result.text('imageId') or '')[:19]}  ({meta.get('cliVersion')})")
+    table.add_row("image", escape(f"{(result.text('imageId') or '')[:19]}  ({meta.get('cliVersion')})"))
     table.add_row("catalogue",
                   f"{(result.text('catalogHash') or '')[:19]}…  prompt {(result.text('promptHash') or '')[:12]}…")
     mcp = report.mcp
@@ -151,8 +182,8 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
     tail = meta.get("transcriptTail")
     if isinstance(tail, list) and tail:
         console.print("[bold]transcript tail[/]")
-        for line in tail[-12:]:  # on a terminal, each cut to its width; to a pipe, whole (its own spaces dropped)
-            console.print(f"  {str(line).rstrip()}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
+        for said in tail[-12:]:  # on a terminal, each cut to its width; to a pipe, whole (its own spaces dropped)
+            console.print(f"  {str(said).rstrip()}", highlight=False, markup=False, overflow="ellipsis", no_wrap=True)
     console.print(f"[bold]files[/]  {escape(str(Path(report.files['record']).parent))}", highlight=False)
     console.print("[bold]repro[/]  ", end="")
     console.print(cell.repro, highlight=False, markup=False, soft_wrap=True)

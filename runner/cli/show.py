@@ -2,7 +2,9 @@
 
 The text is plain lines: the verdict as ``key  value`` (keys aligned, the value last), then the timeline, one moment
 a line (time, source and event aligned, the details last). No line is padded past its own content, none ends in a
-space, none is folded: it reads the same in a terminal, through ``less``, in a file or in ``grep``.
+space, none is folded: it reads the same in a terminal, through ``less``, in a file or in ``grep``. A reason, a
+detail or a tool name is what a CLI or a model wrote: each field is shown with its control characters as escapes
+(:func:`runner.core.visible.visible`), never obeyed, and ``--json`` writes them as JSON escapes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
-from runner.cli.render import fail, reported
+from runner.cli.render import fail, line, print_json, reported
+from runner.core.visible import visible
 from runner.errors import Exit
 
 if TYPE_CHECKING:
@@ -45,10 +48,11 @@ def show(
         timeline = read_cell_timeline(cell_dir)
     body = verdict(result)
     if as_json:
-        print(json.dumps({"cell": str(cell_dir), "verdict": body, "timeline": [m.to_json() for m in timeline.moments],
-                          "untimed": timeline.untimed}, ensure_ascii=False))
+        print_json(json.dumps({"cell": str(cell_dir), "verdict": body,
+                               "timeline": [m.to_json() for m in timeline.moments], "untimed": timeline.untimed},
+                              ensure_ascii=False))
         return
-    print("\n".join(render(body, timeline)))
+    line("\n".join(render(body, timeline)))
 
 
 class Verdict(TypedDict):
@@ -136,9 +140,12 @@ def details(moment: Moment) -> str:
 
 
 def aligned(rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
-    """Rows as lines whose columns align; the last column is never padded and no line ends in a space."""
+    """Rows as lines whose columns align; the last column is never padded and no line ends in a space. Each field is
+    :func:`~runner.core.visible.visible` first (a reason, a detail or a tool's argument is what a CLI or a model
+    wrote: shown, never obeyed), so the columns align on what is printed."""
     if not rows:
         return []
+    rows = [[visible(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for row in rows:

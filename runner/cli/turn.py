@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import err, escape, fail, out, print_turn_summary, reported, say
+from runner.cli.render import err, escape, fail, out, print_json, print_turn_summary, reported, say
 from runner.cli.shared import (
     BEHAVIOUR_HELP,
     DIALECT_HELP,
@@ -134,7 +134,7 @@ def _exec_body(result: CellResult, report: TurnReport | None) -> dict[str, JsonV
 
 def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(_exec_body(result, report), ensure_ascii=False))
+        print_json(json.dumps(_exec_body(result, report), ensure_ascii=False))
     elif report is not None:
         print_turn_summary(report, result)
     else:
@@ -169,8 +169,8 @@ def _print_exec_trials(runs: list[Trial], target: Path, as_json: bool) -> None:
         group.add(result)
     found = findings([group])
     if as_json:
-        print(json.dumps({"trials": [_exec_body(result, report) for result, report in runs],
-                          "stability": stability(results), "findings": found}, ensure_ascii=False))
+        print_json(json.dumps({"trials": [_exec_body(result, report) for result, report in runs],
+                               "stability": stability(results), "findings": found}, ensure_ascii=False))
     else:
         for result, report in runs:
             out().print(f"\ntrial {result.trial} of {len(runs)}  ({trial_dir(target, result.trial)})", markup=False,
@@ -199,7 +199,7 @@ def gc(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     with reported(as_json):
         removed = remove_labelled(client, f"{OWNER_LABEL}=runner")
     if as_json:
-        print(json.dumps({"removed": removed}))
+        print_json(json.dumps({"removed": removed}))
     else:
         out().print(f"removed {len(removed)} container(s)")
 

@@ -1,27 +1,14 @@
 """Session files a CLI writes compressed: read as far as they can be read (dsh's ``session.jsonl.zstd``; the
-turn's scrubber decompresses any zstd file it copies, :mod:`runner.turn.collect`)."""
+turn's scrubber decompresses any zstd file it copies, :mod:`runner.turn.collect`), bounded while they inflate
+(:func:`runner.intake.payload.readable_zstd`)."""
 
 from __future__ import annotations
 
-import zstandard
-
-_CHUNK = 4096
+from runner.intake.payload import readable_zstd
 
 
 def decompress_bytes(data: bytes, limit: int) -> bytes:
     """Frame after frame, at most ``limit`` bytes: a frame cut short (the process was killed mid-write) keeps
-    its decoded blocks, and anything unreadable after the last good frame is dropped."""
-    out = bytearray()
-    while data and len(out) < limit:
-        frame = zstandard.ZstdDecompressor().decompressobj()
-        rest = b""
-        try:
-            for at in range(0, len(data), _CHUNK):
-                out += frame.decompress(data[at : at + _CHUNK])
-                if frame.eof:
-                    rest = frame.unused_data + data[at + _CHUNK :]
-                    break
-        except zstandard.ZstdError:
-            break
-        data = rest
-    return bytes(out[:limit])
+    its decoded blocks, anything unreadable after the last good frame is dropped, and a frame that inflates past
+    the bound is stopped there, not after it has inflated."""
+    return readable_zstd(data, limit)

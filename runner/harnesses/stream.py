@@ -4,11 +4,18 @@ Bytes arrive in chunks; :class:`LineSplitter` cuts them into lines with a bound 
 each JSON object line is a frame handed to the profile's interpreter, which turns it into steps;
 :class:`StreamReader` keeps the messages, the first terminal and the CLI's MCP startup report;
 :func:`harness_outcome` maps terminal and exit code to the runtime outcome.
+
+A frame is read through the intake (:func:`runner.intake.payload.loads`): nested deeper than
+:data:`~runner.intake.payload.MAX_DEPTH`, or not JSON at all, a line that starts like a frame is the CLI's
+**malformed output**, counted with the first one's cause; invalid UTF-8 and lone surrogates are read as U+FFFD.
+A turn that printed malformed frames and no terminal one fails ``harness_malformed_output`` with that cause,
+whatever its exit code: the frame that could not be read may have been the one that ended the turn. A line
+over the frame bound is cut and not read, as before (Pi's ``agent_end`` repeats a whole transcript and may be
+one; its ``message_end`` frames decide).
 """
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,8 +23,10 @@ from pathlib import Path
 
 from runner.core.outcomes import Complete, Fail, JsonValue, ProtocolError, RuntimeOutcome
 from runner.core.vocabulary import Code, message
+from runner.intake.payload import Malformed, loads
 
 MAX_FRAME_BYTES = 1024 * 1024
+MALFORMED_OUTPUT = "harness_malformed_output"
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,8 @@ class StreamReader:
     startup: list[McpStartup] = field(default_factory=list)
     frames: int = 0
     non_json_lines: int = 0
+    malformed: int = 0  # lines that start like a frame and cannot be read as one
+    malformed_cause: str | None = None  # why the first of them could not
 
     def line(self, raw: bytes, oversized: bool = False) -> bool:
         """Read one stdout line; True when this line set the terminal."""
@@ -136,9 +147,11 @@ class StreamReader:
             self.non_json_lines += 1
             return False
         try:
-            frame = json.loads(text)
-        except ValueError:
+            frame = loads(text)
+        except Malformed as err:
             self.non_json_lines += 1
+            self.malformed += 1
+            self.malformed_cause = self.malformed_cause or str(err)
             return False
         if not isinstance(frame, dict):
             return False
@@ -163,9 +176,14 @@ class StreamReader:
 
 
 def harness_outcome(reader: StreamReader, exit_code: int | None, harness: str) -> RuntimeOutcome:
-    """A terminal beats the exit code; exit 0 completes with the joined prose; else it failed."""
+    """A terminal beats the exit code; malformed frames and no terminal fail with their cause; exit 0 completes
+    with the joined prose; else it failed."""
     if reader.terminal is not None:
         return reader.terminal
+    if reader.malformed:
+        text = (f"The {harness} CLI printed {reader.malformed} frame(s) runner could not read and none that ended "
+                f"the turn (exit code {exit_code}); the first: {reader.malformed_cause}.")
+        return Fail(ProtocolError.of(MALFORMED_OUTPUT, text, retryable=False))
     if exit_code == 0:
         return Complete({"text": "\n".join(reader.messages)})
     text = message(Code.HARNESS_EXITED_WITHOUT_OUTCOME, harness=harness, code=exit_code)

@@ -47,7 +47,7 @@ class NotConfined(IntakeError):
     """A relative path that is absolute, climbs out (``..``) or holds a NUL."""
 
 
-class TooLarge(IntakeError):
+class PastTheBound(IntakeError):
     """More bytes than the bound allows; nothing past the bound was read."""
 
 
@@ -290,7 +290,7 @@ def _below(
 
 
 def read_bounded(fd: int, limit: int) -> bytes:
-    """Everything ``fd`` holds, read in chunks: :class:`TooLarge` as soon as it holds more than ``limit`` bytes
+    """Everything ``fd`` holds, read in chunks: :class:`PastTheBound` as soon as it holds more than ``limit`` bytes
     (at most ``limit + 1`` bytes are read)."""
     chunks: list[bytes] = []
     total = 0
@@ -301,12 +301,12 @@ def read_bounded(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:
-            raise TooLarge(f"more than {limit} bytes")
+            raise PastTheBound(f"more than {limit} bytes")
 
 
 def read_file(root: Path, relative: str, limit: int) -> bytes | None:
     """The regular file at ``relative`` below ``root`` (every component opened without following), read up to
-    ``limit`` bytes (:class:`TooLarge` past it); None when there is no regular file there."""
+    ``limit`` bytes (:class:`PastTheBound` past it); None when there is no regular file there."""
     for entry in walk(Tree(root, relative), IntakeBounds(bytes=limit, entries=1)):
         if entry.fd is not None and not entry.is_dir:
             return read_bounded(entry.fd, limit)
@@ -333,9 +333,9 @@ def copy_tree(
             left = bounds.bytes - copied.bytes
             try:
                 if entry.stat.st_size > left:
-                    raise TooLarge(f"{entry.stat.st_size} bytes")
-                data = read_bounded(entry.fd, left)  # TooLarge when it grew after fstat
-            except TooLarge:
+                    raise PastTheBound(f"{entry.stat.st_size} bytes")
+                data = read_bounded(entry.fd, left)  # PastTheBound when it grew after fstat
+            except PastTheBound:
                 copied.stop(entry.path, f"past the bound of {bounds.bytes} bytes: the copy stopped here")
                 entries.close()
                 break
@@ -406,7 +406,7 @@ def usage(tree: Tree, bounds: IntakeBounds) -> DiskUsage:
 
 
 class BoundedStream:
-    """A readable stream over ``chunks`` (an HTTP response's body, say) that fails with :class:`TooLarge` once more
+    """A readable stream over ``chunks`` (an HTTP response's body, say) that fails with :class:`PastTheBound` once more
     than ``limit`` bytes have been asked of it: nothing much past the bound is ever read (one chunk at most), and
     no more than what was asked for and one chunk is held at a time."""
 
@@ -430,7 +430,7 @@ class BoundedStream:
         out, self._buffer = buffer[:want], buffer[want:]
         self.read_bytes += len(out)
         if self.read_bytes > self.limit:
-            raise TooLarge(f"an archive of more than {self.limit} bytes")
+            raise PastTheBound(f"an archive of more than {self.limit} bytes")
         return out
 
 
@@ -477,7 +477,7 @@ def extract_tar(stream: BoundedStream, dest: Path, bounds: IntakeBounds = DEFAUL
                     out.write(names, _chunks(source, member.size))
                     copied.bytes += member.size
                     copied.files.append("/".join(names))
-        except (tarfile.TarError, TooLarge, EOFError, OSError) as err:
+        except (tarfile.TarError, PastTheBound, EOFError, OSError) as err:
             copied.stop("", f"the archive stopped: {err}")
     return copied
 

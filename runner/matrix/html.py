@@ -1,7 +1,7 @@
 """``runner report --html FILE``: the matrix as one self-contained page, read at a glance and cell by cell.
 
-The page is one file: its style and script are inline (:mod:`runner.matrix.assets`), nothing is fetched, and it
-opens from disk or from a CI artifact. It holds
+The page is one file: its style and script are inline (:mod:`runner.matrix.assets`), allowed by their hashes
+(:func:`content_security_policy`), nothing is fetched, and it opens from disk or from a CI artifact. It holds
 
 - the pins that make the runs comparable (shared ones once, each column's once, an unavailable column's reason
   once), the comparability problems, the findings and the gate;
@@ -19,13 +19,17 @@ with them (the workflow's report job uploads both in one artifact).
 
 **Escaped.** A CLI's output is data: the server-side parts are HTML-escaped, the drill-down data is JSON in a
 ``<script type="application/json">`` with ``<``, ``>`` and ``&`` written as JSON escapes (so no ``</script>`` in a
-transcript can end it), and the script builds the drill-down from text nodes only.
+transcript can end it), and the script builds the drill-down from text nodes only. Were anything to get through,
+the browser would still run no script and apply no style but the page's own: the policy names their hashes, never
+``'unsafe-inline'``.
 
 Runs written before timelines existed have no ``timeline.jsonl``: their drill-down says so and shows the rest.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import os
@@ -361,19 +365,29 @@ def _page(body: str, data: object) -> str:
     for name, text, end in (("report.css", style, "</style"), ("report.js", script, "</script")):
         if end in text.lower():
             raise ValueError(f"runner/matrix/assets/{name} must not hold {end}")
+    style, script = f"\n{style}", f"\n{script}"  # each element's whole text, as its hash covers it
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        # nothing is fetched: no script or style from elsewhere, no connection at all
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-        "script-src 'unsafe-inline'; img-src data:\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{content_security_policy(style, script)}\">\n"
         "<title>Conformance report</title>\n"
-        f"<style>\n{style}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
+        f"<style>{style}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n"
         "<dialog id=\"drill\" aria-labelledby=\"drill-title\"><form method=\"dialog\" class=\"close\">"
         "<button type=\"submit\" aria-label=\"Close\">Close ✕</button></form><div id=\"drill-body\"></div></dialog>\n"
         f"<script type=\"application/json\" id=\"report-data\">{script_json(data)}</script>\n"
-        f"<script>\n{script}</script>\n</body>\n</html>\n"
+        f"<script>{script}</script>\n</body>\n</html>\n"
     )
+
+
+def content_security_policy(style: str, script: str) -> str:
+    """The page's policy: nothing is fetched (no script, style or connection from anywhere), and the one inline
+    style and the one inline script run only because their hashes are named: a ``<script>`` or a ``style``
+    attribute that got into the page any other way is refused by the browser, not just escaped by runner. (The
+    JSON data block is not a script a browser runs: no policy names it.)"""
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+    return f"default-src 'none'; style-src {digest(style)}; script-src {digest(script)}; img-src data:"
 
 
 def script_json(data: object) -> str:

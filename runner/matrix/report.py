@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from runner.core.visible import visible
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
 from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestColumn, ManifestRow, Run
@@ -225,7 +226,7 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_deta
         if gate_result.new or gate_result.stale:
             out.append("")
         out += [f"- new: `{c}`" for c in gate_result.new] + [f"- stale (now passes): `{c}`" for c in gate_result.stale]
-    return "\n".join(out) + "\n"
+    return visible("\n".join(out) + "\n")  # what a CLI said is shown, never obeyed, wherever the summary is read
 
 
 def _pin_lines(data: Manifest | KeptApart, runs: list[CellResult]) -> list[str]:
@@ -369,7 +370,8 @@ def _unstable(groups: list[Group]) -> list[str]:
 
 def junit(cells: list[CellResult]) -> str:
     """One test case per cell (per group it is in), its trials in its output when it has more than one: a failure
-    when any run fails, else an error when any hit infrastructure, else skipped unless every run passed."""
+    when any run fails, else an error when any hit infrastructure, else skipped unless every run passed. Well-formed
+    XML whatever a CLI printed (:func:`_well_formed`)."""
     suites = ET.Element("testsuites", name="runner conformance")
     groups = group_runs(cells)
     series = [(n, runs) for n, g in enumerate(groups, 1) for _, runs in sorted(g.series.items())]
@@ -407,5 +409,16 @@ def junit(cells: list[CellResult]) -> str:
         suite.set("failures", str(failures))
         suite.set("skipped", str(skipped))
         suite.set("errors", str(errors))
+    _well_formed(suites)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _well_formed(root: ET.Element) -> None:
+    """Every text and attribute value with its control characters, lone surrogates and noncharacters written as
+    visible escapes (:func:`~runner.core.visible.visible`): ElementTree escapes ``&``, ``<`` and ``>`` (so ``]]>``
+    is harmless) but writes a character XML 1.0 forbids as it is, and a CLI's output can hold any."""
+    for node in root.iter():
+        node.attrib = {name: visible(value) for name, value in node.attrib.items()}
+        if node.text:
+            node.text = visible(node.text)

@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from runner.core.outcomes import JsonValue
+from runner.intake.payload import MAX_DEPTH, Malformed, loads
 from runner.model.types import DIALECT_NAMES
 
 VALUE_LIMIT = 80  # characters of a value shown in a divergence sentence
@@ -220,26 +221,29 @@ def _key(name: str) -> str:
 def _json_text(value: JsonValue) -> JsonValue:
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
         try:
-            parsed: JsonValue = json.loads(value)
-        except ValueError:
+            return loads(value)
+        except Malformed:
             return None
-        return parsed
     return None
 
 
-def _first(recorded: JsonValue, received: JsonValue, path: str) -> Difference | None:
+def _first(recorded: JsonValue, received: JsonValue, path: str, depth: int = 0) -> Difference | None:
+    """The first difference under ``path``; ``depth``: the levels above, JSON texts inside strings counted, so
+    a string of JSON holding a string of JSON (and so on) is still compared within a bounded recursion."""
+    if depth > MAX_DEPTH:
+        return None if recorded == received else Difference(path, recorded, received)
     if isinstance(recorded, dict) and isinstance(received, dict):
         for key, value in recorded.items():
             if key not in received:
                 return Difference(path + _key(key), value, None, absent="received")
-            found = _first(value, received[key], path + _key(key))
+            found = _first(value, received[key], path + _key(key), depth + 1)
             if found:
                 return found
         extra = next((k for k in received if k not in recorded), None)
         return Difference(path + _key(extra), None, received[extra], absent="recorded") if extra is not None else None
     if isinstance(recorded, list) and isinstance(received, list):
         for index, (a, b) in enumerate(zip(recorded, received, strict=False)):
-            found = _first(a, b, f"{path}[{index}]")
+            found = _first(a, b, f"{path}[{index}]", depth + 1)
             if found:
                 return found
         if len(recorded) > len(received):
@@ -253,7 +257,7 @@ def _first(recorded: JsonValue, received: JsonValue, path: str) -> Difference | 
         return None
     inner_a, inner_b = _json_text(recorded), _json_text(received)
     if inner_a is not None and inner_b is not None:
-        found = _first(inner_a, inner_b, path + "<json>")
+        found = _first(inner_a, inner_b, path + "<json>", depth + 1)
         if found:
             return found
     return Difference(path, recorded, received)

@@ -21,6 +21,12 @@ says why). So a complete record holds everything replay mode needs to send the a
 The copy of a response (and of a request body) stops at :data:`MAX_CAPTURE_BYTES` with a
 ``truncated`` note; the client still gets everything, but such an exchange cannot be replayed.
 
+A request body is the CLI's, so it is read through the intake (:func:`read_body`): at most
+:data:`MAX_REQUEST_BYTES` as received and again once inflated (the inflating stops at the bound), JSON of at
+most :data:`~runner.intake.payload.MAX_DEPTH` levels and :data:`MAX_REQUEST_VALUES` values, every string
+valid Unicode. A body over a bound is refused by runner itself (its record says why in ``refused``), in every
+mode: it never reaches a handler, a vendor or the scripted model.
+
 Every string in a record passes through the turn's :class:`~runner.core.scrub.Scrubber` (and the
 live credential itself is replaced, whatever its length), and so does the finished line; headers
 that carry credentials are redacted by name regardless of their value. Three places where a secret
@@ -34,20 +40,26 @@ removed from every piece (an event changed so loses its ``raw`` text).
 from __future__ import annotations
 
 import codecs
-import gzip
 import json
 import time
 import zlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, overload
 
 from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
 from runner.core.timeline import TurnClock
+from runner.intake.payload import Malformed, TooDeep, TooLarge, TooMany, Undecodable, decode_text, inflate, loads
 from runner.model.sse import SseEvent, SseParser, compact_json
 
 MAX_CAPTURE_BYTES = 4 * 1024 * 1024
+# A model request runner reads: as received, and again once inflated. Far over what a CLI sends in a turn (a
+# long conversation with its tools is a few MiB), and small enough that its parsed JSON, at most the values
+# below (CPython spends some 60 bytes on each), stays a bounded share of runner's memory.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+MAX_REQUEST_VALUES = 1_000_000
 REDACTED = "[redacted]"
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie", "set-cookie"}
@@ -74,34 +86,67 @@ def classify_auth(headers: Iterable[tuple[str, str]], placeholder: str) -> str:
     return "placeholder" if all(v == placeholder for v in stripped) else "other"
 
 
-def decode_body(raw: bytes, encoding: str) -> bytes | None:
-    """A request body with its ``content-encoding`` (gzip, deflate) undone; None if that fails or
-    the encoding is another one."""
-    encoding = encoding.strip().lower()
-    if encoding in ("", "identity"):
-        return raw
+def decode_body(raw: bytes, encoding: str, limit: int = MAX_REQUEST_BYTES) -> bytes | None:
+    """A request body with its ``content-encoding`` (gzip, deflate, zstd) undone, at most ``limit`` bytes; None if
+    that fails or the encoding is another one. Raises :class:`~runner.intake.payload.TooLarge` as soon as it
+    inflates past ``limit``."""
     try:
-        if encoding == "gzip":
-            return gzip.decompress(raw)
-        if encoding == "deflate":
-            return zlib.decompress(raw)
-    except (OSError, EOFError, zlib.error):
+        return inflate(raw, encoding, limit)
+    except Undecodable:
         return None
-    return None
 
 
-def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES) -> JsonValue:
-    """A request body for the log: the parsed JSON, else text; bounded."""
+@dataclass(frozen=True)
+class RequestBody:
+    """A request body as the endpoint reads it: as received (``raw``), inflated (``decoded``; None when it
+    could not be), its JSON (None when it is empty or not JSON), and, when runner answers it itself, the
+    status and the cause (``refused``)."""
+
+    raw: bytes
+    decoded: bytes | None = None
+    json: JsonValue = None
+    refused: str | None = None
+    status: int = 200
+
+    @classmethod
+    def over(cls, limit: int) -> RequestBody:
+        """A body whose reading stopped at ``limit`` bytes (what was read is not kept)."""
+        return cls(b"", refused=f"the request body is over runner's bound of {limit} bytes", status=413)
+
+
+def read_body(raw: bytes, encoding: str) -> RequestBody:
+    """``raw`` (already within :data:`MAX_REQUEST_BYTES`) inflated and parsed through the intake, never raising:
+    too large once inflated, or too many values, is refused 413; nested too deep, 400; not JSON is no JSON."""
+    try:
+        decoded = decode_body(raw, encoding)
+    except TooLarge as err:
+        return RequestBody(raw, refused=str(err), status=413)
+    if not decoded:
+        return RequestBody(raw, decoded)
+    try:
+        return RequestBody(raw, decoded, loads(decoded, max_values=MAX_REQUEST_VALUES))
+    except TooMany as err:
+        return RequestBody(raw, decoded, refused=str(err), status=413)
+    except TooDeep as err:
+        return RequestBody(raw, decoded, refused=str(err), status=400)
+    except Malformed:
+        return RequestBody(raw, decoded)
+
+
+def body_for_log(raw: bytes, limit: int = MAX_CAPTURE_BYTES, parsed: JsonValue = None) -> JsonValue:
+    """A request body for the log: the parsed JSON (``parsed``, when the caller has it already), else text;
+    bounded."""
     if len(raw) > limit:
         return {"truncated": f"request body of {len(raw)} bytes; first {limit} bytes kept",
-                "text": raw[:limit].decode("utf-8", "replace")}
+                "text": decode_text(raw[:limit])}
     if not raw:
         return None
+    if parsed is not None:
+        return parsed
     try:
-        parsed: JsonValue = json.loads(raw)
-    except ValueError:
-        return {"text": raw.decode("utf-8", "replace")}
-    return parsed
+        return loads(raw, max_values=MAX_REQUEST_VALUES)
+    except Malformed:
+        return {"text": decode_text(raw)}
 
 
 class Capture:
@@ -173,8 +218,8 @@ class Capture:
         else:
             text = b"".join(self._chunks).decode("utf-8", "replace")
             try:
-                parsed = json.loads(text) if text and not self.truncated else None
-            except ValueError:
+                parsed = loads(text) if text and not self.truncated else None
+            except Malformed:
                 parsed = None
             if parsed is None:
                 body["chunks"] = [text] if text else []

@@ -91,6 +91,7 @@ PI_PROXY_TOOL = "mcp"
 PI_CODEMODE_TOOL = "codemode"
 TOOL_SEARCH_TOOL = "ToolSearch"
 HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
+_HASHED = re.compile(HASH_SUFFIX)
 QWEN_PROXY_TOOL = "tool_call"
 PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL)
 
@@ -160,31 +161,47 @@ def resolve_tool(
     canonical: str, arguments: Mapping[str, JsonValue] | None, exposed: Iterable[ExposedTool], server: str = "sharedos"
 ) -> ToolTarget | None:
     """The call to emit for ``canonical`` given the request's exposed tools, or ``None`` if not offered."""
-    tools = set(exposed)
+    tools = list(exposed)
+    offered = {(t.name, t.namespace) for t in tools}  # plain tuples: a request may offer very many tools
     args = dict(arguments or {})
     candidates = direct_candidates(canonical, server)
     for scheme, name, namespace in candidates:
-        if ExposedTool(name, namespace) in tools:
+        if (name, namespace) in offered:
             return ToolTarget(canonical, scheme, name, args, namespace)
+    hashed = _hashed(tools, {(namespace, name) for _, name, namespace in candidates})
     for scheme, name, namespace in candidates:
-        hashed = re.compile(re.escape(name) + HASH_SUFFIX)
-        match = sorted(t.name for t in tools if t.namespace == namespace and hashed.fullmatch(t.name))
+        match = sorted(hashed.get((namespace, name), ()))
         if len(match) == 1:
             return ToolTarget(canonical, f"{scheme}+hash", match[0], args, namespace)
     if any(_direct_of_server(tool, server) for tool in tools):
         return None
     portable = portable_name(canonical)
     wrapped: dict[str, JsonValue]
-    if ExposedTool(PI_PROXY_TOOL) in tools:
+    if (PI_PROXY_TOOL, None) in offered:
         wrapped = {"tool": f"{server}_{portable}", "args": args}
         return ToolTarget(canonical, "pi-proxy", PI_PROXY_TOOL, wrapped, proxy=True)
-    if ExposedTool(PI_CODEMODE_TOOL) in tools:
+    if (PI_CODEMODE_TOOL, None) in offered:
         wrapped = {"code": codemode_script(canonical, args, server)}
         return ToolTarget(canonical, "pi-codemode", PI_CODEMODE_TOOL, wrapped, proxy=True)
-    if ExposedTool(QWEN_PROXY_TOOL) in tools:
+    if (QWEN_PROXY_TOOL, None) in offered:
         wrapped = {"name": f"mcp__{server}__{portable}", "arguments": args}
         return ToolTarget(canonical, "qwen-proxy", QWEN_PROXY_TOOL, wrapped, proxy=True)
     return None
+
+
+Stem = tuple[str | None, str]  # a namespace (or none) and a tool name before its hash suffix
+
+
+def _hashed(tools: Iterable[ExposedTool], stems: set[Stem]) -> dict[Stem, list[str]]:
+    """The tools named one of ``stems`` (namespace, name) plus a hash suffix, by that stem: one pass over the
+    request's tools, a set lookup each, however many it offers (the suffix holds no ``_``: it starts at the
+    last one)."""
+    found: dict[Stem, list[str]] = {}
+    for tool in tools:
+        stem = tool.name.rpartition("_")[0]
+        if (tool.namespace, stem) in stems and _HASHED.fullmatch(tool.name, len(stem)):
+            found.setdefault((tool.namespace, stem), []).append(tool.name)
+    return found
 
 
 def codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: str = "sharedos") -> str:

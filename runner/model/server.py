@@ -11,7 +11,11 @@ preconnect) is answered 200. Every other request is answered by the endpoint's o
 (:mod:`~runner.model.handlers.scripted`); in live mode only the column's dialect's model calls are forwarded
 and everything else is answered here (:mod:`~runner.model.handlers.live`, the allowlist in
 :mod:`runner.model.live_policy`); in replay mode every request is answered from the
-recording (:mod:`~runner.model.handlers.replay`, the rule in :mod:`runner.model.replay`). Every
+recording (:mod:`~runner.model.handlers.replay`, the rule in :mod:`runner.model.replay`). Before any of that,
+the body is read as it arrives and no further than :data:`~runner.model.exchange_log.MAX_REQUEST_BYTES`, then
+inflated and parsed through the intake (:func:`~runner.model.exchange_log.read_body`): a body over a bound,
+or nested too deep, is answered by runner itself (413 or 400, in the dialect's error shape, saying why) in
+every mode, and logged with the cause. Every
 exchange is appended to the exchange log, stamped (``at``, ``t``) when its request arrived on the clock of the
 turn's timeline (when one is given: each request then also goes on it as ``model_request``; otherwise on a
 clock started with the endpoint). A scripted model can be told to fail on purpose (an
@@ -21,7 +25,6 @@ error, a stall, a stream cut short: :mod:`runner.model.faults`).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import stat
@@ -31,6 +34,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -40,9 +44,24 @@ from starlette.routing import Route
 from runner.core.outcomes import JsonValue
 from runner.core.timeline import Timeline, TimelineEvent, TurnClock
 from runner.model.config import ModelEndpointConfig, ModelMode
-from runner.model.dialects import BY_NAME, dialect_for, guess_dialect
-from runner.model.exchange_log import ExchangeLog, body_for_log, classify_auth, decode_body, redact_headers
-from runner.model.handlers.base import Exchange, ModelEndpointHandle, ModelHandler
+from runner.model.dialects import BY_NAME, Dialect, dialect_for, guess_dialect
+from runner.model.exchange_log import (
+    MAX_REQUEST_BYTES,
+    ExchangeLog,
+    RequestBody,
+    body_for_log,
+    classify_auth,
+    read_body,
+    redact_headers,
+)
+from runner.model.handlers.base import (
+    JSON_TYPE,
+    Exchange,
+    Finish,
+    ModelEndpointHandle,
+    ModelHandler,
+    json_response,
+)
 from runner.model.handlers.live import LiveHandler
 from runner.model.handlers.replay import ReplayHandler
 from runner.model.handlers.scripted import ScriptedHandler
@@ -52,17 +71,36 @@ from runner.model.replay import Replayer, is_preconnect
 STARTUP_TIMEOUT = 10.0
 SHUTDOWN_GRACE = 2  # seconds in-flight answers get when the endpoint stops; then they are cancelled
 METHODS = ["GET", "POST", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"]
+# what of a body over the bound is read and dropped before runner answers it: enough for a client that sends it
+# whole and then reads the answer, not enough for one that sends forever to hold the answer back
+DRAIN_BYTES = 256 * 1024 * 1024
+DRAIN_SECONDS = 10.0
 
 __all__ = ["ModelEndpointHandle", "handler_for", "serve_model", "serve_model_tcp"]
 
 
-def _parse_json(raw: bytes | None) -> JsonValue:
-    """The request's JSON (``raw`` already decoded), or None."""
-    try:
-        parsed: JsonValue = json.loads(raw) if raw else None
-    except ValueError:
-        return None
-    return parsed
+async def _receive_body(request: Request, limit: int) -> bytes | None:
+    """The request's body as received, read as it arrives; None once it is over ``limit`` bytes (or says it will
+    be). What follows the bound is read and dropped, up to :data:`DRAIN_BYTES` or :data:`DRAIN_SECONDS`, so the
+    client, still sending, gets runner's answer rather than a connection reset."""
+    declared = request.headers.get("content-length", "")
+    chunks = request.stream()
+    if not (declared.isdigit() and int(declared) > limit):
+        received = bytearray()
+        async for chunk in chunks:
+            received += chunk
+            if len(received) > limit:
+                break
+        else:
+            return bytes(received)
+        del received
+    dropped = 0
+    with anyio.move_on_after(DRAIN_SECONDS):
+        async for chunk in chunks:
+            dropped += len(chunk)
+            if dropped > DRAIN_BYTES:
+                break
+    return None
 
 
 def handler_for(
@@ -100,11 +138,14 @@ class _Service:
 
     async def dispatch(self, request: Request) -> Response:
         started = time.monotonic()
-        raw = await request.body()
+        received = await _receive_body(request, MAX_REQUEST_BYTES)
         method, path, query = request.method, request.url.path, request.url.query
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
-        decoded = decode_body(raw, request.headers.get("content-encoding", ""))
-        body = _parse_json(decoded)
+        if received is None:
+            read = RequestBody.over(MAX_REQUEST_BYTES)
+        else:
+            read = await anyio.to_thread.run_sync(read_body, received, request.headers.get("content-encoding", ""))
+        raw, decoded, body = read.raw, read.decoded, read.json
         dialect = dialect_for(method, path)
         self.handle.requests += 1
         self.handle.by_dialect[dialect.name if dialect else "other"] += 1
@@ -120,7 +161,9 @@ class _Service:
             "request": {
                 "method": method, "path": path, "query": query, "headers": {**redact_headers(headers)},
                 "client_auth": classify_auth(headers, self.config.placeholder_key),
-                "body": body_for_log(raw if decoded is None else decoded),
+                # a refused body is not read again for the log: its cause is what there is to know
+                "body": {"refused": read.refused} if read.refused is not None else body_for_log(
+                    raw if decoded is None else decoded, parsed=body),
             },
         }
         if dialect is None and body is not None:
@@ -137,10 +180,22 @@ class _Service:
             self.log.write({**record, "response": response, "ended": ended,
                             "duration_s": round(time.monotonic() - started, 4)})
 
+        if read.refused is not None:
+            return self.refuse(read, dialect, record, finish)
         if is_preconnect(method, path):
             finish({"status": 200}, "complete")
             return Response(status_code=200)
         return await self.handler.answer(Exchange(request, raw, headers, body, dialect, record, finish))
+
+    @staticmethod
+    def refuse(read: RequestBody, dialect: Dialect | None, record: dict[str, JsonValue], finish: Finish) -> Response:
+        """A body the intake would not read, answered by runner (the connection closed: a body cut short cannot be
+        followed by another request on it) and logged with its cause."""
+        message = f"runner: {read.refused}"
+        error: JsonValue = dialect.error_body(read.status, message) if dialect else {"error": {"message": message}}
+        record["refused"] = read.refused
+        finish({"status": read.status, **JSON_TYPE, "body": error}, "complete")
+        return json_response(read.status, error, headers={"connection": "close"})
 
 
 # --- running it ---------------------------------------------------------------------------------

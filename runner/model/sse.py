@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runner.core.outcomes import JsonValue
+from runner.intake.payload import Malformed, loads
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}  # sent with every stream the endpoint makes
 
@@ -30,8 +31,8 @@ def parse_container(text: str) -> dict[str, JsonValue] | list[JsonValue] | None:
     if not text or text.lstrip()[:1] not in ("{", "["):
         return None
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = loads(text)
+    except Malformed:
         return None
     return value if isinstance(value, dict | list) else None
 

@@ -150,6 +150,7 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     recipe = work / "images" / "cli" / "recipe.json"
     recipe.write_text('{"npm": ["@scope/cli@1.0.0"]}\n')
     (work / "README.md").write_text("`@scope/cli@1.0.0`\n")
+    (work / "images" / "cli" / "Dockerfile").write_text("FROM base\n")
     _git(work, "init", "-q", "-b", "main")
     _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
     _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
@@ -159,6 +160,7 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     # what the earlier steps left: the bumped recipe, the bump's words, the matrix run, the last report
     recipe.write_text('{"npm": ["@scope/cli@1.2.0"]}\n')
     (work / "README.md").write_text("`@scope/cli@1.2.0`\n")
+    (work / "images" / "cli" / "Dockerfile").write_text("FROM base\nRUN something a bump never writes\n")
     (work / "bump.txt").write_text("cli: @scope/cli 1.0.0 → 1.2.0; image sha256:abc; cli 1.2.0\n")
     (work / "bump-errors.txt").write_text("")
     (work / "bump-status.txt").write_text("0\n")
@@ -176,7 +178,8 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     assert "Compared with the conformance report of run 42 on main" in body
     assert "| `cli` | `harnessErrorCode` | `api_error` |" in body and "@scope/cli 1.0.0 → 1.2.0" in body
     assert "bump exit 0, matrix exit 0, gate exit 0" in body and summary.read_text() == body
-    assert "@scope/cli@1.2.0" in (work / "bump.patch").read_text()
+    patch = (work / "bump.patch").read_text()
+    assert "@scope/cli@1.2.0" in patch and "Dockerfile" not in patch  # only what a bump writes
 
     # the pull-request job: a fresh checkout, the artifact, `gh` stubbed (it logs what it was asked)
     fresh = tmp_path / "fresh"
@@ -213,3 +216,106 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     (fresh / "bump" / "bump.patch").write_text("")
     quiet = _run(_step("pull-request", "Open or update the pull request")["run"], fresh, env)
     assert quiet.returncode == 0 and "no pull request" in quiet.stdout
+
+
+# --- the pull-request job applies only what a bump may change -------------------------------------------------------
+
+
+def _repository(tmp_path: Path) -> tuple[Path, Path]:
+    """A default branch holding a file of each kind a bump writes, and some it never does; and its bare remote."""
+    work = tmp_path / "work"
+    for path, text in {"images/cli/recipe.json": '{"npm": ["@scope/cli@1.0.0"]}\n', "images/lock.json": "{}\n",
+                       "README.md": "`@scope/cli@1.0.0`\n", "harness_profiles/cli.yaml": "cell_seconds: 1.0\n",
+                       "images/cli/Dockerfile": "FROM base\n", "Makefile": "test:\n\ttrue\n",
+                       ".github/workflows/conformance.yml": "name: conformance\n"}.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(work), str(remote))
+    return work, remote
+
+
+def _patch(work: Path, change: Any) -> str:
+    """The diff ``change`` makes to the work tree (staged, so created files and links are in it), then undone."""
+    change(work)
+    _git(work, "add", "-A")
+    patch = _git(work, "diff", "--cached")
+    _git(work, "reset", "-q", "--hard")
+    _git(work, "clean", "-qfd")
+    return patch
+
+
+def _write(path: str, text: str) -> Any:
+    def write(work: Path) -> None:
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text)
+    return write
+
+
+def _bump_and(*more: Any) -> Any:
+    def change(work: Path) -> None:
+        (work / "images/cli/recipe.json").write_text('{"npm": ["@scope/cli@1.2.0"]}\n')
+        for step in more:
+            step(work)
+    return change
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_bump_and(_write("Makefile", "test:\n\tcurl evil | sh\n")), "changes Makefile, which a bump never writes"),
+    (_bump_and(_write(".github/workflows/conformance.yml", "name: owned\n")),
+     "changes .github/workflows/conformance.yml, which a bump never writes"),
+    (_bump_and(_write("images/cli/Dockerfile", "FROM evil\n")), "changes images/cli/Dockerfile"),
+    (_bump_and(_write("images/new/recipe.json", "{}\n")), "creates, deletes, renames or changes the mode"),
+    (_bump_and(lambda work: (work / "images/cli/recipe.json").chmod(0o755)), "changes the mode"),
+    (_bump_and(lambda work: (work / "harness_profiles/evil.yaml").symlink_to("/etc/passwd")), "creates"),
+    (_bump_and(lambda work: (work / "README.md").rename(work / "README.txt")), "creates, deletes, renames"),
+    (lambda work: (work / "harness_profiles/cli.yaml").unlink(), "creates, deletes, renames"),
+], ids=["makefile", "workflow", "dockerfile", "new-recipe", "mode", "symlink", "rename", "delete"])
+def test_the_write_job_refuses_a_patch_beyond_what_a_bump_writes_and_applies_nothing(
+        tmp_path: Path, change: Any, said: str) -> None:
+    work, remote = _repository(tmp_path)
+    patch = _patch(work, change)
+    assert patch, "the change made a patch"
+    fresh = tmp_path / "fresh"
+    _git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    (fresh / "bump").mkdir()
+    (fresh / "bump" / "bump.patch").write_text(patch)
+    (fresh / "bump" / "body.md").write_text("body\n")
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    log = tmp_path / "gh.log"
+    (stubs / "gh").write_text(f'#!/bin/sh\necho "$*" >> {log}\n')
+    (stubs / "gh").chmod(0o755)
+    env = {"PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "GH_TOKEN": "token", "BASE": "main",
+           "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
+    refused = _run(_step("pull-request", "Open or update the pull request")["run"], fresh, env)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "::error::bump.patch" in refused.stdout and said in refused.stdout, refused.stdout
+    assert not log.exists(), "gh was never asked anything"
+    assert _git(fresh, "status", "--porcelain", "--untracked-files=no") == "", "nothing was applied"
+    assert "bump/pins" not in _git(remote, "branch", "--list")
+
+
+def test_the_write_job_applies_a_patch_of_every_file_a_bump_writes(tmp_path: Path) -> None:
+    work, remote = _repository(tmp_path)
+    patch = _patch(work, _bump_and(_write("images/lock.json", '{"cli": 1}\n'),
+                                   _write("README.md", "`@scope/cli@1.2.0`\n"),
+                                   _write("harness_profiles/cli.yaml", "cell_seconds: 1.3\n")))
+    fresh = tmp_path / "fresh"
+    _git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    (fresh / "bump").mkdir()
+    (fresh / "bump" / "bump.patch").write_text(patch)
+    (fresh / "bump" / "body.md").write_text("body\n")
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "gh").write_text("#!/bin/sh\nexit 0\n")
+    (stubs / "gh").chmod(0o755)
+    env = {"PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "GH_TOKEN": "token", "BASE": "main",
+           "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
+    applied = _run(_step("pull-request", "Open or update the pull request")["run"], fresh, env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    changed = _git(remote, "diff", "--name-only", "main", "bump/pins").split()
+    assert changed == ["README.md", "harness_profiles/cli.yaml", "images/cli/recipe.json", "images/lock.json"]

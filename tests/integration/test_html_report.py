@@ -10,12 +10,17 @@ The browser is Debian's headless Chromium driven through Debian's chromedriver b
 extra): ``make test`` installs both (``make test-tools``), and nothing downloads a browser or a driver at run time
 (selenium is given the driver's path, so Selenium Manager never runs). Screenshots of the grid and of the failing
 cell's drill-down are kept in ``test-artifacts/html-report/`` (ignored by git).
+
+The page's policy allows its script and its style by their hashes, never ``'unsafe-inline'``: the grid's filters
+and drill-down working, with nothing severe in the browser's log, prove the page's own script runs under it, and a
+copy of the page with a script, a handler and a style attribute written into it proves Chromium runs none of them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,3 +173,30 @@ def test_the_report_of_a_real_matrix_reads_in_a_browser(matrix: Path, browser: W
     severe = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]  # the page's script threw nothing
     assert not severe, severe
     print(f"screenshots: {ARTIFACTS}")
+
+
+def test_the_page_runs_its_own_script_by_its_hash_and_an_injected_one_not_at_all(matrix: Path, browser: WebDriver
+                                                                                 ) -> None:
+    """The policy allows the page's script and style by their sha256, never 'unsafe-inline': the page's own script
+    runs (it counts the cells it shows), and a script, a handler and a style attribute written into a copy of the
+    page are refused by Chromium itself, each with a policy violation in the browser's log."""
+    text = matrix.read_text(encoding="utf-8")
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text)
+    assert policy and "'unsafe-inline'" not in policy.group(1), policy
+    assert re.fullmatch(r"default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]{44}'; "
+                        r"script-src 'sha256-[A-Za-z0-9+/=]{44}'; img-src data:", policy.group(1)), policy.group(1)
+    injected = matrix.with_name("injected.html")  # beside the real one: the same links, the same cells
+    injected.write_text(text.replace(
+        "<main>", '<main><script>window.injected = "script";</script>'
+        '<p id="injected-style" style="color: rgb(255, 0, 0)">injected</p>'
+        '<img id="injected-handler" src="data:," onerror="window.injected = \'handler\'">', 1), encoding="utf-8")
+    browser.get_log("browser")  # what the first page logged is not this page's
+    browser.get(injected.as_uri())
+    count = browser.find_element(By.ID, "shown").text
+    assert re.fullmatch(r"(\d+) of \1 cells shown", count), count  # the page's own script ran, under the policy
+    assert browser.execute_script("return window.injected === undefined")
+    colour = browser.execute_script(
+        "return getComputedStyle(document.getElementById('injected-style')).color")
+    assert colour != "rgb(255, 0, 0)"
+    refused = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e.get("message", "")]
+    assert any("script" in m for m in refused) and any("style" in m for m in refused), refused

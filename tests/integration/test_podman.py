@@ -7,6 +7,10 @@ user). Measured on this machine (Debian 12, Podman 4.3.1, rootless, cgroup v1, v
 the HOME tmpfs owned by uid 1000 (``unknown mount option "uid=1000"``), and it accepts pids and memory limits it
 does not enforce (no ``pids.max`` in the container). runner names the first as HardeningRefused before any turn; a
 turn is never graded.
+
+A service this module provisions (``podman system service --time=0``, which never exits by itself) is stopped
+when the module ends, however it ends (the ``host`` fixture), and the module fails if a process of the Podman user
+is left: ``make test`` leaves no service running behind it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
+from signal import SIGKILL, SIGTERM
 
 import docker
 import pytest
@@ -33,20 +40,49 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
-def host() -> str:
-    """The Podman socket: the one named, or one this machine's scripts provision (root on Debian, as in CI)."""
+def host() -> Iterator[str]:
+    """The Podman socket: the one named, or one this machine's scripts provision (root on Debian, as in CI). A
+    service provisioned here (`podman system service --time=0`, which never exits by itself) is stopped when the
+    module ends, whatever happened in it, and the module fails if any process of its user is left."""
     named = os.environ.get("RUNNER_TEST_PODMAN_HOST", "")
     if named:
-        return named
+        yield named
+        return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         pytest.fail("no Podman to test: set RUNNER_TEST_PODMAN_HOST, or run as root on Debian so that "
                     "scripts/ensure-podman.sh can provision one")
-    done = subprocess.run([str(ROOT / "scripts" / "ensure-podman.sh")], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "RUNNER_PODMAN_USER": PODMAN_USER})
-    assert done.returncode == 0, done.stderr
-    found = re.search(r"^export DOCKER_HOST=(\S+)$", done.stdout, re.M)
-    assert found, done.stdout + done.stderr
-    return found.group(1)
+    try:
+        done = subprocess.run([str(ROOT / "scripts" / "ensure-podman.sh")], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "RUNNER_PODMAN_USER": PODMAN_USER})
+        assert done.returncode == 0, done.stderr
+        found = re.search(r"^export DOCKER_HOST=(\S+)$", done.stdout, re.M)
+        assert found, done.stdout + done.stderr
+        yield found.group(1)
+    finally:
+        left = stop_processes_of(PODMAN_USER)
+    assert not left, f"processes of {PODMAN_USER} outlived the Podman tests: {left}"
+
+
+def processes_of(user: str) -> dict[int, str]:
+    """Every process the user runs now: pid and command line."""
+    found = subprocess.run(["pgrep", "-a", "-u", user], capture_output=True, text=True, timeout=30)
+    return {int(pid): command for pid, _, command in (line.partition(" ") for line in found.stdout.splitlines())}
+
+
+def stop_processes_of(user: str, grace: float = 15.0) -> dict[int, str]:
+    """Stop the Podman user's processes, each by its id: the rootless service and what it keeps beside it (the
+    pause process that holds its user namespace). SIGTERM, then SIGKILL to any still there after ``grace`` seconds.
+    Returns what is left (nothing, unless a process outlived SIGKILL)."""
+    for signal in (SIGTERM, SIGKILL):
+        for pid in processes_of(user):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal)
+        deadline = time.monotonic() + grace
+        while processes_of(user) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not processes_of(user):
+            break
+    return processes_of(user)
 
 
 @pytest.fixture(scope="module")

@@ -198,13 +198,10 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def setup_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What actions/setup-python gives the job: a Python 3.11 whose pip and scripts are first on PATH. Here a
-    fresh venv that sees this venv's packages (so `pip install -e .` downloads no dependency), never this venv
-    itself: the job's `pip install -e .` must not touch the developer's environment."""
+    fresh venv, never this one: the job's `make venv EXTRAS=` makes the checkout's own .venv from the lock (pip's
+    download cache serves it), and must not touch the developer's environment."""
     venv = tmp_path_factory.mktemp("setup-python") / "python"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    site = next((venv / "lib").glob("python3*/site-packages"))
-    ours = next(p for p in map(Path, sys.path) if p.name == "site-packages" and p.is_relative_to(BIN.parent))
-    (site / "zz-runner-venv.pth").write_text(f"import site; site.addsitedir({str(ours)!r})\n", encoding="utf-8")
     return venv / "bin"
 
 
@@ -291,6 +288,9 @@ def runner_lines(job_name: str) -> list[tuple[dict[str, Any], list[str]]]:
 def test_the_column_and_report_jobs_use_the_repos_own_commands() -> None:
     column_scripts = [step["run"] for step in run_steps("column")]
     assert [s for s in column_scripts if re.search(r"^make ", s, re.M)] == ["make venv EXTRAS=", "make engine"]
+    for job_name in ("plan", "report"):  # runner from the lock, as a column job and the README set it up
+        assert [s["run"] for s in run_steps(job_name) if re.search(r"^make ", s["run"], re.M)] == ["make venv EXTRAS="]
+    assert [split_command(words)[0] for _, words in runner_lines("plan")] == [["matrix"]]
     assert [path for _, words in runner_lines("column") for path in [split_command(words)[0]]] == [
         ["images", "cache-key"], ["images", "load"], ["images", "build"], ["images", "save"], ["run"]
     ]

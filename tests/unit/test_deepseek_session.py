@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,29 @@ def test_unparseable_tool_arguments_in_the_log_fail_the_turn(tmp_path: Path) -> 
 def test_only_deepseek_has_a_session_reader() -> None:
     assert get_session_reader("deepseek") is read_session
     assert all(get_session_reader(name) is None for name in ("codex", "claude-code", "pi", "jsonl", "exit-code"))
+
+
+def test_a_small_log_that_inflates_past_the_bound_costs_a_piece_not_the_bound(tmp_path: Path) -> None:
+    """A few KB of zstd that would inflate to 1 GiB after the turn's events: the events are read, the inflating
+    stops at the bound, and what runner holds meanwhile is a piece and a line (measured with tracemalloc, which
+    counts every bytes object), not the 64 MiB bound, let alone the GiB."""
+    path = write_log(tmp_path, completed_turn())
+    bomb_line = zstandard.ZstdCompressor(level=3).compress(b"\n" + b" " * (256 * 1024 * 1024))
+    path.write_bytes(path.read_bytes() + bomb_line * 4)
+    tracemalloc.start()
+    try:
+        steps = read_session(tmp_path, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert Completed() in steps and len(read_log(path)) == len(completed_turn())
+    assert peak < 16 * 1024 * 1024, f"reading the log held {peak / 2**20:.0f} MiB"
+
+
+def test_a_line_nested_past_the_bound_ends_the_reading_there(tmp_path: Path) -> None:
+    path = tmp_path / "sessions" / "x" / "session-3" / "session.jsonl.zstd"
+    path.parent.mkdir(parents=True)
+    deep = '{"type": "turn/end", "data": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    lines = [json.dumps(HEADER), deep, json.dumps(completed_turn()[-1])]
+    path.write_bytes(zstandard.ZstdCompressor().compress("\n".join(lines).encode()))
+    assert read_log(path) == [HEADER]

@@ -23,7 +23,7 @@ from runner.intake.files import (
     BoundedStream,
     IntakeBounds,
     NotConfined,
-    TooLarge,
+    PastTheBound,
     Tree,
     copy_tree,
     extract_tar,
@@ -219,12 +219,12 @@ def test_a_file_that_grows_past_its_size_is_read_only_to_the_bound(turn: Path, t
         path.write_bytes(b"y" * 5000)
         assert files.read_bounded(fd, 5000) == b"y" * 5000
         os.lseek(fd, 0, os.SEEK_SET)
-        with pytest.raises(TooLarge):
+        with pytest.raises(PastTheBound):
             files.read_bounded(fd, 4999)
     finally:
         os.close(fd)
     assert read_file(turn, "home/sessions/s1.jsonl", 5000) == b"y" * 5000
-    with pytest.raises(TooLarge):
+    with pytest.raises(PastTheBound):
         read_file(turn, "home/sessions/s1.jsonl", 100)
 
 

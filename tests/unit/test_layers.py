@@ -5,11 +5,11 @@ too (a cycle only a type checker follows is still two modules that cannot be rea
 The rule (also in the README's layout section):
 
     errors                          imports nothing of runner (every layer may raise its errors)
+    intake                          errors                       reading what the box wrote, bounded (every layer)
     core                            errors                       the pure turn authority
-    intake                          errors                       what the box wrote, read bounded and unfollowed
-    conformance, mcp, model         core, intake                 each on the core alone (and the intake)
-    sandbox                         errors, intake               the engine, images, the container
-    harnesses                       core, intake, model          profiles and what a CLI prints
+    conformance, mcp, model         core                         each on the core alone
+    sandbox                         errors                       the engine, images, the container
+    harnesses                       core, model                  profiles and what a CLI prints
     turn                            everything above             one turn, tied together
     matrix                          turn and everything above    cells, plans, results, reports
     cli, bench                      matrix and everything above  the two top floors, apart from each other
@@ -25,16 +25,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "runner"
-BELOW_TURN = {"errors", "core", "intake", "conformance", "mcp", "model", "sandbox", "harnesses"}
+BELOW_TURN = {"errors", "intake", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "core": {"errors"},
-    "intake": {"errors"},  # the intake: the one way in for what the box wrote, usable by every layer above the core
-    "conformance": {"errors", "core", "intake"},
-    "mcp": {"errors", "core", "intake"},
-    "model": {"errors", "core", "intake"},
+    "intake": {"errors"},
+    "core": {"errors", "intake"},
+    "conformance": {"errors", "intake", "core"},
+    "mcp": {"errors", "intake", "core"},
+    "model": {"errors", "intake", "core"},
     "sandbox": {"errors", "intake"},
-    "harnesses": {"errors", "core", "intake", "model"},
+    "harnesses": {"errors", "intake", "core", "model"},
     "turn": BELOW_TURN,
     "matrix": BELOW_TURN | {"turn"},
     "cli": BELOW_TURN | {"turn", "matrix"},
@@ -150,3 +150,10 @@ def test_what_the_box_wrote_is_walked_only_through_the_intake(module: str) -> No
     assert not found, (f"{module} walks or unpacks a tree by hand ({sorted(found)}): read what the CLI could have "
                        "written through runner.intake.files (or, for a tree of runner's own, say so in "
                        "RUNNERS_OWN_TREES)")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules() if layer(m) == "core"))
+def test_the_core_takes_only_the_pure_side_of_the_intake(module: str) -> None:
+    """The core does no I/O: of the intake it may use the byte side (payload), never the file side."""
+    taken = {m for m in imports(modules()[module]) if m.startswith("runner.intake.") and m in modules()}
+    assert taken <= {"runner.intake.payload"}, f"{module} imports {sorted(taken)}: the core takes only the payload"

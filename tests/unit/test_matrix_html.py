@@ -4,6 +4,8 @@ tests/integration/test_html_report.py.)"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import shutil
@@ -29,7 +31,9 @@ class Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.styles: list[str] = []
         self._script: dict[str, str | None] | None = None
+        self._style = False
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -37,15 +41,22 @@ class Page(HTMLParser):
         if tag == "script":
             self._script = dict(attrs)
             self.scripts.append((self._script, ""))
+        elif tag == "style":
+            self._style = True
+            self.styles.append("")
 
     def handle_data(self, data: str) -> None:
         if self._script is not None:
             attrs, text = self.scripts[-1]
             self.scripts[-1] = (attrs, text + data)
+        elif self._style:
+            self.styles[-1] += data
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "script":
             self._script = None
+        elif tag == "style":
+            self._style = False
 
     def data(self) -> dict[str, Any]:
         [(_, text)] = [s for s in self.scripts if s[0].get("id") == "report-data"]
@@ -77,6 +88,29 @@ def test_the_page_fetches_nothing_and_the_cells_text_cannot_become_markup(tmp_pa
     failing = cell["runs"][1]
     assert failing["status"] == "fail" and HOSTILE in failing["evidence"]
     assert failing["transcript"][-1] == HOSTILE and failing["stderr"] == ["warning: something", HOSTILE]
+
+
+def test_the_page_runs_its_own_script_and_style_by_their_hashes_and_nothing_inline_besides(tmp_path: Path) -> None:
+    """The policy names the sha256 of the one inline script and the one inline style, exactly as the browser hashes
+    them (the element's whole text), and never ``'unsafe-inline'``: a script or a style attribute that got into the
+    page any other way would not run (the browser test proves both in Chromium)."""
+    text, _ = render(tmp_path, build_tree(tmp_path))
+    parsed = Page(text)
+    [policy] = [a["content"] for tag, a in parsed.tags
+                if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert policy is not None and "unsafe" not in policy
+    directives = dict(d.split(" ", 1) for d in policy.split("; "))
+
+    def sha256(source: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode() + "'"
+
+    [own] = [body for attrs, body in parsed.scripts if attrs.get("type") is None]
+    [style] = parsed.styles
+    assert directives == {"default-src": "'none'", "script-src": sha256(own), "style-src": sha256(style),
+                          "img-src": "data:"}
+    assert "function ()" in own and "{" in style  # the hashes cover the assets themselves, not an empty element
+    # nothing inline but those two: no handler attribute, no style attribute anywhere in the page
+    assert not [(t, a) for t, a in parsed.tags if "style" in a or any(name.startswith("on") for name in a)]
 
 
 def test_script_json_closes_no_element() -> None:

@@ -21,6 +21,7 @@ from runner.conformance.behaviours import FINAL_TEXT, Behaviour, actions_for
 from runner.conformance.cases import get_case
 from runner.core.scrub import Scrubber
 from runner.model import DEFAULT_PLACEHOLDER_KEY, ModelEndpointConfig, ModelEndpointHandle, serve_model, serve_model_tcp
+from runner.model.exchange_log import MAX_REQUEST_BYTES
 from runner.model.script import SIDE_TEXT
 from runner.model.settings import ModelMode
 from runner.model.types import LiveModel
@@ -298,3 +299,53 @@ async def test_live_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
     logged = records(log)
     assert logged[0]["ended"] == "upstream_error"
     assert HOST_SECRET not in log.read_text()  # the log was scrubbed by the credential itself
+
+
+# --- hostile bodies -------------------------------------------------------------------------------
+
+
+async def test_hostile_bodies_are_answered_by_runner_with_their_cause_and_logged(tmp_path: Path) -> None:
+    """Over the size bound (as sent, or once inflated), nested past the depth bound, lone surrogates: runner answers
+    the first three itself, in the dialect's error shape, whatever the mode, and never reads the oversized body
+    past the bound; the surrogates are read as U+FFFD and the conversation goes on."""
+    log = tmp_path / "exchanges.jsonl"
+    sim = SimulatedCli("claude", TOOLS)
+    headers = {"content-type": "application/json"}
+    bomb = gzip.compress(bytes(64 * 1024 * 1024)) * 2  # 128 MiB of zeros in about 130 KB
+    async with serve_model_tcp(scripted(escalation_actions()), log) as handle, \
+            httpx2.AsyncClient(base_url=handle.url, timeout=TIMEOUT) as client:
+        big = await client.post(sim.path, content=b" " * (MAX_REQUEST_BYTES + 1), headers=headers)
+        inflated = await client.post(sim.path, content=bomb, headers={**headers, "content-encoding": "gzip"})
+        deep = await client.post(sim.path, content=b"[" * 100_000 + b"]" * 100_000, headers=headers)
+        body = sim.request() | {"stream": False, "model": "\ud83d-model"}
+        odd = await client.post(sim.path, content=json.dumps(body).encode(), headers=headers)
+    assert (big.status_code, inflated.status_code, deep.status_code, odd.status_code) == (413, 413, 400, 200)
+    assert big.json()["error"] == {"type": "invalid_request_error", "message":
+                                   f"runner: the request body is over runner's bound of {MAX_REQUEST_BYTES} bytes"}
+    assert inflated.json()["error"]["message"] == (
+        f"runner: the gzip body inflates over the bound of {MAX_REQUEST_BYTES} bytes")
+    assert deep.json()["error"]["message"] == "runner: JSON nested deeper than 128 levels"
+    assert odd.json()["model"] == "\ufffd-model"
+    logged = sorted(records(log), key=lambda r: r["request_seq"])
+    assert [r["response"]["status"] for r in logged] == [413, 413, 400, 200]
+    assert [r.get("refused") for r in logged] == [
+        f"the request body is over runner's bound of {MAX_REQUEST_BYTES} bytes",
+        f"the gzip body inflates over the bound of {MAX_REQUEST_BYTES} bytes",
+        "JSON nested deeper than 128 levels", None]
+    assert logged[0]["request"]["body"] == {"refused": logged[0]["refused"]}
+    assert "decision" not in logged[0] and "decision" in logged[3]  # the scripted model never saw the refused
+
+
+async def test_a_body_runner_refuses_never_reaches_the_vendor_in_live_mode(tmp_path: Path) -> None:
+    sim = SimulatedCli("claude", TOOLS)
+    async with live_pair(tmp_path, "x-api-key", "", sim.dialect) as (upstream, live, sock, _, live_log):
+        async with uds_client(sock) as client:
+            headers = sim.headers(DEFAULT_PLACEHOLDER_KEY)
+            deep = await client.post(sim.path, content=b"[" * 200 + b"]" * 200, headers=headers)
+            big = await client.post(sim.path, content=b"x" * (MAX_REQUEST_BYTES + 1), headers=headers)
+            assert (deep.status_code, big.status_code) == (400, 413)
+            reached, text = await converse(client, sim)  # each refusal closed its connection; the next is served
+            assert (reached, text) == (["files_read", "sharedos_escalate"], FINAL_TEXT)
+        assert live.requests == 5 and upstream.requests == 3
+    refused = [r for r in records(live_log) if "refused" in r]
+    assert [r["response"]["status"] for r in refused] == [400, 413] and all("upstream" not in r for r in refused)

@@ -92,3 +92,30 @@ def test_scrubber_replaces_host_secrets_by_name() -> None:
     assert scrub.text("key=sk-test-1234567890x!") == "key=[scrubbed:PLAIN]!"
     assert scrub.raw(b"k sk-test-1234567890") == b"k [scrubbed:OPENAI_API_KEY]"
     assert scrub.text("short /root") == "short /root"  # too short to be a secret; not a secret name
+
+
+def test_a_frame_nested_past_the_bound_is_malformed_output_not_a_recursion_error() -> None:
+    deep = b'{"type": "message", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    reader = read(frames({"type": "message", "text": "hi"}) + deep + b'{"type": "message"\n')
+    assert (reader.frames, reader.malformed, reader.messages) == (1, 2, ["hi"])
+    for exit_code in (0, 3, None):
+        failed = harness_outcome(reader, exit_code, "x")
+        assert isinstance(failed, Fail) and failed.error.code == "harness_malformed_output"
+        assert failed.error.retryable is False
+        assert failed.error.message == (
+            f"The x CLI printed 2 frame(s) runner could not read and none that ended the turn (exit code {exit_code}); "
+            "the first: JSON nested deeper than 128 levels.")
+
+
+def test_a_terminal_frame_still_decides_beside_malformed_ones() -> None:
+    reader = read(b"{" * 200 + b"\n" + frames({"type": "turn.completed", "text": "done"}))
+    assert reader.malformed == 1 and harness_outcome(reader, 0, "x") == Complete({"text": "done"})
+
+
+def test_lone_surrogates_and_invalid_utf8_in_frames_are_read_as_replacement_characters() -> None:
+    reader = read(b'{"type": "message", "text": "\\ud83d \xff"}\n{"type": "turn.failed", "error": '
+                  b'{"code": "\\udc00", "message": "\\ud800 gone"}}\n')
+    failed = harness_outcome(reader, 0, "x")
+    assert reader.messages == ["\ufffd \ufffd"] and isinstance(failed, Fail)
+    assert (failed.error.code, failed.error.message) == ("\ufffd", "\ufffd gone")
+    json.dumps(failed.to_json(), ensure_ascii=False).encode("utf-8")  # writable as the artifacts are

@@ -49,11 +49,10 @@ SIGTERM: the native binary dies in ~0.035 s with no terminal event (stdout stops
 
 from __future__ import annotations
 
-import json
-
 from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.harnesses.stream import Completed, Failed, Message, Step
+from runner.intake.payload import Malformed, loads
 
 ARGUMENTS_UNPARSEABLE = "harness_arguments_unparseable"
 
@@ -64,8 +63,8 @@ def arguments_object(raw: str) -> bool:
     if raw.strip() == "":
         return True
     try:
-        return isinstance(json.loads(raw), dict)
-    except ValueError:
+        return isinstance(loads(raw), dict)  # the intake's: a string nested a hundred thousand deep is not one
+    except Malformed:
         return False
 
 

@@ -58,7 +58,7 @@ def _assistant(message: dict[str, JsonValue]) -> list[Step]:
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(text := block.get("text"), str)
         ]
     stop = message.get("stopReason")
-    if stop in FAILED_STOP_REASONS:
+    if isinstance(stop, str) and stop in FAILED_STOP_REASONS:  # a list or an object is no stop reason (unhashable)
         detail = message.get("errorMessage")
         text = detail if isinstance(detail, str) and detail else f"Pi's model request ended with stopReason {stop!r}."
         steps.append(Failed(ProtocolError.of(Code.HARNESS_FAILED, text, retryable=True)))
