@@ -38,8 +38,8 @@ class TimelineEvent(StrEnum):
     MCP_CALL = "mcp_call"  # tool, answer ("ok" or the refusal code), afterAsk
     ASK_ANSWERED = "ask_answered"  # tool: the escalation latch closed
     REFUSED_AFTER_ASK = "refused_after_ask"  # tool, code
-    DEADLINE_SIGNAL = "deadline_signal"  # signal (SIGTERM, SIGKILL), reason
-    CLI_EXITED = "cli_exited"  # exitCode, by: itself | deadline
+    DEADLINE_SIGNAL = "deadline_signal"  # signal (SIGTERM, SIGKILL), reason: the deadline's, or the disk budget's
+    CLI_EXITED = "cli_exited"  # exitCode, by: itself | deadline | budget
     TEARDOWN_DONE = "teardown_done"
     TURN_ENDED = "turn_ended"
 
@@ -62,6 +62,7 @@ EVENT_FIELDS: Mapping[TimelineEvent, tuple[str, ...]] = {
 
 EXITED_BY_ITSELF = "itself"
 EXITED_BY_DEADLINE = "deadline"
+EXITED_BY_BUDGET = "budget"  # stopped because what it wrote passed the turn's disk budget
 ANSWER_OK = "ok"  # an MCP call answered without refusal; otherwise its answer is the refusal code
 
 

@@ -120,6 +120,13 @@ class Profile(_Strict):
             raise ValueError(f"expected lowercase letters, digits and dashes matching {PROFILE_ID.pattern}")
         return value
 
+    @field_validator("session_transcript")
+    @classmethod
+    def _session_transcript(cls, value: str | None) -> str | None:
+        if value is not None and (not value or value.startswith("/") or ".." in value.split("/") or "\x00" in value):
+            raise ValueError("expected a relative path inside HOME, without '..'")
+        return value
+
     @field_validator("interpreter")
     @classmethod
     def _interpreter(cls, value: str) -> str:

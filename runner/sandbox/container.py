@@ -9,6 +9,15 @@ is the same container with that directory carried over the engine API instead. I
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
 then the whole sandbox's, :attr:`~runner.sandbox.interface.ResourceLimits.sandbox_pids`).
 
+What the CLI writes where the host keeps it is bounded twice (the figures are in the README, "What the CLI can write
+where the host keeps it"): by the kernel, every file at ``ResourceLimits.file_bytes`` (``RLIMIT_FSIZE``: a hard
+bound, on every file system the container writes, under runc and runsc); and, under the mount transport only, the
+whole turn dir at ``turn_dir_bytes`` and ``turn_dir_entries``, looked at while the CLI runs
+(:meth:`SandboxedProcess.disk_look`): a budget, passed by what the CLI writes between two looks. The stream
+transport's turn dir is the engine's volume, which runner cannot look at: there only the per-file bound holds, and
+the volume is removed with the container. What runner reads back from the turn dir it reads through
+:mod:`runner.intake.files` (:meth:`SandboxedProcess.read_tree`).
+
 Signals go to the CLI's whole process group: Docker's init is tini, and ``TINI_KILL_PROCESS_GROUP``
 makes it forward SIGTERM to the group rather than only its child (Gemini and Qwen spawn workers
 that survive a plain kill).
@@ -20,18 +29,18 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, TypedDict, cast
 
 import docker
 import docker.errors
 import requests
-from docker.types import LogConfig, Mount
+from docker.types import LogConfig, Mount, Ulimit
 from docker.utils.socket import frames_iter_no_tty
 
+from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree, usage
 from runner.sandbox import interface
 from runner.sandbox.engine import EngineError, call_with_retry
-from runner.sandbox.interface import HOME, ContainerSpec, OutputSink, Runtime, Sandbox, Signal, Transport
+from runner.sandbox.interface import HOME, ContainerSpec, DiskLook, OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
 USER = "1000:1000"
@@ -66,6 +75,7 @@ class CreateArgs(TypedDict, total=False):
     stdin_open: bool
     tty: bool
     log_config: LogConfig
+    ulimits: list[Ulimit]
 
 
 def demultiplexed(sock: object) -> Iterator[tuple[int, bytes]]:
@@ -102,6 +112,8 @@ def create_kwargs(spec: ContainerSpec) -> CreateArgs:
         "tty": False,
         # stdout is captured through the attach stream; the engine keeps no copy of a flood
         "log_config": LogConfig(type=LogConfig.types.NONE),
+        # no file the CLI writes, in the turn dir on the host's disk included, grows past this (EFBIG)
+        "ulimits": [Ulimit(name="fsize", soft=spec.limits.file_bytes, hard=spec.limits.file_bytes)],
     }
     if spec.runtime is not Runtime.RUNC:
         kwargs["runtime"] = spec.runtime.value
@@ -192,10 +204,20 @@ class SandboxedProcess(Sandbox):
                 raise
 
     @contextlib.contextmanager
-    def read_tree(self, relative: str) -> Iterator[Path | None]:
-        """The CLI's files are in the mounted turn dir already: read them in place."""
-        path = self.spec.turn_dir / relative
-        yield path if path.exists() else None
+    def read_tree(self, relative: str, bounds: IntakeBounds = DEFAULT_BOUNDS) -> Iterator[Tree | None]:
+        """The CLI's files are in the mounted turn dir already: read them in place, from the turn dir's descriptor
+        (runner's), nothing below it followed."""
+        yield Tree(self.spec.turn_dir, relative)
+
+    def disk_look(self) -> DiskLook | None:
+        """The turn dir is on the host's disk, written by the CLI through the mount: what it holds, counted without
+        following a link and only up to the budget."""
+        limits = self.spec.limits
+        budget = IntakeBounds(bytes=limits.turn_dir_bytes, entries=limits.turn_dir_entries)
+        held = usage(Tree(self.spec.turn_dir), budget)
+        share = max(held.bytes / limits.turn_dir_bytes, held.entries / limits.turn_dir_entries)
+        over = None if held.over is None else f"the turn dir holds {held.over} (the CLI's writes through {TURN_MOUNT})"
+        return DiskLook(share, over)
 
     def remove(self) -> None:
         # shut down before closing: a close does not wake the pump's thread blocked in a read on this socket (the

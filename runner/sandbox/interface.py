@@ -28,6 +28,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
+from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree
+
 STDOUT, STDERR = 1, 2  # the stream numbers a sandbox hands its output with (those of Docker's multiplexed stream)
 OutputSink = Callable[[int, bytes], None]  # (STDOUT or STDERR, chunk)
 Signal = Literal["SIGTERM", "SIGKILL"]  # what the deadline sends: SIGTERM, then after the grace period SIGKILL
@@ -62,12 +64,26 @@ class Runtime(StrEnum):
 
 
 RUNTIME_ENV = "RUNNER_RUNTIME"  # the environment variable --runtime defaults to
+MiB = 1024 * 1024
 HOME = "/home/runner"  # the CLI's HOME in the container (a tmpfs) and its working directory unless the spec says
 
 
 @dataclass(frozen=True)
 class ResourceLimits:
-    """What the engine lets one CLI's container use: memory, tasks, CPU and its two tmpfs."""
+    """What the engine lets one CLI's container use: memory, tasks, CPU, its two tmpfs, and what it may write where the
+    host keeps it.
+
+    Writes: every file the CLI writes, anywhere, is capped by the kernel at :attr:`file_bytes` (``RLIMIT_FSIZE``, the
+    engine's ``ulimits``: a write past it fails with ``EFBIG`` after ``SIGXFSZ``; runc and runsc both enforce it). A
+    HOME in the turn dir (``/run/runner``) is on the host's disk (mount transport) or the engine's (stream
+    transport), not on a tmpfs with a size: under the mount transport the turn watches what the turn dir holds while
+    the CLI runs (every :attr:`disk_poll_seconds`, every :attr:`disk_poll_near_seconds` once past half its budget)
+    and stops the CLI once it holds more than :attr:`turn_dir_bytes` or :attr:`turn_dir_entries` (see
+    :meth:`Sandbox.disk_look`); what it can write between two looks (and, under runsc, what gVisor has not yet
+    written back to the host: the sandbox caches writes in its memory) passes the
+    budget by that much. Under the stream transport the engine's volume cannot be seen from here: only the per-file
+    cap holds there (the volume goes with the container).
+    """
 
     memory: str = "1g"
     pids: int = 256
@@ -79,10 +95,24 @@ class ResourceLimits:
     # 57; Droid's persistent escalation turn peaks at 242 (18 under runc), and at 256 its sandbox died mid-turn
     # 2 times in 4 (gVisor could not start a thread: exit code 2)
     sandbox_pids: int = 1024
+    file_bytes: int = 128 * MiB  # the largest file the CLI may write, anywhere (RLIMIT_FSIZE)
+    turn_dir_bytes: int = 512 * MiB  # what the turn dir may hold on the host's disk: as much as a tmpfs HOME
+    turn_dir_entries: int = 50_000
+    disk_poll_seconds: float = 0.25
+    disk_poll_near_seconds: float = 0.05  # once past half the budget: what it writes between looks is what passes it
 
     def pids_for(self, runtime: Runtime) -> int:
         """The pids limit the engine enforces under ``runtime``: the CLI's tasks (runc), or the sandbox's (runsc)."""
         return self.sandbox_pids if runtime is Runtime.RUNSC else self.pids
+
+
+@dataclass(frozen=True)
+class DiskLook:
+    """One look at what the CLI has written where the host keeps it: the share of its budget in use (the larger of
+    the bytes' and the entries'), and why it is over its budget (None: within it)."""
+
+    share: float
+    over: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,10 +170,18 @@ class Sandbox(ABC):
         """Send ``name`` to the CLI's whole process group (the container's init forwards it to the group)."""
 
     @abstractmethod
-    def read_tree(self, relative: str) -> AbstractContextManager[Path | None]:
-        """The files the CLI left at ``relative`` (a path in the turn dir, a file or a folder), on the host for
-        the length of the ``with``: its path there, or None when the CLI left nothing there. Read them only
-        once the CLI has exited; what the caller keeps of them, it copies out before the ``with`` ends."""
+    def read_tree(self, relative: str, bounds: IntakeBounds = DEFAULT_BOUNDS) -> AbstractContextManager[Tree | None]:
+        """The files the CLI left at ``relative`` (a path in the turn dir, a file or a folder), on the host for the
+        length of the ``with``, as a :class:`~runner.intake.files.Tree` to be read through :mod:`runner.intake.files`
+        alone (its root is runner's, everything below it the CLI's: never followed), taking in at most ``bounds``;
+        None when there is nothing the sandbox can hand over. Read them only once the CLI has exited; what the caller
+        keeps of them, it copies out before the ``with`` ends."""
+
+    def disk_look(self) -> DiskLook | None:
+        """What the CLI has written where the host keeps it, against its budget (``ResourceLimits.turn_dir_bytes`` and
+        ``turn_dir_entries``); None when it is out of sight (the default: then nobody looks again). Asked while the
+        CLI runs (``ResourceLimits.disk_poll_seconds``), from a worker thread."""
+        return None
 
     @abstractmethod
     def remove(self) -> None:

@@ -16,7 +16,17 @@ no host path at all; the container keeps network ``none``:
   model endpoint listen exactly as under the mount transport: their counts, the latch and the
   scrubbing do not know which transport ran. The CLI's command waits (at most 20 s) for the relay.
 - **Files out**: ``get_archive`` copies what the CLI left (its session transcript) out of the volume
-  after exit, into a scratch directory on the host for as long as the caller reads it (:meth:`read_tree`).
+  after exit, into a scratch directory on the host for as long as the caller reads it (:meth:`read_tree`). The
+  archive is the CLI's: it is read as it streams in, bounded in bytes while it is read (never held whole), and
+  extracted through :func:`runner.intake.files.extract_tar` (regular files and directories only, every name confined
+  below the scratch directory, nothing followed).
+
+Everything that comes back over the relay's stream is hostile too: any process of the container's uid can write
+frames into the relay's stdout (``/proc/<relay>/fd/1``). The :class:`Bridge` takes a channel's name only from a fixed
+set (``mcp``, ``model``: each mapped to its socket in the turn dir, never a path joined from what the frame says;
+anything else is answered CLOSE and logged), refuses a frame longer than :data:`MAX_FRAME` (the stream is then not
+the relay's: the bridge closes), skips unknown kinds, ignores a second OPEN of a live channel and holds at most
+:data:`MAX_CHANNELS` connections at once.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import contextlib
 import io
 import logging
 import socket
+import stat
 import struct
 import tarfile
 import tempfile
@@ -37,6 +48,7 @@ import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
+from runner.intake.files import DEFAULT_BOUNDS, BoundedStream, IntakeBounds, Tree, extract_tar, read_bounded, walk
 from runner.sandbox.container import (
     TURN_MOUNT,
     USER,
@@ -46,13 +58,17 @@ from runner.sandbox.container import (
     demultiplexed,
 )
 from runner.sandbox.engine import call_with_retry
-from runner.sandbox.interface import ContainerSpec, Transport
+from runner.sandbox.interface import ContainerSpec, DiskLook, Transport
 
 HEADER = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
 RELAY_DIR = "/tmp/.runner-relay"
 RELAY_FILES = Path(__file__).parent / "relay"
 SOCKETS = ("mcp", "model")
+MAX_FRAME = 1024 * 1024  # a relay's DATA frame carries one recv() of at most 64 KiB: anything near this is forged
+MAX_CHANNELS = 64  # connections open at once over one relay (a CLI opens one or two: MCP, the model)
+ARCHIVE_OVERHEAD = 4096  # tar bytes per member besides its content, at most (header, padding, long-name records)
+TURN_FILES = IntakeBounds(bytes=64 * 1024 * 1024, entries=1000)  # what runner puts in a turn dir (config files, script)
 UID = 1000
 WAIT = (
     f"i=0; until [ -e {RELAY_DIR}/ready ]; do i=$((i+1)); "
@@ -90,34 +106,42 @@ class StreamSandboxedProcess(SandboxedProcess):
     def start(self) -> None:
         super().start()  # create and fill, attach, start, hand over stdin (the CLI waits for the relay)
         try:
-            self.bridge = Bridge(self.client, self.container, self.spec.turn_dir)
+            self.bridge = Bridge.start(self.client, self.container, self.spec.turn_dir)
         except Exception as err:
             raise ContainerStartError(f"the stream relay could not be started: {err}") from err
 
     @contextlib.contextmanager
-    def read_tree(self, relative: str) -> Iterator[Path | None]:
+    def read_tree(self, relative: str, bounds: IntakeBounds = DEFAULT_BOUNDS) -> Iterator[Tree | None]:
         """Copy ``relative`` out of the container's volume into a scratch directory, removed after the ``with``."""
         with tempfile.TemporaryDirectory(prefix="runner-collect-") as scratch:
-            yield self.fetch(relative, Path(scratch))
+            landed = self.fetch(relative, Path(scratch), bounds)
+            yield Tree(Path(scratch), landed) if landed is not None else None
 
-    def fetch(self, relative: str, dest_root: Path) -> Path | None:
-        """Copy ``relative`` (a path in the turn dir) out of the container's volume into ``dest_root``; where it
-        landed, or None when the container is not there or holds nothing at ``relative``."""
+    def fetch(self, relative: str, dest_root: Path, bounds: IntakeBounds = DEFAULT_BOUNDS) -> str | None:
+        """Copy ``relative`` (a path in the turn dir) out of the container's volume into ``dest_root`` (runner's),
+        taking in at most ``bounds``; where it landed (relative to ``dest_root``), or None when the container is not
+        there or holds nothing at ``relative``."""
         if self.container is None:
             return None
         try:
             chunks, _stat = self.container.get_archive(f"{TURN_MOUNT}/{relative}")
         except docker.errors.NotFound:
             return None
-        data = b"".join(chunks)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            # only files and directories, and none that leaves dest_root (what tarfile's "data" filter does,
-            # which Python 3.11 before 3.11.4 does not have)
-            members = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and _inside(m.name)]
-            for member in members:
-                member.mode = (member.mode & 0o755) | (0o700 if member.isdir() else 0o600)
-            tar.extractall(dest_root, members=members)
-        return dest_root / Path(relative).name
+        stream = BoundedStream(chunks, bounds.bytes + ARCHIVE_OVERHEAD * (bounds.entries + 1))
+        try:
+            extracted = extract_tar(stream, dest_root, bounds)
+        finally:
+            with contextlib.suppress(Exception):
+                chunks.close()  # an archive cut at its bound is not read to its end
+        level = logging.INFO if extracted.complete else logging.WARNING  # a bound cut it short: say so
+        for skipped in extracted.skipped[:20]:
+            logger.log(level, "the CLI's %s: %r not taken in: %s", relative, skipped.path[:200], skipped.why)
+        return Path(relative).name
+
+    def disk_look(self) -> DiskLook | None:
+        """The turn dir the CLI writes is the engine's volume, out of sight from here: only the per-file cap
+        (``ResourceLimits.file_bytes``) holds there."""
+        return None
 
     def remove(self) -> None:
         if self.bridge is not None:
@@ -125,13 +149,12 @@ class StreamSandboxedProcess(SandboxedProcess):
         super().remove()
 
 
-def _inside(name: str) -> bool:
-    parts = Path(name).parts
-    return not Path(name).is_absolute() and ".." not in parts
-
-
 def turn_archive(turn_dir: Path) -> bytes:
-    """The turn dir's files (sockets left out), the relay, and the socket symlinks: a tar owned by uid 1000."""
+    """The turn dir's files (sockets left out), the relay, and the socket symlinks: a tar owned by uid 1000.
+
+    The turn dir is runner's own (made for this turn, never mounted into a container under this transport), and
+    still read as the CLI's files are, from its descriptor, links not followed, bounded: a directory the host
+    shares with other users is not a place to follow names in."""
     buf = io.BytesIO()
 
     def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -140,10 +163,19 @@ def turn_archive(turn_dir: Path) -> bytes:
         return info
 
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path in sorted(turn_dir.rglob("*")):
-            if path.is_socket() or not (path.is_file() or path.is_dir()):
+        for entry in walk(Tree(turn_dir), TURN_FILES):
+            if not entry.path:
                 continue
-            tar.add(path, arcname=str(path.relative_to(turn_dir)), recursive=False, filter=own)
+            info = own(tarfile.TarInfo(entry.path))
+            info.mode = stat.S_IMODE(entry.stat.st_mode)
+            info.mtime = int(entry.stat.st_mtime)
+            if entry.is_dir:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif entry.fd is not None:
+                data = read_bounded(entry.fd, TURN_FILES.bytes)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
         for name in ("relay.py", "relay.js"):
             tar.add(RELAY_FILES / name, arcname=f".relay/{name}", filter=own)
         for name in SOCKETS:
@@ -155,21 +187,34 @@ def turn_archive(turn_dir: Path) -> bytes:
 
 
 class Bridge:
-    """The runner's end of the relay: one exec stream, demultiplexed into connections to the host-side sockets."""
+    """The runner's end of the relay: one exec stream, demultiplexed into connections to the host-side sockets.
 
-    def __init__(self, client: docker.DockerClient, container: Container, turn_dir: Path) -> None:
+    The stream is the container's to write (see the module's docstring): a channel connects only to one of the fixed
+    sockets, by name, and a frame that no relay sends ends or is dropped, never trusted."""
+
+    def __init__(self, sock: object, turn_dir: Path) -> None:
+        """Carry the relay's exec stream ``sock`` (what docker-py's ``exec_start(socket=True)`` hands back, or any
+        socket: Docker's multiplexed stdout/stderr one way, frames on stdin the other) to the sockets in
+        ``turn_dir``."""
         self.turn_dir = turn_dir
-        exec_id = call_with_retry(
-            client.api.exec_create, container.id, ["sh", "-c", RELAY_COMMAND, "relay", RELAY_DIR, *SOCKETS],
-            stdin=True, stdout=True, stderr=True, user=USER,
-        )["Id"]
-        self._sock = client.api.exec_start(exec_id, socket=True)
+        self.sockets = {name: turn_dir / f"{name}.sock" for name in SOCKETS}  # the only places a channel reaches
+        self._sock: Any = sock
         self._raw: Any = getattr(self._sock, "_sock", self._sock)
         self._lock = threading.Lock()
         self._conns: dict[int, socket.socket] = {}
         self._closed = False
+        self.refused: list[str] = []  # what the bridge turned down, said once each (also logged)
         self._reader = threading.Thread(target=self._read, name="stream-bridge", daemon=True)
         self._reader.start()
+
+    @classmethod
+    def start(cls, client: docker.DockerClient, container: Container, turn_dir: Path) -> Bridge:
+        """Run the relay in ``container`` (an exec as the CLI's uid) and bridge its stream."""
+        exec_id = call_with_retry(
+            client.api.exec_create, container.id, ["sh", "-c", RELAY_COMMAND, "relay", RELAY_DIR, *SOCKETS],
+            stdin=True, stdout=True, stderr=True, user=USER,
+        )["Id"]
+        return cls(client.api.exec_start(exec_id, socket=True), turn_dir)
 
     def _send(self, kind: int, channel: int, payload: bytes = b"") -> None:
         with self._lock:
@@ -180,39 +225,46 @@ class Bridge:
             except OSError:
                 self._closed = True
 
+    def _refuse(self, what: str) -> None:
+        if len(self.refused) < 100:
+            self.refused.append(what)
+            logger.warning("stream relay: %s", what)
+
     def _read(self) -> None:
-        pending = b""
+        pending = bytearray()
         try:
             for stream, data in demultiplexed(self._sock):
                 if stream != 1:
-                    logger.warning("stream relay: %s", data.decode("utf-8", "replace").rstrip())
+                    self._refuse(f"the relay's stderr: {data[:200].decode('ascii', 'replace')!r}")
                     continue
                 pending += data
                 while len(pending) >= HEADER.size:
                     kind, channel, length = HEADER.unpack_from(pending)
+                    if length > MAX_FRAME:
+                        self._refuse(f"a frame of {length} bytes on channel {channel} (at most {MAX_FRAME}): the "
+                                     "stream is not the relay's, the bridge closes")
+                        self.close()
+                        return
                     if len(pending) < HEADER.size + length:
                         break
-                    payload = pending[HEADER.size:HEADER.size + length]
-                    pending = pending[HEADER.size + length:]
+                    payload = bytes(pending[HEADER.size:HEADER.size + length])
+                    del pending[:HEADER.size + length]
                     self._handle(kind, channel, payload)
         except (OSError, ValueError):
             pass
-        for conn in list(self._conns.values()):
-            with contextlib.suppress(OSError):
-                conn.close()
+        finally:
+            for conn in list(self._conns.values()):
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)  # wakes its pump, blocked in a read on it
+                with contextlib.suppress(OSError):
+                    conn.close()
 
     def _handle(self, kind: int, channel: int, payload: bytes) -> None:
         if kind == OPEN:
-            name = payload.decode("ascii", "replace")
-            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                conn.connect(str(self.turn_dir / f"{name}.sock"))
-            except OSError:
-                conn.close()
-                self._send(CLOSE, channel)
-                return
-            self._conns[channel] = conn
-            threading.Thread(target=self._pump, args=(channel, conn), name=f"stream-{name}", daemon=True).start()
+            self._open(channel, payload)
+            return
+        if kind not in (DATA, EOF, CLOSE):
+            self._refuse(f"a frame of unknown kind {kind} on channel {channel}: dropped")
             return
         known = self._conns.get(channel)
         if known is None:
@@ -227,6 +279,31 @@ class Bridge:
                 known.close()
         except OSError:
             pass
+
+    def _open(self, channel: int, payload: bytes) -> None:
+        """A channel to one of the fixed sockets, chosen by its name; anything else is answered CLOSE."""
+        name = payload.decode("ascii", "replace")
+        target = self.sockets.get(name)
+        if channel in self._conns:  # a CLOSE would end the live connection in the relay: say nothing to it
+            self._refuse(f"a second OPEN of live channel {channel} ({name[:64]!r}): ignored")
+            return
+        if target is None:
+            self._refuse(f"an OPEN of channel {channel} for {name[:64]!r}, not one of {', '.join(SOCKETS)}: refused")
+            self._send(CLOSE, channel)
+            return
+        if len(self._conns) >= MAX_CHANNELS:
+            self._refuse(f"an OPEN of channel {channel} past {MAX_CHANNELS} open connections: refused")
+            self._send(CLOSE, channel)
+            return
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(str(target))
+        except OSError:
+            conn.close()
+            self._send(CLOSE, channel)
+            return
+        self._conns[channel] = conn
+        threading.Thread(target=self._pump, args=(channel, conn), name=f"stream-{name}", daemon=True).start()
 
     def _pump(self, channel: int, conn: socket.socket) -> None:
         try:

@@ -1,5 +1,12 @@
 """After the turn: copy the CLI's own session transcript out of the turn dir, scrubbed and bounded.
 
+The transcript is the CLI's: its HOME, its files, its links. It is read through :mod:`runner.intake.files` alone
+(from a directory descriptor runner owns, every component opened without following, regular files only, at most
+:data:`SESSION_LIMITS`), so a link the CLI plants at the session path or anywhere below it (to a host file, a host
+directory, ``/proc/self/environ``), or swaps in while runner reads, is skipped and told, never followed. What lands in
+``<cell>/session/`` is runner's copy; everything read back from the session afterwards (a session reader, the
+databases scrubbed below) reads that copy, never the CLI's tree.
+
 Every byte copied passes :meth:`~runner.core.scrub.Scrubber.mask` (same length, so a binary store
 stays readable). That is not enough for a SQLite database (opencode keeps its session in one): a
 value longer than a page is stored across overflow pages, each starting with a four-byte pointer,
@@ -15,6 +22,7 @@ read), scrubbed and compressed again; an unreadable tail is dropped rather than 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -23,40 +31,46 @@ import zstandard
 
 from runner.core.scrub import Scrubber
 from runner.harnesses.compressed import decompress_bytes
+from runner.intake.files import Copied, IntakeBounds, Tree, copy_tree
 
 MAX_SESSION_BYTES = 64 * 1024 * 1024
+SESSION_LIMITS = IntakeBounds(bytes=MAX_SESSION_BYTES, entries=10_000, depth=32)
+logger = logging.getLogger("runner.turn")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
-def copy_session_transcript(source: Path, dest: Path, scrubber: Scrubber) -> list[str]:
-    """Copy a file or a folder, scrubbed. Returns the copied files relative to ``dest``; stops at
+def copy_session_transcript(tree: Tree, dest: Path, scrubber: Scrubber) -> Copied:
+    """Copy the session transcript at ``tree`` (a file or a folder) into ``dest``, scrubbed; what was copied
+    (``files``: relative to ``dest``; a database SQLite could not check is dropped) and what was skipped. Stops at
     :data:`MAX_SESSION_BYTES`."""
-    if not source.exists():
-        return []
-    files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file() and not p.is_symlink())
-    copied, total, databases = [], 0, []
-    for path in files:
-        size = path.stat().st_size
-        if total + size > MAX_SESSION_BYTES:
-            break
-        relative = path.name if source.is_file() else str(path.relative_to(source))
-        target = dest / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = path.read_bytes()
-        if data.startswith(ZSTD_MAGIC) and scrubber.active:
-            target.write_bytes(scrub_zstd(data, scrubber))
-        else:
-            target.write_bytes(scrubber.mask(data))
+    databases: list[str] = []
+
+    def scrub(relative: str, data: bytes) -> bytes:
         if data.startswith(SQLITE_MAGIC):
-            databases.append(target)
-        copied.append(relative)
-        total += size
+            databases.append(relative)
+        if data.startswith(ZSTD_MAGIC) and scrubber.active:
+            return scrub_zstd(data, scrubber)
+        return scrubber.mask(data)
+
+    copied = copy_tree(tree, dest, SESSION_LIMITS, scrub)
+    _tell(copied, "session transcript")
     if scrubber.active:
         for database in databases:
-            scrub_database(database, scrubber)
-    return [c for c in copied if (dest / c).exists()]
+            scrub_database(dest / database, scrubber)
+    copied.files = [c for c in copied.files if (dest / c).exists()]
+    return copied
+
+
+def _tell(copied: Copied, what: str) -> None:
+    """Say what was not taken in: a warning when a bound cut the copy short or nothing was taken in (the session path
+    itself a link), else (links and special files a CLI keeps in its HOME, as some do) only at INFO."""
+    level = logging.INFO if copied.complete and copied.files else logging.WARNING
+    for skipped in copied.skipped[:20]:
+        logger.log(level, "%s: %r not copied: %s", what, skipped.path[:200], skipped.why)
+    if len(copied.skipped) > 20:
+        logger.log(level, "%s: %d more entries not copied", what, len(copied.skipped) - 20)
 
 
 def scrub_zstd(data: bytes, scrubber: Scrubber) -> bytes:

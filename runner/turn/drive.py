@@ -4,6 +4,12 @@ Nothing here reacts to what the CLI asked: the only stop is the deadline, which 
 CLI's process group, waits the profile's grace period, then sends SIGKILL. Blocking docker-py calls
 run in worker threads from our own limiter, so the MCP server keeps answering meanwhile.
 
+One bound besides the deadline: what the CLI writes where the host keeps it (the turn dir under the mount
+transport). Looked at while the CLI runs (:meth:`~runner.sandbox.interface.Sandbox.disk_look`, every
+``ResourceLimits.disk_poll_seconds``, more often once past half the budget), a turn dir over its budget stops the
+CLI at once with SIGKILL (a grace period would let it write on), kept in ``Drive.over_budget``: the turn then ends
+as an infrastructure error that says so.
+
 Every moment of it goes on the turn's timeline when one is given: the container started, the CLI's first
 output, each deadline signal, the CLI's exit (``by`` itself, or by the deadline).
 
@@ -22,11 +28,11 @@ import anyio.from_thread
 import anyio.to_thread
 
 from runner.core.outcomes import JsonValue
-from runner.core.timeline import EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
+from runner.core.timeline import EXITED_BY_BUDGET, EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
 from runner.harnesses.profile import Profile
 from runner.sandbox.container import ContainerStartError
 from runner.sandbox.engine import EngineError
-from runner.sandbox.interface import STDOUT, Sandbox, Signal
+from runner.sandbox.interface import STDOUT, ResourceLimits, Sandbox, Signal
 from runner.turn.transcript import StreamSink
 
 THREADS = anyio.CapacityLimiter(16)  # our own: waits and pumps must not starve anyio's default pool
@@ -41,6 +47,7 @@ class Drive:
     deadline_hit: bool = False
     not_started: str | None = None
     engine_failed: str | None = None  # the engine kept failing a call mid-turn: nobody knows how the CLI ended
+    over_budget: str | None = None  # what the CLI wrote passed the turn's disk budget: it was stopped, and why
 
 
 async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str | None:
@@ -66,9 +73,10 @@ async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str 
 async def drive(
     proc: Sandbox, stdout: StreamSink, stderr: StreamSink, deadline: float, profile: Profile,
     progress: object, timeline: Timeline | None = None, *, started: tuple[str | None] | None = None,
+    limits: ResourceLimits | None = None,
 ) -> Drive:
     """Start the CLI (unless ``started`` holds what :func:`start_cli` said) and drive it to its end: by itself, or
-    stopped by the deadline and the wind-down."""
+    stopped by the deadline and the wind-down, or by its disk budget (``limits``: how often to look; None: never)."""
     say = progress if callable(progress) else (lambda _m: None)
     run = Drive()
     not_started = (await start_cli(proc)) if started is None else started[0]
@@ -82,6 +90,8 @@ async def drive(
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch.pump)
         tg.start_soon(watch.wait)
+        if limits is not None:
+            tg.start_soon(watch.budget, limits)
         say(f"turn running (deadline {deadline:g}s)")
         if not await watch.exited_within(deadline):
             run.deadline_hit = watch.deadline_hit = True
@@ -93,6 +103,7 @@ async def drive(
     run.exit_code = watch.codes[0] if watch.codes else None
     if watch.failures:
         run.engine_failed = str(watch.failures[0])
+    run.over_budget = watch.over_budget
     return run
 
 
@@ -120,6 +131,7 @@ class _Watch:
         self.codes: list[int | None] = []
         self.failures: list[EngineError] = []  # engine calls that kept failing after their retries
         self.deadline_hit = False
+        self.over_budget: str | None = None
         self.heard = False  # the CLI's first output is on the timeline
 
     def mark(self, event: TimelineEvent, **fields: JsonValue) -> None:
@@ -143,11 +155,25 @@ class _Watch:
         try:
             code = await anyio.to_thread.run_sync(self.proc.wait, limiter=THREADS, abandon_on_cancel=True)
             self.codes.append(code)
-            self.mark(TimelineEvent.CLI_EXITED, exitCode=code,
-                      by=EXITED_BY_DEADLINE if self.deadline_hit else EXITED_BY_ITSELF)
+            by = EXITED_BY_BUDGET if self.over_budget else EXITED_BY_DEADLINE if self.deadline_hit else EXITED_BY_ITSELF
+            self.mark(TimelineEvent.CLI_EXITED, exitCode=code, by=by)
         except EngineError as err:
             self.failures.append(err)  # nobody can say how the CLI ended; teardown removes the container
         self.exited.set()
+
+    async def budget(self, limits: ResourceLimits) -> None:
+        """Until the CLI exits: is what it wrote over its budget? Then SIGKILL, at once. Looked at more often once
+        past half of it; not at all once out of sight."""
+        every = limits.disk_poll_seconds
+        while not await self.exited_within(every):
+            look = await anyio.to_thread.run_sync(self.proc.disk_look, limiter=THREADS, abandon_on_cancel=True)
+            if look is None:
+                return
+            if look.over is not None and not self.exited.is_set():
+                self.over_budget = look.over
+                await self.send("SIGKILL", f"{look.over}: the CLI is stopped")
+                return
+            every = limits.disk_poll_near_seconds if look.share >= 0.5 else limits.disk_poll_seconds
 
     async def exited_within(self, seconds: float) -> bool:
         with anyio.move_on_after(seconds):

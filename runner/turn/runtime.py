@@ -50,7 +50,7 @@ from runner.core.timeline import TimelineEvent, TurnClock, wind_down_seconds
 from runner.harnesses.interpreters import get_session_reader
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
-from runner.turn.collect import copy_session_transcript
+from runner.turn.collect import SESSION_LIMITS, copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive, start_cli
 from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
@@ -235,7 +235,7 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
         model = await _serve_model(stack, turn, model_sock)
         await ready.wait()
         run = await drive(proc, turn.transcript.stdout, turn.transcript.stderr, turn.deadline, profile, progress,
-                          turn.timeline, started=(started[0],))
+                          turn.timeline, started=(started[0],), limits=turn.spec.limits)
         mcp: dict[str, JsonValue] = {
             "connections": server.connections, "sessionsInitialized": server.sessions_initialized,
             "calls": server.calls, "clients": [{**info} for info in server.client_infos],
@@ -295,14 +295,15 @@ def _copy_session(turn: PreparedTurn, proc: Sandbox) -> Path | None:
     if not profile.session_transcript or home is None:
         return None
     relative = str((home / profile.session_transcript).relative_to(turn.turn_dir.host))
-    with proc.read_tree(relative) as tree:
-        copied = copy_session_transcript(tree, req.out_dir / "session", turn.scrubber) if tree is not None else []
+    with proc.read_tree(relative, SESSION_LIMITS) as tree:
+        copied = copy_session_transcript(tree, req.out_dir / "session", turn.scrubber).files if tree else []
     return req.out_dir / "session" if copied else None
 
 
 def _read_session_log(turn: PreparedTurn, run: Drive, session: Path) -> None:
     """Give the stream reader the steps a CLI's session log holds (only interpreters that have a session
-    reader: runner.harnesses.interpreters.SESSION_READERS), once the CLI has exited."""
+    reader: runner.harnesses.interpreters.SESSION_READERS), once the CLI has exited. ``session`` is runner's own
+    copy (:func:`_copy_session`, made through the intake), never the CLI's tree in the turn dir."""
     reader = get_session_reader(turn.profile.interpreter)
     if reader is not None and run.not_started is None:
         turn.transcript.reader.steps(reader(session, run.exit_code))

@@ -3,8 +3,8 @@
 The CLI's frames and exit give its outcome (:func:`cli_outcome`); the latch turns it into
 ``escalate`` when it asked, keeping it in ``harnessOutcome``; a deadline that passed before any ask
 cancels the turn; the envelope re-checks the catalogue gate and writes the record. A turn that never
-really ran (no container, an engine that failed mid-turn, an MCP server the CLI never reached) is
-the infrastructure's fault, not the CLI's (:func:`infrastructure_error`).
+really ran (no container, an engine that failed mid-turn, an MCP server the CLI never reached), or whose CLI was
+stopped for writing past its disk budget, is an infrastructure error (:func:`infrastructure_error`).
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ def infrastructure_error(
         return {"kind": "container_not_started", "detail": scrubber.text(run.not_started)}
     if run.engine_failed is not None:
         return {"kind": "engine_failed", "detail": scrubber.text(run.engine_failed), "stderrTail": [*err_tail.lines()]}
+    if run.over_budget is not None:
+        return {"kind": "disk_budget_exceeded", "detail": run.over_budget, "stderrTail": [*err_tail.lines()]}
     failed = [s for s in reader.startup if not s.connected]
     if failed:
         words = "; ".join(f"{s.server}: {s.detail}" for s in failed)

@@ -23,6 +23,7 @@ import docker
 import docker.errors
 import pytest
 
+from runner.intake.files import read_file
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.images import ImageRecord
@@ -166,7 +167,7 @@ def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends
         assert box.wait() == 7
         assert (bytes(output[STDOUT]), bytes(output[STDERR])) == (f"{GVISOR_RELEASE}\n".encode(), b"err\n")
         with box.read_tree("home/session") as tree:
-            assert tree is not None and (tree / "a.txt").read_text() == "one"
+            assert tree is not None and read_file(tree.root, f"{tree.relative}/a.txt", 100) == b"one"
     finally:
         box.remove()
     assert gone(engine, box)

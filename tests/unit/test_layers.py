@@ -117,3 +117,43 @@ def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -
     code = f"import sys, runner.cli; print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == [], f"importing runner.cli loads {loaded}"
+
+
+# What the box wrote is walked, opened and unpacked only through runner.intake (see its docstring): anywhere else in
+# runner, a hand-written tree walk or archive extraction follows links and reads unbounded. These are the calls that
+# do, and the modules allowed one because the tree they walk is runner's own, never the CLI's.
+TREE_CALLS = {"rglob", "walk", "extractall", "extract", "copytree"}
+RUNNERS_OWN_TREES = {
+    "runner.sandbox.images.context": "the repository's build context, before any container exists",
+    "runner.turn.turndir": "runner's own turn dir, handed to the container's uid before the container starts",
+    "runner.harnesses.deepseek.session": "runner's copy of dsh's session (made through the intake)",
+}
+
+
+def tree_calls(path: Path) -> set[str]:
+    """The tree-walking calls a module makes: ``x.rglob(...)``, ``os.walk(...)``, ``tar.extractall(...)``..."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TREE_CALLS:
+            receiver = node.func.value
+            if node.func.attr != "walk" or (isinstance(receiver, ast.Name) and receiver.id == "os"):
+                found.add(node.func.attr)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules() if layer(m) != "intake"))
+def test_what_the_box_wrote_is_walked_only_through_the_intake(module: str) -> None:
+    found = tree_calls(modules()[module])
+    if module in RUNNERS_OWN_TREES:
+        return
+    assert not found, (f"{module} walks or unpacks a tree by hand ({sorted(found)}): read what the CLI could have "
+                       "written through runner.intake.files (or, for a tree of runner's own, say so in "
+                       "RUNNERS_OWN_TREES)")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules() if layer(m) == "core"))
+def test_the_core_takes_only_the_pure_side_of_the_intake(module: str) -> None:
+    """The core does no I/O: of the intake it may use the byte side (payload), never the file side."""
+    taken = {m for m in imports(modules()[module]) if m.startswith("runner.intake.") and m in modules()}
+    assert taken <= {"runner.intake.payload"}, f"{module} imports {sorted(taken)}: the core takes only the payload"

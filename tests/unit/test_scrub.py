@@ -13,6 +13,7 @@ import pytest
 from runner.core.scrub import MIN_DANGLING, Scrubber, spellings
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.stream import LineSplitter, StreamReader, Tail, harness_outcome
+from runner.intake.files import Tree
 from runner.model.exchange_log import Capture, ExchangeLog, body_for_log
 from runner.model.sse import SseEvent
 from runner.turn.collect import copy_session_transcript
@@ -121,7 +122,7 @@ def test_a_session_folder_is_copied_with_every_file_scrubbed(tmp_path: Path) -> 
     (home / "s1.jsonl").write_text(json.dumps({"message": {"content": [{"text": f"key {KEY}"}]}}) + "\n")
     (home / "nested").mkdir()
     (home / "nested" / "blob.bin").write_bytes(b"\x00\x01" + KEY.encode() + b"\xff")
-    copied = copy_session_transcript(tmp_path / "home" / ".claude" / "projects", tmp_path / "out", scrubber())
+    copied = copy_session_transcript(Tree(tmp_path, "home/.claude/projects"), tmp_path / "out", scrubber()).files
     assert sorted(copied) == ["-work/nested/blob.bin", "-work/s1.jsonl"]
     no_key_anywhere(tmp_path / "out")
     assert (tmp_path / "out" / "-work" / "nested" / "blob.bin").stat().st_size == len(KEY) + 3
@@ -142,7 +143,7 @@ def test_a_key_stored_across_sqlite_overflow_pages_is_scrubbed_through_sqlite(tm
     rows = 2 * len(range(0, 1100, 3))
     assert written.count(KEY.encode()) < rows, "precondition: some copies of the key are not contiguous on disk"
 
-    copy_session_transcript(store, tmp_path / "out", scrubber())
+    copy_session_transcript(Tree(tmp_path, "home/opencode"), tmp_path / "out", scrubber())
     no_key_anywhere(tmp_path / "out")
     with sqlite3.connect(tmp_path / "out" / "opencode.db") as db:
         values = db.execute("SELECT data, raw FROM part").fetchall()
@@ -168,13 +169,13 @@ def test_a_key_inside_a_zstd_session_log_is_scrubbed_inside(tmp_path: Path) -> N
     log.write_bytes(data + data[:30])  # and a frame cut short at the end
     assert log.read_bytes().count(KEY.encode()) < 50, "precondition: a byte search misses copies of the key"
 
-    copy_session_transcript(tmp_path / "src", tmp_path / "out", scrubber())
+    copy_session_transcript(Tree(tmp_path, "src"), tmp_path / "out", scrubber())
     copied = tmp_path / "out" / "sessions" / "-w-" / "session-1" / "session.jsonl.zstd"
     events = read_log(copied)
     assert len(events) == 50 and all(KEY not in json.dumps(e) for e in events)
     assert events[0]["data"]["text"] == f"key {MARK} 0"
     # with nothing to scrub, the file is copied as it is
-    copy_session_transcript(tmp_path / "src", tmp_path / "plain", Scrubber({}))
+    copy_session_transcript(Tree(tmp_path, "src"), tmp_path / "plain", Scrubber({}))
     assert (tmp_path / "plain" / "sessions" / "-w-" / "session-1" / "session.jsonl.zstd").read_bytes() == \
         log.read_bytes()
 
@@ -182,7 +183,7 @@ def test_a_key_inside_a_zstd_session_log_is_scrubbed_inside(tmp_path: Path) -> N
 def test_a_file_that_only_looks_like_a_database_is_not_kept(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "broken.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 80 + KEY.encode())
-    assert copy_session_transcript(tmp_path / "src", tmp_path / "out", scrubber()) == []
+    assert copy_session_transcript(Tree(tmp_path, "src"), tmp_path / "out", scrubber()).files == []
     no_key_anywhere(tmp_path / "out")
 
 

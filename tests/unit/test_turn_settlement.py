@@ -24,11 +24,21 @@ from mcp import ClientSession
 
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import Profile, WindDown, find_profile
+from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree
 from runner.mcp.unix_client import unix_client
 from runner.model.settings import ModelMode
 from runner.sandbox.container import ContainerStartError
 from runner.sandbox.images import ImageRecord
-from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, OutputSink, Sandbox, Signal, Transport
+from runner.sandbox.interface import (
+    STDERR,
+    STDOUT,
+    ContainerSpec,
+    DiskLook,
+    OutputSink,
+    Sandbox,
+    Signal,
+    Transport,
+)
 from runner.turn.model_choice import ModelChoice
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 from runner.turn.settings import TurnSettings
@@ -56,6 +66,7 @@ class FakeCli:
     obeys_sigterm: bool = False
     start_error: Exception | None = None
     session: dict[str, str] = field(default_factory=dict)  # files it leaves in its HOME, by path relative to it
+    fills_the_disk: bool = False  # once it has played, what it wrote is over the turn's disk budget
 
 
 class FakeProcess(Sandbox):
@@ -71,6 +82,7 @@ class FakeProcess(Sandbox):
         self._exited, self._killed = threading.Event(), threading.Event()
         self._code: int | None = None
         self._started = False
+        self._played = False
 
     @property
     def id(self) -> str | None:
@@ -105,11 +117,16 @@ class FakeProcess(Sandbox):
         elif name == "SIGTERM" and self.cli.obeys_sigterm:
             self._exit(143)
 
+    def disk_look(self) -> DiskLook:
+        self.calls.append("disk_look")
+        if self.cli.fills_the_disk and self._played:
+            return DiskLook(1.01, "the turn dir holds more than 512 MiB on disk")
+        return DiskLook(0.01)
+
     @contextmanager
-    def read_tree(self, relative: str) -> Iterator[Path | None]:
+    def read_tree(self, relative: str, bounds: IntakeBounds = DEFAULT_BOUNDS) -> Iterator[Tree | None]:
         self.calls.append(f"read_tree {relative}")
-        path = self.spec.turn_dir / relative
-        yield path if path.exists() else None
+        yield Tree(self.spec.turn_dir, relative)
 
     def remove(self) -> None:
         self.calls.append("remove")
@@ -126,6 +143,7 @@ class FakeProcess(Sandbox):
             self._out.put((STDOUT, line.encode() + b"\n"))
         for line in self.cli.stderr:
             self._out.put((STDERR, line.encode() + b"\n"))
+        self._played = True
         if self.cli.exit_code is not None:
             self._exit(self.cli.exit_code)
 
@@ -242,6 +260,31 @@ async def test_a_cli_stopped_at_the_deadline_before_asking_is_cancelled(tmp_path
     assert report.result.status.value == "cancelled" and report.result.reason_code == "turn_cancelled"
     assert report.result.escalation is None and "escalationAsked" not in meta(report)
     assert report.result.error is not None and "0.5s" in report.result.error.message
+    assert report.infrastructure_error is None
+
+
+async def test_a_cli_that_writes_past_its_disk_budget_is_killed_at_once_and_the_turn_says_why(tmp_path: Path) -> None:
+    cli = FakeCli(stdout=[frame("message", text="filling")], exit_code=None, fills_the_disk=True)
+    started = time.monotonic()
+    report, proc = await turn(tmp_path, cli, deadline=20)
+    assert [name for name, _ in proc.signals] == ["SIGKILL"], "no grace period to write on in"
+    assert proc.signals[0][1] - started < 5, "stopped at the next look at the disk, not at the deadline"
+    assert not report.drive.deadline_hit and report.drive.exit_code == 137
+    assert report.drive.over_budget == "the turn dir holds more than 512 MiB on disk"
+    assert report.infrastructure_error is not None
+    assert report.infrastructure_error["kind"] == "disk_budget_exceeded"
+    assert report.infrastructure_error["detail"] == "the turn dir holds more than 512 MiB on disk"
+    timeline = [json.loads(line) for line in Path(report.files["timeline"]).read_text().splitlines()]
+    (signal,) = [e for e in timeline if e["event"] == "deadline_signal"]
+    assert signal["signal"] == "SIGKILL" and signal["reason"].startswith("the turn dir holds more than 512 MiB")
+    assert [e["by"] for e in timeline if e["event"] == "cli_exited"] == ["budget"]
+
+
+async def test_a_cli_within_its_disk_budget_is_looked_at_and_left_alone(tmp_path: Path) -> None:
+    cli = FakeCli(stdout=[frame("message", text="slow")], exit_code=None, obeys_sigterm=True)
+    report, proc = await turn(tmp_path, cli, deadline=1.0)
+    assert proc.calls.count("disk_look") >= 2, "the disk was looked at while the CLI ran"
+    assert [name for name, _ in proc.signals] == ["SIGTERM"] and report.drive.over_budget is None
     assert report.infrastructure_error is None
 
 
