@@ -198,13 +198,15 @@ class SandboxedProcess(Sandbox):
         """Block until the container exits; its exit code (None when the engine does not say).
         :class:`ContainerRemoved` when someone else removed it meanwhile: the engine then answers with the kill's
         code (137), which is not the CLI's doing."""
+        removed = (f"container {self.id} was removed from the engine while its turn ran (by `runner gc --run`, or by "
+                   "hand): how the CLI would have ended is unknown")
         try:
             result = call_with_retry(self.container.wait)  # idempotent: a dropped wait is simply asked again
-            call_with_retry(self.container.reload)  # still there: runner removes it only after this returns
+            call_with_retry(self.container.reload)  # runner removes it only after this returns
         except docker.errors.NotFound as err:
-            raise ContainerRemoved(
-                f"container {self.id} was removed from the engine while its turn ran (by `runner gc --run`, or by "
-                "hand): how the CLI would have ended is unknown") from err
+            raise ContainerRemoved(removed) from err
+        if self.container.status == "removing":  # the engine flags a removal before it kills the container
+            raise ContainerRemoved(removed)
         code = result.get("StatusCode")
         return int(code) if code is not None else None
 
@@ -249,8 +251,11 @@ class SandboxedProcess(Sandbox):
         cell = [f"{key}={self.spec.labels[key]}" for key in (RUN_LABEL, CELL_LABEL) if key in self.spec.labels]
         try:
             if self.container is not None:
-                with contextlib.suppress(docker.errors.NotFound):
+                try:
                     call_with_retry(self.container.remove, force=True, v=True)
+                except docker.errors.APIError as err:
+                    if err.status_code not in (404, 409):  # gone already, or removed by someone else right now
+                        raise
             if len(cell) == 2:
                 remove_labelled(self.client, cell)
         except EngineError as err:
