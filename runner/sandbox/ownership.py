@@ -12,8 +12,9 @@ and every other local user, and they must hold whatever uid runs runner: root, G
 - *runner is root*: the CLI runs as ``1000:1000``, the user the images are built for (base-cli's ``runner``, and the
   node compile caches of the node-22 images are warmed for that uid). Root gives what the container uses to it
   (chown): script.json, HOME and its config files, and the two sockets, each ``0600`` (a directory ``0700``). The
-  turn dir itself stays root's, ``0710`` with group 1000: the container may pass through it, never list it nor
-  put anything in it. Root reads and removes whatever the CLI leaves, whatever its modes.
+  turn dir itself stays root's, ``0750`` with group 1000: the container may list it (as it could its mount
+  before: a CLI that reads the directories above its working directory) and pass through it, never put anything
+  in it. Root reads and removes whatever the CLI leaves, whatever its modes.
 - *runner is not root*: it cannot give a file to another uid, so the CLI runs as runner's own uid and gid. The turn
   dir is ``0700`` and everything in it ``0600``/``0700``, runner's: a file the CLI makes is runner's, so runner
   reads and removes it whatever its mode. The HOME tmpfs (``uid=``/``gid=``) and the stream transport's archive are
@@ -53,7 +54,7 @@ from pathlib import Path
 
 IMAGE_UID = IMAGE_GID = 1000  # the user every image is built for (images/base-cli: `runner`)
 FILE_MODE, DIR_MODE = 0o600, 0o700
-TURN_DIR_MODE_SHARED = 0o710  # root's turn dir: the container's group may pass through it, nothing more
+TURN_DIR_MODE_SHARED = 0o750  # root's turn dir: the container's group may list it and pass through, not write
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def container_user() -> ContainerUser:
 
 def close_turn_dir(path: Path, user: ContainerUser) -> None:
     """Make ``path`` (a directory runner just made) the turn dir's root: ``0700`` when the container runs as runner,
-    else runner's with the container's group and ``0710``."""
+    else runner's with the container's group and ``0750``."""
     if user.is_runners:
         os.chmod(path, DIR_MODE)
     else:

@@ -8,7 +8,7 @@ be copied next to the stdout transcript.
 
 Only runner and the container's uid reach it (:mod:`runner.sandbox.ownership` says how, and why that way): runner's
 own directory, everything the container uses in it handed to that uid, ``0600``/``0700``. Its name carries its run
-(``runner-turn-<run token>-<random>``, :func:`~runner.sandbox.lease.run_token`), and its maker holds that run's lease
+(``runner-<run token><random>``, :func:`~runner.sandbox.lease.run_token`), and its maker holds that run's lease
 (:mod:`runner.sandbox.lease`) from before it exists, so that ``runner gc`` can sweep the turn dirs a killed runner
 left in the temporary directory (:func:`sweep_turn_dirs`) and never one whose run is live.
 """
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +28,6 @@ from runner.harnesses.profile import Profile
 from runner.sandbox.container import TURN_MOUNT
 from runner.sandbox.interface import HOME as TMPFS_HOME
 from runner.sandbox.lease import (
-    TOKEN,
     Liveness,
     hold_run,
     lease_of_token,
@@ -37,7 +38,10 @@ from runner.sandbox.lease import (
 )
 from runner.sandbox.ownership import ContainerUser, close_turn_dir, container_user, give, give_tree, remove_tree
 
-PREFIX = "runner-turn-"
+PREFIX = "runner-"
+# runner-<the run's token: 8 hex digits><5 hex digits of its own>: as long as the name it replaces (runner-turn- and
+# mkdtemp's 8 characters), for the sockets' paths in it stay within AF_UNIX's 108 bytes wherever they did before
+TURN_DIR_NAME = re.compile(r"runner-([0-9a-f]{8})[0-9a-f]{5}")
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ def create_turn_dir(
     and runner alone."""
     user = user or container_user()
     hold_run(run_id)
-    host = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{run_token(run_id)}-"))  # 0700: nobody else's from the start
+    host = _new_dir(Path(tempfile.gettempdir()), f"{PREFIX}{run_token(run_id)}")
     turn = TurnDir(host, profile, user)
     _write(host / "script.json", json.dumps(script), user)
     if turn.home_host is not None:
@@ -125,11 +129,23 @@ def _write(path: Path, text: str, user: ContainerUser) -> None:
     give(path, user)
 
 
+def _new_dir(parent: Path, prefix: str) -> Path:
+    """A new directory ``<prefix><5 hex digits>`` in ``parent``, ``0700`` from the start (nobody else's)."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(3)[:5]}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(path, 0o700)  # whatever the umask
+        return path
+
+
 def token_of_turn_dir(name: str) -> str | None:
-    """The run token a turn dir's name carries (``runner-turn-<token>-<random>``), or None for any other name (a
-    turn dir of a runner from before the tokens included: whose run nothing can tell)."""
-    token, dash, rest = name.removeprefix(PREFIX).partition("-")
-    return token if name.startswith(PREFIX) and dash and rest and TOKEN.fullmatch(token) else None
+    """The run token a turn dir's name carries (``runner-<token><random>``), or None for any other name (a turn dir
+    of a runner from before the tokens included, ``runner-turn-<random>``: whose run nothing can tell)."""
+    found = TURN_DIR_NAME.fullmatch(name)
+    return found.group(1) if found else None
 
 
 @dataclass

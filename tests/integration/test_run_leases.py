@@ -108,8 +108,8 @@ def test_gc_removes_a_killed_runs_containers_and_turn_dirs_and_nothing_of_a_live
         dead_ids = {c["Id"] for c in of_this_run(engine, tmp)} - live_ids
         [dead_run] = {c["Labels"][RUN_LABEL] for c in of_this_run(engine, tmp) if c["Id"] in dead_ids}
         [live_run] = {c["Labels"][RUN_LABEL] for c in of_this_run(engine, tmp) if c["Id"] in live_ids}
-        dead_dirs = list(tmp.glob(f"runner-turn-{run_token(dead_run)}-*"))
-        live_dirs = list(tmp.glob(f"runner-turn-{run_token(live_run)}-*"))
+        dead_dirs = list(tmp.glob(f"runner-{run_token(dead_run)}?????"))
+        live_dirs = list(tmp.glob(f"runner-{run_token(live_run)}?????"))
         assert dead_dirs and live_dirs, "each run's turn dir is in TMPDIR, named after its run"
         # whatever else is on the shared engine and is not dead: gc must leave every one of them
         here = scope()

@@ -114,7 +114,7 @@ def modes(root: Path) -> dict[str, tuple[int, int, int]]:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="root's turn dir (chowned to the images' uid) is made only by root")
-def test_roots_turn_dir_is_passable_by_the_containers_group_and_everything_in_it_the_containers_alone(
+def test_roots_turn_dir_is_readable_by_the_containers_group_alone_and_everything_in_it_the_containers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
@@ -126,7 +126,7 @@ def test_roots_turn_dir_is_passable_by_the_containers_group_and_everything_in_it
         os.umask(old)
     box = IMAGE_UID, IMAGE_GID
     assert modes(turn.host) == {
-        ".": (0o710, 0, IMAGE_GID), "script.json": (0o600, *box), "home": (0o700, *box),
+        ".": (0o750, 0, IMAGE_GID), "script.json": (0o600, *box), "home": (0o700, *box),
         "home/.cli": (0o700, *box), "home/.cli/config.json": (0o600, *box), "home/work": (0o700, *box),
     }
     assert token_of_turn_dir(turn.host.name) == lease.run_token("run-e")
