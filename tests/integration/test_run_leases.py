@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -24,10 +25,12 @@ import docker.errors
 import pytest
 
 from runner.sandbox.container import CELL_LABEL, OWNER_LABEL, RUN_LABEL
+from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.lease import HOST_LABEL, LEASE_LABEL, SCOPE_LABEL, run_token, scope
 from runner.sandbox.leftovers import RunState, judge
-from tests.integration.test_interrupts import of_this_run, wait_until
+from tests.integration.test_interrupts import wait_until
+from tests.local_users import docker_user, image_cache_for, shared_tmp
 from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -38,9 +41,21 @@ def start(argv: list[str], tmp: Path, env: dict[str, str] | None = None) -> subp
                             env={**os.environ, "TMPDIR": str(tmp), **(env or {})})
 
 
+def of_runs_in(engine: docker.DockerClient, tmp: Path, turns_only: bool = False) -> list[dict[str, Any]]:
+    """The containers (of any column) whose turn dir lies under ``tmp``, the TMPDIR of this test's runs: theirs,
+    and no other user's of the shared engine; ``turns_only``: not the wiring probe's."""
+    found = []
+    for container in engine.api.containers(all=True, filters={"label": f"{OWNER_LABEL}=runner"}):
+        if turns_only and "runner.probe" in (container.get("Labels") or {}):
+            continue
+        if any(str(m.get("Source", "")).startswith(str(tmp)) for m in container.get("Mounts") or []):
+            found.append(container)
+    return found
+
+
 def turn_containers(engine: docker.DockerClient, tmp: Path, case: str) -> list[dict[str, Any]]:
     """The turn containers (not the wiring probe's) of the runs whose TMPDIR is ``tmp``, of the row ``case``."""
-    return [c for c in of_this_run(engine, tmp, turns_only=True)
+    return [c for c in of_runs_in(engine, tmp, turns_only=True)
             if str((c.get("Labels") or {}).get(CELL_LABEL, "")).startswith(f"{case}.")]
 
 
@@ -104,10 +119,10 @@ def test_gc_removes_a_killed_runs_containers_and_turn_dirs_and_nothing_of_a_live
         assert wait_until(lambda: bool(turn_containers(engine, tmp, "read-to-mutation")), 120), "nor the other"
         dead.kill()
         dead.wait(timeout=30)
-        live_ids = {c["Id"] for c in of_this_run(engine, tmp) if c["Labels"][CELL_LABEL].startswith("escalation.")}
-        dead_ids = {c["Id"] for c in of_this_run(engine, tmp)} - live_ids
-        [dead_run] = {c["Labels"][RUN_LABEL] for c in of_this_run(engine, tmp) if c["Id"] in dead_ids}
-        [live_run] = {c["Labels"][RUN_LABEL] for c in of_this_run(engine, tmp) if c["Id"] in live_ids}
+        live_ids = {c["Id"] for c in of_runs_in(engine, tmp) if c["Labels"][CELL_LABEL].startswith("escalation.")}
+        dead_ids = {c["Id"] for c in of_runs_in(engine, tmp)} - live_ids
+        [dead_run] = {c["Labels"][RUN_LABEL] for c in of_runs_in(engine, tmp) if c["Id"] in dead_ids}
+        [live_run] = {c["Labels"][RUN_LABEL] for c in of_runs_in(engine, tmp) if c["Id"] in live_ids}
         dead_dirs = list(tmp.glob(f"runner-{run_token(dead_run)}?????"))
         live_dirs = list(tmp.glob(f"runner-{run_token(live_run)}?????"))
         assert dead_dirs and live_dirs, "each run's turn dir is in TMPDIR, named after its run"
@@ -204,3 +219,37 @@ def test_a_second_run_on_an_out_a_live_run_holds_is_refused_before_it_starts_and
     assert report["infrastructureError"] is None and report["status"] == "escalated"
     assert report["cell"]["id"].startswith("escalation.")
     assert not (out / ".runner.lock").exists() and list(tmp.iterdir()) == []
+
+
+def test_a_non_root_runner_killed_mid_turn_leaves_nothing_its_own_gc_does_not_remove(
+    engine: docker.DockerClient, codex_image: ImageRecord, image_settings: ImageSettings
+) -> None:
+    """As GitHub's kind of user (uid 1003 here, in the docker group): SIGKILLed with no reaper while Codex has
+    written its HOME (directories of its own in the turn dir), then `runner gc` as the same user removes the
+    container and the whole turn dir, the CLI's files included."""
+    user = docker_user(1003)
+    place = shared_tmp("runner-gc-")
+    try:
+        work = user.mkdir(place / "work")
+        cache = image_cache_for(user, image_settings, work / "cache")
+        tmp = shared_tmp("tmp-", work)
+        proc = user.popen(["runner", "exec", "--harness", "codex", "--case", "escalation", "--model-fault", "stall",
+                           "--deadline", "120", "--json", "--out", str(work / "out")],
+                          user.env(tmp, cache, {"RUNNER_REAPER": "0"}), work)
+        try:
+            assert wait_until(lambda: bool(turn_containers(engine, tmp, "escalation")), 120), "the turn never ran"
+            assert wait_until(lambda: any(tmp.glob("runner-*/home/.codex/sessions")), 60), "Codex wrote its HOME"
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        left = {c["Id"] for c in of_runs_in(engine, tmp)}
+        assert left, "a SIGKILLed run with no reaper leaves its container"
+        done = user.run(["runner", "gc", "--json"], user.env(tmp, cache), work, timeout=120)
+        assert done.returncode == 0, done.stderr
+        swept = json.loads(done.stdout)
+        assert left <= {c["id"] for c in swept["containers"]}
+        assert {c["verdict"] for c in swept["containers"]} == {"dead"}
+        assert swept["turnDirs"]["left"] == {} and len(swept["turnDirs"]["removed"]) == 1
+        assert list(tmp.iterdir()) == [], sorted(map(str, tmp.rglob("*")))[:8]
+    finally:
+        shutil.rmtree(place, ignore_errors=True)

@@ -163,26 +163,66 @@ def test_another_local_user_reaches_neither_socket_of_a_live_turn_nor_its_turn_d
     assert list(tmp.iterdir()) == [], f"runner as {runner.who} left files in TMPDIR"
 
 
-@pytest.mark.parametrize("harness", ["reference", "codex", "claude-code"])
-@pytest.mark.parametrize("who", ["uid-1001", "uid-1003"])
+# (runner's uid, column, how the turn runs): each column on the mount transport under runc, and the column whose CLI
+# writes its session 0600 over the stream transport (the archive made for the container's uid) and under gVisor
+READERS = [
+    *[(who, harness, ()) for who in ("uid-1001", "uid-1003") for harness in ("reference", "codex", "claude-code")],
+    ("uid-1003", "claude-code", ("--transport", "stream")),
+    ("uid-1001", "claude-code", ("--runtime", "runsc")),
+]
+
+
+@pytest.mark.parametrize(("who", "harness", "how"), READERS, ids=[f"{w}-{h}{''.join(x)}" for w, h, x in READERS])
 def test_a_non_root_runner_reads_and_removes_what_the_cli_made_and_leaves_nothing_in_tmpdir(
-    who: str, harness: str, place: Path, image_settings: ImageSettings, images: dict[str, ImageRecord]
+    who: str, harness: str, how: tuple[str, ...], place: Path, image_settings: ImageSettings,
+    images: dict[str, ImageRecord]
 ) -> None:
     """Claude Code writes its session 0600 and Codex its sessions in directories of its own: a runner of another uid
     than the CLI's (before: 1000 in the container) could not read the one nor remove the other."""
     runner = make_runner(who, image_settings, place)
     assert runner.user is not None
     tmp = shared_tmp(f"tmp-{who}-", place)
-    out = place / f"out-{who}-{harness}"
-    proc = runner.popen(["exec", "--harness", harness, "--case", "escalation", "--json", "--out", str(out)], tmp)
+    out = place / f"out-{who}-{harness}{''.join(how)}"
+    proc = runner.popen(["exec", "--harness", harness, "--case", "escalation", "--json", "--out", str(out), *how],
+                        tmp)
     stdout, stderr = proc.communicate(timeout=480)
     assert proc.returncode == 0, f"runner exec as {who} ({harness}):\n{stderr[-3000:]}"
     report = json.loads(stdout)
     assert report["status"] == "escalated" and report["infrastructureError"] is None
     assert report["outcome"]["metadata"]["harnessOutcome"] == "complete"
+    assert (report["transport"], report["pins"].get("runtime")) == (  # the pin is absent under runc
+        "stream" if "stream" in how else "mount", "runsc" if "runsc" in how else None)
     if harness != "reference":
         copied = [p for p in Path(report["files"]["session"]).rglob("*") if p.is_file()]
         assert copied, "the CLI's own session transcript was read and copied out"
     left = sorted(map(str, tmp.rglob("*")))
     assert left == [], f"runner as {who} left in TMPDIR: {left[:8]}"
     assert {p.stat().st_uid for p in [out, *out.rglob("*")]} == {runner.user.uid}
+
+
+LOCKS_ITSELF_IN = (
+    "mkdir -p /run/runner/home/locked/deep && echo mine > /run/runner/home/locked/deep/file && "
+    "chmod 000 /run/runner/home/locked/deep/file && chmod 500 /run/runner/home/locked/deep /run/runner/home/locked"
+)
+
+
+def test_a_non_root_runner_removes_what_the_cli_made_unwritable(
+    place: Path, image_settings: ImageSettings, images: dict[str, ImageRecord]
+) -> None:
+    """A CLI (a profile of the test's own on the reference image) leaves a directory 0500 holding a 0000 file in its
+    HOME: runner, of the CLI's uid, gives its own directories back u+rwx and removes them."""
+    runner = make_runner("uid-1003", image_settings, place)
+    assert runner.user is not None
+    profile = runner.work / "locks-itself-in.yaml"
+    profile.write_text(f"id: locks-itself-in\nlabel: Locks itself in\nimage: reference\nhome: turn\n"
+                       f"argv: [/bin/sh, -c, {json.dumps(LOCKS_ITSELF_IN)}]\n"
+                       "requires_mcp_session: false\ninterpreter: exit-code\n", encoding="utf-8")
+    os.chown(profile, runner.user.uid, runner.user.gid)
+    tmp = shared_tmp("tmp-locked-", place)
+    proc = runner.popen(["exec", "--profile", str(profile), "--case", "escalation", "--json", "--out",
+                         str(place / "out-locked")], tmp)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert json.loads(stdout)["exitCode"] == 0, "the CLI locked itself in"
+    left = sorted(map(str, tmp.rglob("*")))
+    assert left == [], f"left in TMPDIR: {left[:8]}"
