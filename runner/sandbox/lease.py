@@ -11,10 +11,11 @@ and the reaper and the CLIs are started with ``close_fds``). A run is **live** w
 run is **dead**; a file it cannot open is **unknown**, and left alone.
 
 A lock file speaks only for the machine and the filesystem it is on, so every container of a run is labelled with
-where its lease is (:func:`lease_labels`): the host's name (for people), the lease's path and its **scope**, this
-boot of this kernel and this mount namespace (two machines, or two containers running runner against one engine,
-each see their own ``/tmp``). ``runner gc`` judges only the containers of its own scope; the rest it leaves alone
-unless named with ``--run``.
+where its lease is (:func:`lease_labels`): the host's name, the lease's path and its **scope**: this machine, this
+boot of its kernel and this mount namespace (two machines, or two containers running runner against one engine,
+each see their own ``/tmp``). ``runner gc`` tries the leases of its own scope; a container of an earlier boot of the
+same machine (its machine id and host name) is dead whatever its lease says (the machine crashed and came back);
+the rest it leaves alone unless named with ``--run``.
 
 A run that ends cleanly unlinks its lock file while holding it exclusively; whoever takes a lock checks, once it
 holds it, that the file is still the one at the path (else it opens the new one): the usual way to remove a lock
@@ -74,13 +75,25 @@ def token_of_lease(name: str) -> str | None:
 
 
 def scope() -> str:
-    """Where a lease's path means something: this boot of the kernel and this process's mount namespace."""
+    """Where a lease's path means something: this machine (its ``/etc/machine-id``, empty where there is none), this
+    boot of its kernel and this process's mount namespace, as ``<machine> <boot> <mount namespace>``."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
         mounts = os.readlink("/proc/self/ns/mnt")
     except OSError:
         return ""
-    return f"{boot}/{mounts}"
+    try:
+        machine = Path("/etc/machine-id").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        machine = ""
+    return f"{machine} {boot} {mounts}"
+
+
+def from_an_earlier_boot(theirs: str, here: str) -> bool:
+    """Whether the scope ``theirs`` is this machine's (the same machine id, which must be there) before its kernel's
+    last boot: nothing that ran then runs now."""
+    them, us = theirs.split(" "), here.split(" ")
+    return len(them) == len(us) == 3 and bool(us[0]) and them[0] == us[0] and them[1] != us[1]
 
 
 def lease_labels(run_id: str) -> dict[str, str]:

@@ -4,8 +4,8 @@ An engine is shared: other people's runs, other machines' (Docker-out-of-Docker 
 an older runner. Every container runner makes carries its run and where that run's lease is
 (:func:`runner.sandbox.lease.lease_labels`); each is judged by it:
 
-- **dead**: its lease is on this machine (the same scope) and nobody holds it: the runner that made it is gone.
-  Removed.
+- **dead**: its lease is on this machine (the same scope) and nobody holds it, or it ran on an earlier boot of this
+  machine (the same machine id and host name): the runner that made it is gone. Removed.
 - **live**: its runner holds its lease. Left alone, even when named with ``--run`` (stop the run instead: Ctrl-C).
 - **elsewhere**: its lease is on another machine or in another filesystem view, where nothing here can try it.
   Left alone unless its run is named with ``--run``.
@@ -20,6 +20,7 @@ A turn whose container is removed under it anyway (``--run`` from another machin
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -29,7 +30,16 @@ import docker.errors
 
 from runner.sandbox.container import OWNER_LABEL, RUN_LABEL
 from runner.sandbox.engine import call_with_retry
-from runner.sandbox.lease import HOST_LABEL, LEASE_LABEL, SCOPE_LABEL, Liveness, liveness, scope, token_of_lease
+from runner.sandbox.lease import (
+    HOST_LABEL,
+    LEASE_LABEL,
+    SCOPE_LABEL,
+    Liveness,
+    from_an_earlier_boot,
+    liveness,
+    scope,
+    token_of_lease,
+)
 
 
 class RunState(StrEnum):
@@ -67,6 +77,8 @@ def judge(labels: dict[str, str], here: str) -> RunState:
     path = Path(lease)
     if not path.is_absolute() or token_of_lease(path.name) is None:  # a label anyone could set: only a lease's name
         return RunState.UNMARKED
+    if where and from_an_earlier_boot(where, here) and labels.get(HOST_LABEL) == socket.gethostname():
+        return RunState.DEAD
     if not where or where != here:
         return RunState.ELSEWHERE
     return {Liveness.DEAD: RunState.DEAD, Liveness.LIVE: RunState.LIVE}.get(liveness(path), RunState.UNKNOWN)

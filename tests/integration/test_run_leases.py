@@ -80,7 +80,7 @@ def bystanders(engine: docker.DockerClient, reference_image: ImageRecord, tmp_pa
     made: dict[str, str] = {}
     leases = {
         "unmarked": {},
-        "elsewhere": {HOST_LABEL: "another-machine", SCOPE_LABEL: "another-boot/mnt:[4026531840]",
+        "elsewhere": {HOST_LABEL: "another-machine", SCOPE_LABEL: "another-machine another-boot mnt:[4026531840]",
                       LEASE_LABEL: str(tmp_path / f"runner-run-{run_token('x')}.lock")},
     }
     try:

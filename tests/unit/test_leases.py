@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from socket import gethostname
 
 import pytest
 
@@ -91,7 +92,14 @@ def test_a_container_is_judged_by_its_lease_only_in_the_scope_it_names(tmp_path:
     assert judge(labels, here) is RunState.DEAD
     with held_elsewhere("run-d", tmp_path):
         assert judge(labels, here) is RunState.LIVE
-    assert judge({**labels, lease.SCOPE_LABEL: "another-boot/mnt:[1]"}, here) is RunState.ELSEWHERE
+    machine, boot, mounts = here.split(" ")
+    assert judge({**labels, lease.SCOPE_LABEL: f"another-machine {boot} {mounts}"}, here) is RunState.ELSEWHERE
+    assert judge({**labels, lease.SCOPE_LABEL: f"{machine} {boot} mnt:[1]"}, here) is RunState.ELSEWHERE
+    with held_elsewhere("run-d", tmp_path):  # this machine before its last boot: dead, whatever its lease says
+        earlier = {**labels, lease.SCOPE_LABEL: f"{machine} earlier-boot {mounts}", lease.HOST_LABEL: gethostname()}
+        assert judge(earlier, here) is RunState.DEAD
+        assert judge({**earlier, lease.HOST_LABEL: "another-host"}, here) is RunState.ELSEWHERE
+        assert judge({**earlier, lease.SCOPE_LABEL: f" earlier-boot {mounts}"}, here) is RunState.ELSEWHERE
     assert judge({}, here) is RunState.UNMARKED
     # a label that names anything but a lease is not tried
     assert judge({**labels, lease.LEASE_LABEL: "/etc/passwd"}, here) is RunState.UNMARKED
