@@ -36,7 +36,10 @@ What it costs and what it assumes:
 - The kernel sees the CLI as runner's own uid (non-root) or as host uid 1000 (root; on most hosts the first user's
   uid, who shares the container's access to the turn dir). The container's own pid, network, mount and IPC
   namespaces, no capabilities and the seccomp profile (no keyctl) keep that uid from anything of runner's beyond
-  the turn dir.
+  the turn dir; what it does share are the kernel's per-uid counts (processes against ``RLIMIT_NPROC``, inotify
+  instances), the first bounded by the container's pids limit. Being runner's uid, a non-root runner's CLI may also
+  rename or replace what lies at the top of the turn dir: runner only unlinks there and removes the tree without
+  following a link (:func:`remove_tree`); the CLI's files are hostile input whoever owns them (the intake's rule).
 - Ids are the host's: a Docker Engine with ``userns-remap``, or rootless Podman, maps the container's uid to a
   subordinate one, which owns nothing here (rootless Podman is refused earlier by the wiring probe,
   :class:`~runner.sandbox.probe.HardeningRefused`). Under gVisor (``runsc``) its kernel checks the same modes
