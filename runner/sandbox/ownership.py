@@ -105,15 +105,6 @@ def give(path: Path, user: ContainerUser) -> None:
     os.chmod(path, DIR_MODE if stat.S_ISDIR(mode) else FILE_MODE)
 
 
-def give_tree(root: Path, user: ContainerUser) -> None:
-    """:func:`give` ``root`` and everything under it (a tree runner made: HOME with its config files)."""
-    for directory, _subdirs, files in os.walk(root):
-        here = Path(directory)
-        give(here, user)
-        for name in files:
-            give(here / name, user)
-
-
 def remove_tree(root: Path) -> list[str]:
     """Remove ``root`` and everything in it, the CLI's files included whatever their modes; what could not be
     removed (none: all of it went). A non-root runner owns every file the CLI made (it ran as runner's uid) but may
@@ -132,22 +123,27 @@ def remove_tree(root: Path) -> list[str]:
 
 
 def _writable_dirs(root: Path) -> None:
-    """``u+rwx`` on every directory under ``root`` this process owns, each reached without following a link."""
-    pending = [root]
-    while pending:
-        path = pending.pop()
-        try:
-            handle = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)  # needs no r or x
-        except OSError:
-            continue
-        held = f"/proc/self/fd/{handle}"  # the directory itself, whatever its modes (fchmod refuses O_PATH)
-        try:
-            found = os.fstat(handle)
-            if found.st_uid == os.geteuid() and found.st_mode & 0o700 != 0o700:
-                os.chmod(held, stat.S_IMODE(found.st_mode) | 0o700)
-            with os.scandir(held) as entries:
-                pending.extend(path / entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
-        except OSError:
-            pass
-        finally:
-            os.close(handle)
+    """``u+rwx`` on every directory under ``root`` this process owns: each one before it is entered, every one
+    reached from its parent's descriptor, no link followed (``os.fwalk``). Nothing is read but names; a walk for
+    removing, not for taking anything in (what is taken in goes through :mod:`runner.intake.files`)."""
+    _owner_rwx(root, None)
+    for _path, subdirs, _files, parent in os.fwalk(root, follow_symlinks=False):
+        for name in subdirs:
+            _owner_rwx(Path(name), parent)
+
+
+def _owner_rwx(path: Path, parent: int | None) -> None:
+    """``u+rwx`` on the directory ``path`` (in ``parent``'s descriptor, when given), if this process owns it."""
+    try:
+        handle = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        return
+    try:
+        found = os.fstat(handle)
+        if found.st_uid == os.geteuid() and found.st_mode & 0o700 != 0o700:
+            # through the descriptor's own link: the directory it holds, whatever its modes (fchmod refuses O_PATH)
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(found.st_mode) | 0o700)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)

@@ -36,7 +36,7 @@ from runner.sandbox.lease import (
     run_token,
     token_of_lease,
 )
-from runner.sandbox.ownership import ContainerUser, close_turn_dir, container_user, give, give_tree, remove_tree
+from runner.sandbox.ownership import ContainerUser, close_turn_dir, container_user, give, remove_tree
 
 PREFIX = "runner-"
 # runner-<the run's token: 8 hex digits><5 hex digits of its own>: as long as the name it replaces (runner-turn- and
@@ -116,7 +116,7 @@ def create_turn_dir(
             target = turn.home_host / relative
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             _write(target, content, user)
-        give_tree(turn.home_host, user)
+        _give_tree(turn.home_host, user)
     close_turn_dir(host, user)
     return turn
 
@@ -127,6 +127,16 @@ def _write(path: Path, text: str, user: ContainerUser) -> None:
                    "w", encoding="utf-8") as fh:
         fh.write(text)
     give(path, user)
+
+
+def _give_tree(root: Path, user: ContainerUser) -> None:
+    """Hand ``root`` and everything under it to ``user``: HOME with its config files, as runner just made it (no
+    container has seen it yet)."""
+    for directory, _subdirs, files in os.walk(root):
+        here = Path(directory)
+        give(here, user)
+        for name in files:
+            give(here / name, user)
 
 
 def _new_dir(parent: Path, prefix: str) -> Path:
