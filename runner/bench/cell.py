@@ -23,7 +23,7 @@ from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.images import ImageRecord
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")

@@ -40,7 +40,7 @@ from runner.core.outcomes import JsonValue
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.image_settings import ImageSettings
     from runner.sandbox.images import ImageRecord
 

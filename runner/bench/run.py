@@ -19,7 +19,7 @@ from runner.bench.plan import SECTIONS, Plan, plan_for
 from runner.bench.report import document, table
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.image_settings import ImageSettings
 
 # the headline figures of each section, reported as not measured when the section fails
@@ -108,8 +108,8 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     import anyio
     from rich.console import Console
 
+    from runner.engine import EngineError, connect
     from runner.sandbox.container import RUN_LABEL, remove_labelled
-    from runner.sandbox.engine import EngineError, connect
     from runner.sandbox.images import ImageSettings, current_keys, read_build, verify_lock
 
     # on a terminal the table fits it; written to a pipe or a file it is never folded (logs and grep see whole rows)

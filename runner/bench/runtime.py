@@ -23,7 +23,7 @@ from runner.bench.stats import median, ratio, samples
 from runner.core.outcomes import JsonValue
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.image_settings import ImageSettings
 
 ITEM = 7

@@ -81,7 +81,7 @@ def images_verify(
     """Check images/lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what this
     machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
     from runner.cli.settings import engine_environ, image_settings
-    from runner.sandbox.engine import EngineError, connect
+    from runner.engine import EngineError, connect
     from runner.sandbox.images import lock_path, repo_root, verify_lock
 
     settings = image_settings()

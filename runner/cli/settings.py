@@ -7,7 +7,7 @@ The variables runner reads:
 - ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
 - ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
 - ``DOCKER_HOST`` (and docker-py's ``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``): the engine
-  (:func:`runner.sandbox.engine.connect` is handed them);
+  (:func:`runner.engine.connect` is handed them);
 - every variable, as the host's (:meth:`runner.turn.settings.Host.from_environ`): the credentials live mode forwards,
   the values the scrubber keeps out of every file, ``RUNNER_LIVE_BASE_URL`` (live mode forwards there instead of the
   profile's ``model.live.base_url``) and ``RUNNER_FAULT=latch-disabled`` (a deliberately broken build, for proving

@@ -30,9 +30,9 @@ from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
+    from runner.engine import EngineClient
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
-    from runner.sandbox.engine import EngineClient
     from runner.turn.runtime import TurnReport
 
 Trial = tuple["CellResult", "TurnReport | None"]

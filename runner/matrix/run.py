@@ -52,7 +52,7 @@ from runner.matrix.result import (
 )
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.images import ImageRecord
 
 CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]

@@ -56,7 +56,7 @@ from runner.turn.prepare import turn_execution_id
 from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.images import ImageRecord
 
 

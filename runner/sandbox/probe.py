@@ -56,8 +56,8 @@ import docker.errors
 import docker.utils
 import requests
 
+from runner.engine import EngineClient, EngineError, call_with_retry
 from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerStartError, create_kwargs
-from runner.sandbox.engine import EngineClient, EngineError, call_with_retry
 from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 RELAY = "socat"

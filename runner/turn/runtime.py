@@ -57,9 +57,9 @@ from runner.turn.settle import Settlement, settle_turn
 from runner.turn.timeline import start_clock
 
 if TYPE_CHECKING:
+    from runner.engine import EngineClient
     from runner.mcp.server import McpServerHandle
     from runner.model import ModelEndpointHandle
-    from runner.sandbox.engine import EngineClient
 
 __all__ = ["TurnReport", "TurnRequest", "run_turn"]
 

@@ -32,6 +32,7 @@ import anyio
 import pytest
 
 import runner.turn.runtime as runtime
+from runner.engine import EngineClient
 from runner.harnesses.profile import find_profile
 from runner.matrix.cells import cells
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
@@ -39,7 +40,6 @@ from runner.matrix.report import write_reports
 from runner.matrix.result import CellResult
 from runner.matrix.run import run_matrix
 from runner.matrix.run_cell import run_cell
-from runner.sandbox.engine import EngineClient
 from runner.sandbox.images import ImageRecord
 from runner.turn.settings import Host
 from tests.support import RUNNER

@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.sandbox.engine import ATTEMPTS
+from runner.engine import ATTEMPTS
 from runner.sandbox.images import ImageRecord
 from tests.engine_proxy import EngineProxy, Fault
 from tests.support import meta, runner_exec

@@ -23,15 +23,8 @@ import docker
 import docker.errors
 import pytest
 
+from runner.engine import EngineUnavailable, connect
 from runner.sandbox import timings
-from runner.sandbox.engine import (
-    EngineUnavailable,
-    ImageBuildError,
-    ImageMissing,
-    ImageReferenceError,
-    ImageUnavailable,
-    connect,
-)
 from runner.sandbox.images import (
     ImageRecord,
     ImageSettings,
@@ -49,6 +42,7 @@ from runner.sandbox.images import (
     update_lock,
     verify_lock,
 )
+from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageReferenceError, ImageUnavailable
 from runner.sandbox.images.lock import locked_integrity, write_build
 from runner.sandbox.images.pins import Pin
 from runner.sandbox.images.recipes import HarnessRecipe

@@ -29,8 +29,8 @@ from signal import SIGKILL, SIGTERM
 import docker
 import pytest
 
+from runner.engine import connect
 from runner.sandbox import probe
-from runner.sandbox.engine import connect
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.engine import ImageBuildError
 from runner.sandbox.images.bases import _bootstrap
+from runner.sandbox.images.errors import ImageBuildError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.engine import ImageBuildError
 from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.images.bases import debian_root
 from runner.sandbox.images.context import _context_plan, _local_inputs
+from runner.sandbox.images.errors import ImageBuildError
 from runner.sandbox.images.lock import read_lock
 from runner.sandbox.images.recipes import buildable_harnesses, load_harness_recipe
 from runner.sandbox.images.staging import _debs_dir, _empty_npm, _Tree

@@ -7,8 +7,9 @@ The rule (also in the README's layout section):
     errors                          imports nothing of runner (every layer may raise its errors)
     intake                          errors                       reading what the box wrote, bounded (every layer)
     core                            errors                       the pure turn authority
+    engine                          errors                       connecting to an engine, retrying its calls
     conformance, mcp, model         core                         each on the core alone
-    sandbox                         errors                       the engine, images, the container
+    sandbox                         engine                       images, the container
     harnesses                       core, model                  profiles and what a CLI prints
     turn                            everything above             one turn, tied together
     matrix                          turn and everything above    cells, plans, results, reports
@@ -25,15 +26,16 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "runner"
-BELOW_TURN = {"errors", "intake", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
+BELOW_TURN = {"errors", "intake", "core", "engine", "conformance", "mcp", "model", "sandbox", "harnesses"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "intake": {"errors"},
     "core": {"errors", "intake"},
+    "engine": {"errors"},
     "conformance": {"errors", "intake", "core"},
     "mcp": {"errors", "intake", "core"},
     "model": {"errors", "intake", "core"},
-    "sandbox": {"errors", "intake"},
+    "sandbox": {"errors", "intake", "engine"},
     "harnesses": {"errors", "intake", "core", "model"},
     "turn": BELOW_TURN,
     "matrix": BELOW_TURN | {"turn"},
@@ -113,7 +115,8 @@ def test_no_module_imports_itself_back() -> None:
 
 def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -> None:
     """`runner --help` parses before it loads any of the work: importing the command tree pulls in none of it."""
-    heavy = ("docker", "mcp", "pydantic", "jsonschema", "anyio", "runner.conformance.cases", "runner.sandbox")
+    heavy = ("docker", "mcp", "pydantic", "jsonschema", "anyio", "runner.conformance.cases", "runner.engine",
+             "runner.sandbox")
     code = f"import sys, runner.cli; print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == [], f"importing runner.cli loads {loaded}"

@@ -33,11 +33,12 @@ import docker
 import docker.errors
 import requests
 
-from runner.sandbox.engine import EngineError, ImageBuildError
+from runner.engine import EngineError
 from runner.sandbox.images.bases import _pinned_ref, base_recipe_hash
 from runner.sandbox.images.build import _ensure_from, ensure_image
 from runner.sandbox.images.common import ImageSettings, Progress, _hash_json, _sha256_file, _stderr, repo_root
 from runner.sandbox.images.context import _entry_digest, _host_certs, _recipe_dir_files
+from runner.sandbox.images.errors import ImageBuildError
 from runner.sandbox.images.lock import ImageRecord
 from runner.sandbox.images.recipes import _is_harness_dir, load_harness_recipe
 from runner.sandbox.images.staging import _NPM_STAGE_FORMAT

@@ -19,8 +19,8 @@ import docker
 import docker.errors
 from docker.models.images import Image
 
+from runner.engine import call_with_retry
 from runner.sandbox import timings
-from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageReferenceError, call_with_retry
 from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.images.common import (
     DEFAULT_BASE,
@@ -33,6 +33,7 @@ from runner.sandbox.images.common import (
     _stderr,
     repo_root,
 )
+from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageReferenceError
 
 BASE_IMAGE_ENV = "RUNNER_BASE_IMAGE"
 _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")

@@ -23,8 +23,8 @@ import docker.errors
 import requests
 from docker.models.images import Image
 
+from runner.engine import call_with_retry
 from runner.sandbox import timings
-from runner.sandbox.engine import ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
 from runner.sandbox.images.bases import _Base, _ensure_base, debian_root
 from runner.sandbox.images.common import ImageSettings, Progress, _exclusive, _id, _stderr, repo_root
 from runner.sandbox.images.context import (
@@ -35,6 +35,7 @@ from runner.sandbox.images.context import (
     _local_inputs,
     _materialise,
 )
+from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
 from runner.sandbox.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
 from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
 from runner.sandbox.images.staging import _empty_npm, _stage_debs, _stage_npm, _stage_wheels, _Tree
@@ -182,8 +183,8 @@ def _learn_wiring(client: docker.DockerClient, record: ImageRecord, settings: Im
     the verdict is remembered (:mod:`runner.sandbox.probe`), so the image's first turn here starts one container,
     its own, not a probe before it. A failure (or an engine that fails the probe's calls) is not the build's: the
     turn that needs the image probes again and names it."""
+    from runner.engine import EngineClient, EngineError
     from runner.sandbox.container import CELL_LABEL
-    from runner.sandbox.engine import EngineClient, EngineError
     from runner.sandbox.interface import ContainerSpec
     from runner.sandbox.probe import WIRING
 

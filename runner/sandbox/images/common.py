@@ -14,8 +14,9 @@ from typing import Any
 
 from docker.models.images import Image
 
-from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing
+from runner.engine import EngineError
 from runner.sandbox.image_settings import CERTS_DIR, CERTS_ENV, ImageSettings
+from runner.sandbox.images.errors import ImageBuildError, ImageMissing
 
 Progress = Callable[[str], None]
 

@@ -11,8 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
-from runner.sandbox.engine import ImageBuildError
 from runner.sandbox.images.common import _hash_json, _sha256_file
+from runner.sandbox.images.errors import ImageBuildError
 from runner.sandbox.images.recipes import HarnessRecipe
 from runner.sandbox.images.staging import _Tree
 

@@ -30,10 +30,11 @@ from typing import Any
 import docker
 import docker.errors
 
-from runner.sandbox.engine import EngineError, ImageBuildError, ImageMissing, ImageUnavailable, call_with_retry
+from runner.engine import EngineError, call_with_retry
 from runner.sandbox.images.bases import _base_recipe, _find_base, _pinned_ref, base_recipe_hash, debian_root
 from runner.sandbox.images.common import ImageSettings, _hash_json, _sha256_file, lock_path, repo_root
 from runner.sandbox.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
+from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
 from runner.sandbox.images.pins import Pin, recipe_pins
 from runner.sandbox.images.recipes import (
     HarnessRecipe,

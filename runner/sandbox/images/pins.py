@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.sandbox.engine import ImageBuildError
 from runner.sandbox.images.common import _load_json
+from runner.sandbox.images.errors import ImageBuildError
 from runner.sandbox.images.registry import Registry, RegistryError, newer_than, published
 
 _NPM_SPEC = re.compile(r"^(@?[^@\s]+)@([^@\s]+)$")

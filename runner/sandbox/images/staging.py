@@ -20,8 +20,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.sandbox.engine import ImageBuildError
 from runner.sandbox.images.common import ImageSettings, Progress, _exclusive, _hash_json, _sha256_file
+from runner.sandbox.images.errors import ImageBuildError
 from runner.sandbox.images.recipes import HarnessRecipe
 
 _NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused

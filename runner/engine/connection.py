@@ -1,4 +1,5 @@
-"""Connecting to the Docker Engine, its typed errors, and a bounded retry for engine calls."""
+"""Connecting to the Docker Engine, its typed errors, and a bounded retry for engine calls: the floor both the image
+builder (:mod:`runner.images`) and the sandbox stand on."""
 
 from __future__ import annotations
 
@@ -30,23 +31,11 @@ T = TypeVar("T")
 
 
 class EngineError(InfrastructureError):
-    """Base class for everything the sandbox layer raises about the engine or its images."""
+    """Base class for everything the engine, the image builder and the sandbox raise about the engine or its images."""
 
 
 class EngineUnavailable(EngineError):
     """No Docker Engine answers at the configured address."""
-
-
-class ImageBuildError(EngineError):
-    """An image could not be bootstrapped, staged, built or checked."""
-
-
-class ImageMissing(EngineError):
-    """An image that should exist in the engine (or be pullable) does not."""
-
-
-class ImageReferenceError(EngineError):
-    """An image reference given by the user is not acceptable (e.g. a tag without a digest)."""
 
 
 class EngineCallFailed(EngineError):
@@ -57,15 +46,6 @@ class EngineCallFailed(EngineError):
         super().__init__(f"the Docker Engine failed {call} {tries}: {cause}")
         self.call = call
         self.attempts = attempts
-
-
-class ImageUnavailable(EngineError):
-    """An image whose recipe says it cannot be built on this machine; ``reason`` says why (from recipe.json)."""
-
-    def __init__(self, harness: str, reason: str) -> None:
-        super().__init__(f"the {harness} image cannot be built here: {reason}")
-        self.harness = harness
-        self.reason = reason
 
 
 def engine_address(environ: Mapping[str, str]) -> str:
