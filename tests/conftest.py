@@ -12,7 +12,7 @@ import docker
 import pytest
 
 from runner.engine import EngineUnavailable, connect
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
+from runner.images import ImageRecord, ImageSettings, ensure_image
 from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted runner's user, for the workflow's jobs)
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import docker
 
-from runner.sandbox.images.bases import ensure_base
-from runner.sandbox.images.common import ImageSettings
+from runner.images.bootstrap import ensure_base
+from runner.images.shared import ImageSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = {".venv", ".git", "runs", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "node_modules"}

@@ -14,8 +14,8 @@ import docker
 import docker.errors
 import pytest
 
+from runner.images.settings import ImageSettings
 from runner.model.faults import ModelFault
-from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.interface import Sandbox
 
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
@@ -148,10 +148,10 @@ def stage_debs(root: Path, engine: Any, settings: ImageSettings) -> None:
     """A synthetic Debian stage for each buildable recipe with ``debian`` packages (images/vibe), keyed by its base as
     it stands in the synthetic cache (the npm stages and base tarballs must be there first; ``engine`` holds no
     base)."""
-    from runner.sandbox.images.bases import debian_root
-    from runner.sandbox.images.lock import _base_identity_now, lock_integrity_or_none
-    from runner.sandbox.images.recipes import buildable_harnesses, load_harness_recipe
-    from runner.sandbox.images.staging import _debs_dir
+    from runner.images.bootstrap import debian_root
+    from runner.images.lock import _base_identity_now, lock_integrity_or_none
+    from runner.images.recipes import buildable_harnesses, load_harness_recipe
+    from runner.images.staging import _debs_dir
 
     for harness in buildable_harnesses(root):
         recipe = load_harness_recipe(harness, root)

@@ -24,7 +24,7 @@ from runner.bench.world import baseline_authority
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
-    from runner.sandbox.images import ImageRecord
+    from runner.images import ImageRecord
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 

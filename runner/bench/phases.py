@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from runner.engine import EngineClient
-    from runner.sandbox.image_settings import ImageSettings
-    from runner.sandbox.images import ImageRecord
+    from runner.images import ImageRecord
+    from runner.images.settings import ImageSettings
 
 ITEM = 8
 CASE = "escalation"
@@ -236,7 +236,7 @@ class ContainerClock:
 def runnable(client: EngineClient, images: ImageSettings) -> tuple[list[str], dict[str, str]]:
     """The columns whose turn can be measured here, and why each other one cannot."""
     from runner.harnesses.profile import find_profile, known_harnesses
-    from runner.sandbox.images import current_keys, read_build
+    from runner.images import current_keys, read_build
 
     ready, skipped = [], {}
     for harness in known_harnesses():
@@ -281,17 +281,17 @@ async def cell_turn(client: EngineClient, clock: ContainerClock, harness: str, r
 
 def _image_of(client: EngineClient, harness: str, images: ImageSettings) -> ImageRecord:
     from runner.harnesses.profile import find_profile
-    from runner.sandbox.images import ensure_image
+    from runner.sandbox.prepare import prepare_image
 
-    return ensure_image(client, find_profile(harness).image, images)
+    return prepare_image(client, find_profile(harness).image, images)
 
 
 def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id: str, images: ImageSettings) -> float:
     """The CLI's ``--version`` (its recipe's version command) in a hardened container of the same image: start →
     exit, from the engine's events."""
     from runner.harnesses.profile import find_profile
+    from runner.images import current_keys, load_harness_recipe, read_build, repo_root
     from runner.sandbox.container import RUN_LABEL, create_kwargs, remove_labelled
-    from runner.sandbox.images import current_keys, load_harness_recipe, read_build, repo_root
     from runner.sandbox.interface import ContainerSpec
     from runner.sandbox.lease import lease_labels
 

@@ -20,7 +20,7 @@ from runner.bench.report import document, table
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
-    from runner.sandbox.image_settings import ImageSettings
+    from runner.images.settings import ImageSettings
 
 # the headline figures of each section, reported as not measured when the section fails
 SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
@@ -109,8 +109,8 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
     from runner.engine import EngineError, connect
+    from runner.images import ImageSettings, current_keys, read_build, verify_lock
     from runner.sandbox.container import RUN_LABEL, remove_labelled
-    from runner.sandbox.images import ImageSettings, current_keys, read_build, verify_lock
 
     # on a terminal the table fits it; written to a pipe or a file it is never folded (logs and grep see whole rows)
     err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, soft_wrap=True, width=1 << 16)

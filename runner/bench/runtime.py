@@ -24,7 +24,7 @@ from runner.core.outcomes import JsonValue
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
-    from runner.sandbox.image_settings import ImageSettings
+    from runner.images.settings import ImageSettings
 
 ITEM = 7
 
@@ -40,7 +40,7 @@ async def measure_runtime(
     client: EngineClient, plan: Plan, run_id: str, scratch: Path, say: Callable[[str], None],
     images: ImageSettings,
 ) -> list[Figure]:
-    from runner.sandbox.images import current_keys, read_build
+    from runner.images import current_keys, read_build
     from runner.sandbox.interface import Runtime
     from runner.sandbox.probe import WIRING
 

@@ -16,7 +16,7 @@ from runner.cli.shared import connect_engine
 from runner.errors import Exit
 
 if TYPE_CHECKING:
-    from runner.sandbox.images.pins import Row as Outdated
+    from runner.images.pins import Row as Outdated
 
 app = typer.Typer(help="Build, list and verify the pinned images (no registry needed).", no_args_is_help=True)
 
@@ -29,7 +29,8 @@ def images_build(
     """Build (or reuse from cache) the pinned images, offline; what is built here is recorded under the runner cache
     ($RUNNER_CACHE_DIR/builds), never in images/lock.json."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import buildable_harnesses, ensure_image, repo_root, unavailable_images
+    from runner.images import buildable_harnesses, repo_root, unavailable_images
+    from runner.sandbox.prepare import prepare_image
 
     settings = image_settings()
     root = repo_root(settings)
@@ -43,7 +44,7 @@ def images_build(
     with reported():
         for name in wanted:
             started = time.monotonic()
-            record = ensure_image(client, name, settings, progress=say)
+            record = prepare_image(client, name, settings, progress=say)
             out().print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)",
                         markup=False, highlight=False)
 
@@ -54,7 +55,7 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
     from dataclasses import asdict
 
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import read_build, read_lock, repo_root
+    from runner.images import read_build, read_lock, repo_root
 
     settings = image_settings()
     with reported(as_json):
@@ -82,7 +83,7 @@ def images_verify(
     machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
     from runner.cli.settings import engine_environ, image_settings
     from runner.engine import EngineError, connect
-    from runner.sandbox.images import lock_path, repo_root, verify_lock
+    from runner.images import lock_path, repo_root, verify_lock
 
     settings = image_settings()
 
@@ -121,8 +122,8 @@ def images_lock() -> None:
     """Write images/lock.json from the tree: each image's pins with their registry's integrity hash (asked only for
     a pin the lock does not already hold at that version) and the recipe hashes. The same on any machine."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import lock_path, repo_root, update_lock
-    from runner.sandbox.images.lock import registry_integrity
+    from runner.images import lock_path, repo_root, update_lock
+    from runner.images.lock import registry_integrity
 
     with reported():
         root = repo_root(image_settings())
@@ -140,7 +141,7 @@ def images_cache_key(
     Stable across machines and checkouts; CI caches `runner images save` under it.
     """
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import cache_key, cache_key_inputs
+    from runner.images import cache_key, cache_key_inputs
 
     settings = image_settings()
     with reported(as_json):
@@ -157,7 +158,7 @@ def images_save(
 ) -> None:
     """docker save the images and every base they stand on, for a CI cache (building them first if needed)."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import save_images
+    from runner.images import save_images
 
     if to is not None and len(harness) != 1:
         fail(Exit.USAGE, "--to takes exactly one --harness")
@@ -176,7 +177,7 @@ def images_load(
 ) -> None:
     """docker load saved archives; a missing or corrupt one only says so (the next build then builds)."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import load_images
+    from runner.images import load_images
 
     if from_ is not None and len(harness) != 1:
         fail(Exit.USAGE, "--from takes exactly one --harness")
@@ -202,9 +203,9 @@ def images_outdated(
     and how many releases and days behind the pin is. A held pin shows its reason; a registry that cannot be
     reached is that row's error. Always exits 0: it is a report."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import repo_root
-    from runner.sandbox.images.pins import outdated
-    from runner.sandbox.images.registry import ClientRegistry
+    from runner.images import repo_root
+    from runner.images.pins import outdated
+    from runner.images.registry import ClientRegistry
 
     with reported(as_json):
         rows = outdated(ClientRegistry(), repo_root(image_settings()), list(harness) if harness else None)
@@ -241,11 +242,12 @@ def images_bump(
     copy and images/lock.json), rebuild the image, and print what changed. Held pins are skipped with their
     reason."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import ensure_image, repo_root, update_lock
-    from runner.sandbox.images.bump import apply, plan
-    from runner.sandbox.images.lock import registry_integrity
-    from runner.sandbox.images.pins import pinned_images
-    from runner.sandbox.images.registry import ClientRegistry
+    from runner.images import repo_root, update_lock
+    from runner.images.bump import apply, plan
+    from runner.images.lock import registry_integrity
+    from runner.images.pins import pinned_images
+    from runner.images.registry import ClientRegistry
+    from runner.sandbox.prepare import prepare_image
 
     if all_ == bool(harness):
         fail(Exit.USAGE, "give --harness ID (repeatable) or --all")
@@ -267,7 +269,7 @@ def images_bump(
     client = connect_engine()
     with reported():
         resolve = registry_integrity()
-        done, failed = apply(todo, lambda image: ensure_image(client, image, settings, progress=say), root,
+        done, failed = apply(todo, lambda image: prepare_image(client, image, settings, progress=say), root,
                              relock=lambda: update_lock(resolve, root))
     for bumped in done:
         what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from runner.conformance.behaviours import Behaviour
+    from runner.images.settings import ImageSettings
     from runner.matrix.plan import CellOptions
-    from runner.sandbox.image_settings import ImageSettings
     from runner.turn.settings import Host
 
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
@@ -48,7 +48,7 @@ def host() -> Host:
 
 def image_settings() -> ImageSettings:
     """Where the image code finds the repository and its cache, and the environment npm and mmdebstrap run with."""
-    from runner.sandbox.image_settings import ImageSettings
+    from runner.images.settings import ImageSettings
 
     return ImageSettings.from_environ(os.environ)
 

@@ -32,7 +32,7 @@ from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
 from runner.turn.settings import TurnSettings
 
 if TYPE_CHECKING:
-    from runner.sandbox.images import ImageRecord
+    from runner.images import ImageRecord
 
 CELL_SECONDS_LINE = re.compile(rb"^cell_seconds\s*:[^\n]*(\n|$)", re.MULTILINE)  # what profile_hash leaves out
 

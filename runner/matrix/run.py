@@ -53,7 +53,7 @@ from runner.matrix.result import (
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
-    from runner.sandbox.images import ImageRecord
+    from runner.images import ImageRecord
 
 CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]
 Planner = Callable[[CellPlan], CellPins]
@@ -82,10 +82,10 @@ class ImagePins:
             return plan.planned_pins()
         image = plan.cell.profile.image
         if image not in self.images:
-            from runner.sandbox.images import ensure_image
+            from runner.sandbox.prepare import prepare_image
 
             assert self.client is not None, "a cell that runs a turn needs an engine"
-            self.images[image] = ensure_image(self.client, image, plan.options.host.images)
+            self.images[image] = prepare_image(self.client, image, plan.options.host.images)
         return plan.planned_pins(self.images[image])
 
 

@@ -57,7 +57,7 @@ from runner.turn.runtime import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
-    from runner.sandbox.images import ImageRecord
+    from runner.images import ImageRecord
 
 
 def _row(plan: CellPlan) -> RowDescription:
@@ -184,12 +184,12 @@ async def _run_cell(
     if disposition is Disposition.REFUSED_AT_ADMISSION:
         return _refused_at_admission(plan, directory, state.started), None
     assert client is not None, "a cell that runs a turn needs an engine"
-    from runner.sandbox.images import ensure_image
+    from runner.sandbox.prepare import prepare_image
 
     if image is None:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
         images = plan.options.host.images
         image = await anyio.to_thread.run_sync(
-            lambda: ensure_image(client, cell.profile.image, images, progress=progress)
+            lambda: prepare_image(client, cell.profile.image, images, progress=progress)
         )
     pins = state.pins = plan.planned_pins(image)
     # a row of several turns runs each against one world (revoked-mid-turn: the revocation lands in its store

@@ -27,9 +27,9 @@ from runner.core.world import World, build_world
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
+from runner.images import ImageRecord
 from runner.model.settings import ModelMode
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 from runner.sandbox.lease import lease_labels
 from runner.sandbox.ownership import container_user

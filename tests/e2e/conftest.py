@@ -6,7 +6,7 @@ import docker
 import pytest
 
 from runner.harnesses.profile import find_profile, known_harnesses
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
+from runner.images import ImageRecord, ImageSettings, ensure_image
 
 # every profile in harness_profiles/ that is not declared unavailable here
 RUNNABLE_COLUMNS = [h for h in known_harnesses() if not find_profile(h).unavailable]

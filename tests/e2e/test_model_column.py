@@ -20,8 +20,8 @@ from typing import Any
 import docker
 import pytest
 
+from runner.images import ImageRecord, ImageSettings, ensure_image
 from runner.model.faults import ModelFault
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests.support import RUNNER, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]

@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from runner.harnesses.profile import find_profile
-from runner.sandbox.images import ImageSettings, ensure_image
+from runner.images import ImageSettings, ensure_image
 from tests.hosted_runner import UID
 from tests.local_users import LocalUser, docker_user, image_cache_for, shared_tmp
 from tests.support import RUNNER

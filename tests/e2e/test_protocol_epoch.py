@@ -20,7 +20,7 @@ import pytest
 
 from runner.core.protocol import PROTOCOL_VERSION_META
 from runner.harnesses.profile import find_profile
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import exchanges, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]

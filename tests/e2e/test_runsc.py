@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from runner.harnesses.profile import find_profile
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import no_containers_left, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]

@@ -13,8 +13,8 @@ import docker
 import pytest
 
 from runner.harnesses.deepseek.session import read_log, session_logs
+from runner.images import ImageRecord, ImageSettings, ensure_image
 from runner.model.dialects.openai_chat import REASONING_TEXT
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests import support
 from tests.support import no_containers_left, record_of, runner_exec
 

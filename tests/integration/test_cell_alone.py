@@ -34,13 +34,13 @@ import pytest
 import runner.turn.runtime as runtime
 from runner.engine import EngineClient
 from runner.harnesses.profile import find_profile
+from runner.images import ImageRecord
 from runner.matrix.cells import cells
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.report import write_reports
 from runner.matrix.result import CellResult
 from runner.matrix.run import run_matrix
 from runner.matrix.run_cell import run_cell
-from runner.sandbox.images import ImageRecord
 from runner.turn.settings import Host
 from tests.support import RUNNER
 

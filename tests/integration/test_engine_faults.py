@@ -16,7 +16,7 @@ import docker
 import pytest
 
 from runner.engine import ATTEMPTS
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.engine_proxy import EngineProxy, Fault
 from tests.support import meta, runner_exec
 

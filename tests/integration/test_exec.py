@@ -16,8 +16,8 @@ import pytest
 
 from runner.conformance.behaviours import FLOOD_BYTES
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON
+from runner.images import ImageRecord
 from runner.sandbox.container import RUN_LABEL
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.lease import run_token
 from runner.turn.turndir import token_of_turn_dir
 from tests.support import meta, no_containers_left, peak_mib, record_of, runner_exec, sections

@@ -35,7 +35,7 @@ import docker
 import pytest
 import yaml
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from runner.sandbox.interface import ResourceLimits, Runtime, Transport
 from tests.support import _PEAK_OF as PEAK_OF
 from tests.support import RUNNER, peak_mib

@@ -32,7 +32,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]

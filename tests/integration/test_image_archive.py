@@ -22,7 +22,7 @@ import docker.errors
 import pytest
 from typer.testing import CliRunner
 
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     archive_path,
@@ -33,7 +33,7 @@ from runner.sandbox.images import (
     load_images,
     save_images,
 )
-from runner.sandbox.images.staging import _npm_dir
+from runner.images.staging import _npm_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 

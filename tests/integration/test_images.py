@@ -24,8 +24,7 @@ import docker.errors
 import pytest
 
 from runner.engine import EngineUnavailable, connect
-from runner.sandbox import timings
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     base_image_env,
@@ -38,14 +37,15 @@ from runner.sandbox.images import (
     read_build,
     read_lock,
     stale_findings,
+    timings,
     unavailable_images,
     update_lock,
     verify_lock,
 )
-from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageReferenceError, ImageUnavailable
-from runner.sandbox.images.lock import locked_integrity, write_build
-from runner.sandbox.images.pins import Pin
-from runner.sandbox.images.recipes import HarnessRecipe
+from runner.images.errors import ImageBuildError, ImageMissing, ImageReferenceError, ImageUnavailable
+from runner.images.lock import locked_integrity, write_build
+from runner.images.pins import Pin
+from runner.images.recipes import HarnessRecipe
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 

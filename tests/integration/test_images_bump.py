@@ -21,8 +21,8 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.images import ImageSettings, read_build
-from runner.sandbox.images.registry import ClientRegistry, is_prerelease, newer_than, version_key
+from runner.images import ImageSettings, read_build
+from runner.images.registry import ClientRegistry, is_prerelease, newer_than, version_key
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 

@@ -40,10 +40,10 @@ from runner.core.envelope import Envelope, RuntimeInfo
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, JsonValue, ToolCall, ToolResult
 from runner.core.world import build_world
+from runner.images import ImageRecord
 from runner.mcp.server import SHUTDOWN_GRACE, McpServerHandle, serve_mcp
 from runner.mcp.unix_client import UnixTransport, unix_client
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess, remove_labelled
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 from runner.sandbox.ownership import give
 

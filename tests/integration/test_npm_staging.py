@@ -12,9 +12,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images.recipes import HarnessRecipe
-from runner.sandbox.images.staging import _stage_npm
+from runner.images.recipes import HarnessRecipe
+from runner.images.settings import ImageSettings
+from runner.images.staging import _stage_npm
 
 POSTINSTALL = "node -e \"require('fs').mkdirSync(require('path').join(require('os').tmpdir(), 'leaky-postinstall'))\""
 

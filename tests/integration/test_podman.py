@@ -30,8 +30,8 @@ import docker
 import pytest
 
 from runner.engine import connect
+from runner.images import ImageRecord
 from runner.sandbox import probe
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 
 ROOT = Path(__file__).resolve().parents[2]

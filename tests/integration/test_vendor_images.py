@@ -30,7 +30,7 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     buildable_harnesses,
@@ -38,7 +38,7 @@ from runner.sandbox.images import (
     load_harness_recipe,
     repo_root,
 )
-from runner.sandbox.images.pins import recipe_pins
+from runner.images.pins import recipe_pins
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 

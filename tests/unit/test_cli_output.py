@@ -110,7 +110,7 @@ def test_cases_in_a_pipe_is_one_plain_line_a_row_its_invariant_last() -> None:
 
 def test_images_outdated_in_a_pipe_keeps_its_note_last_and_unpadded(capsys: pytest.CaptureFixture[str]) -> None:
     from runner.cli.images import print_outdated
-    from runner.sandbox.images.pins import Row
+    from runner.images.pins import Row
 
     rows = [Row("codex", "npm", "@openai/codex", "0.1.0", newest="0.2.0", behind=3, days=12),
             Row("amp", "npm", "@sourcegraph/amp", "0.0.1", newest="0.0.9", behind=40, days=200, hold=LONG)]
@@ -131,9 +131,9 @@ def test_the_exec_summary_in_a_pipe_pads_no_line(capsys: pytest.CaptureFixture[s
     from runner.core.outcomes import Escalation, ExecutionResult
     from runner.core.vocabulary import ExecutionStatus
     from runner.harnesses.profile import find_profile
+    from runner.images import ImageRecord
     from runner.matrix.result import CellResult
     from runner.model.settings import ModelMode
-    from runner.sandbox.images import ImageRecord
     from runner.sandbox.interface import Transport
     from runner.turn.drive import Drive
     from runner.turn.model_choice import ModelChoice

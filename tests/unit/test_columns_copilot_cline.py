@@ -14,7 +14,7 @@ from runner.core.outcomes import Complete, Fail
 from runner.harnesses.interpreters import INTERPRETERS
 from runner.harnesses.profile import load_profile, shipped_profiles_dir
 from runner.harnesses.stream import Completed, Failed, LineSplitter, McpStartup, Message, StreamReader, harness_outcome
-from runner.sandbox.images import unavailable_images
+from runner.images import unavailable_images
 from tests.unit.test_vendor_profiles import SOCAT, VALUES
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.images.bases import _bootstrap
-from runner.sandbox.images.errors import ImageBuildError
+from runner.images.bootstrap import _bootstrap
+from runner.images.errors import ImageBuildError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images.bases import debian_root
-from runner.sandbox.images.context import _context_plan, _local_inputs
-from runner.sandbox.images.errors import ImageBuildError
-from runner.sandbox.images.lock import read_lock
-from runner.sandbox.images.recipes import buildable_harnesses, load_harness_recipe
-from runner.sandbox.images.staging import _debs_dir, _empty_npm, _Tree
+from runner.images.bootstrap import debian_root
+from runner.images.context import _context_plan, _local_inputs
+from runner.images.errors import ImageBuildError
+from runner.images.lock import read_lock
+from runner.images.recipes import buildable_harnesses, load_harness_recipe
+from runner.images.settings import ImageSettings
+from runner.images.staging import _debs_dir, _empty_npm, _Tree
 from tests.support import copy_image_recipes
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from runner.sandbox.images import (
+from runner.images import (
     ImageSettings,
     base_recipe_hash,
     buildable_harnesses,
@@ -27,8 +27,8 @@ from runner.sandbox.images import (
     read_lock,
     recipe_hash,
 )
-from runner.sandbox.images.lock import locked_integrity
-from runner.sandbox.images.staging import _npm_dir, _wheel_dir
+from runner.images.lock import locked_integrity
+from runner.images.staging import _npm_dir, _wheel_dir
 from tests.support import copy_image_recipes, stage_debs
 
 REPO = Path(__file__).resolve().parents[2]

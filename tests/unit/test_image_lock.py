@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     LockError,
@@ -34,12 +34,12 @@ from runner.sandbox.images import (
     update_lock,
     verify_lock,
 )
-from runner.sandbox.images.bases import base_recipe_hash
-from runner.sandbox.images.build import _find_built
-from runner.sandbox.images.lock import local_findings, locked_integrity, write_build
-from runner.sandbox.images.pins import Change, Pin, rewrite_pin
-from runner.sandbox.images.recipes import HarnessRecipe
-from runner.sandbox.images.staging import _npm_dir, _wheel_dir
+from runner.images.bootstrap import base_recipe_hash
+from runner.images.build import _find_built
+from runner.images.lock import local_findings, locked_integrity, write_build
+from runner.images.pins import Change, Pin, rewrite_pin
+from runner.images.recipes import HarnessRecipe
+from runner.images.staging import _npm_dir, _wheel_dir
 from tests.support import copy_image_recipes, stage_debs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -316,7 +316,7 @@ def test_only_the_lock_and_bump_commands_write_the_lock() -> None:
         called = _calls(ast.parse(path.read_text()), {"write_lock", "update_lock"})
         if called:
             writers[path.relative_to(REPO).as_posix()] = called
-    assert writers == {"runner/sandbox/images/lock.py": {"write_lock"}, "runner/cli/images.py": {"update_lock"}}
+    assert writers == {"runner/images/lock.py": {"write_lock"}, "runner/cli/images.py": {"update_lock"}}
     commands = ast.parse((REPO / "runner" / "cli" / "images.py").read_text())
     with_update = {f.name for f in ast.walk(commands) if isinstance(f, ast.FunctionDef)
                    and _calls(f, {"update_lock"})}

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
-from runner.sandbox.images import bump, registry
-from runner.sandbox.images.errors import ImageBuildError
-from runner.sandbox.images.lock import ImageRecord
-from runner.sandbox.images.pins import Change, outdated, parse_spec, pinned_images, plan_bump, recipe_pins, rewrite_pin
-from runner.sandbox.images.registry import (
+from runner.images import bump, registry
+from runner.images.errors import ImageBuildError
+from runner.images.lock import ImageRecord
+from runner.images.pins import Change, outdated, parse_spec, pinned_images, plan_bump, recipe_pins, rewrite_pin
+from runner.images.registry import (
     RegistryError,
     Release,
     Releases,

@@ -8,8 +8,9 @@ The rule (also in the README's layout section):
     intake                          errors                       reading what the box wrote, bounded (every layer)
     core                            errors                       the pure turn authority
     engine                          errors                       connecting to an engine, retrying its calls
+    images                          engine                       the image builder
     conformance, mcp, model         core                         each on the core alone
-    sandbox                         engine                       images, the container
+    sandbox                         images                       the container, its transports, the probe
     harnesses                       core, model                  profiles and what a CLI prints
     turn                            everything above             one turn, tied together
     matrix                          turn and everything above    cells, plans, results, reports
@@ -26,16 +27,17 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "runner"
-BELOW_TURN = {"errors", "intake", "core", "engine", "conformance", "mcp", "model", "sandbox", "harnesses"}
+BELOW_TURN = {"errors", "intake", "core", "engine", "images", "conformance", "mcp", "model", "sandbox", "harnesses"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "intake": {"errors"},
     "core": {"errors", "intake"},
     "engine": {"errors"},
+    "images": {"errors", "intake", "engine"},
     "conformance": {"errors", "intake", "core"},
     "mcp": {"errors", "intake", "core"},
     "model": {"errors", "intake", "core"},
-    "sandbox": {"errors", "intake", "engine"},
+    "sandbox": {"errors", "intake", "engine", "images"},
     "harnesses": {"errors", "intake", "core", "model"},
     "turn": BELOW_TURN,
     "matrix": BELOW_TURN | {"turn"},
@@ -116,7 +118,7 @@ def test_no_module_imports_itself_back() -> None:
 def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -> None:
     """`runner --help` parses before it loads any of the work: importing the command tree pulls in none of it."""
     heavy = ("docker", "mcp", "pydantic", "jsonschema", "anyio", "runner.conformance.cases", "runner.engine",
-             "runner.sandbox")
+             "runner.images", "runner.sandbox")
     code = f"import sys, runner.cli; print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == [], f"importing runner.cli loads {loaded}"
@@ -127,7 +129,7 @@ def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -
 # do, and the modules allowed one because the tree they walk is runner's own, never the CLI's.
 TREE_CALLS = {"rglob", "walk", "extractall", "extract", "copytree"}
 RUNNERS_OWN_TREES = {
-    "runner.sandbox.images.context": "the repository's build context, before any container exists",
+    "runner.images.context": "the repository's build context, before any container exists",
     "runner.turn.turndir": "runner's own turn dir, handed to the container's uid before the container starts",
     "runner.harnesses.deepseek.session": "runner's copy of dsh's session (made through the intake)",
 }

@@ -15,12 +15,12 @@ from runner.cli import settings as edge
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import find_profile
+from runner.images import ImageRecord, repo_root
+from runner.images.settings import ImageSettings
 from runner.matrix.cells import Disposition, MatrixCell, cells
 from runner.matrix.plan import CellOptions, plan_cells
 from runner.model.settings import Dialect, FaultKind, ModelFault, ModelMode
 from runner.model.types import DIALECT_NAMES
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images import ImageRecord, repo_root
 from runner.sandbox.interface import TransportChoice
 from runner.turn.model_choice import ModelChoice
 from runner.turn.prepare import TurnRequest, prepare_turn

@@ -224,8 +224,8 @@ def test_the_exec_summary_shows_every_text_a_cli_controls(
     from runner.core.outcomes import Escalation, ExecutionResult, ProtocolError
     from runner.core.vocabulary import ExecutionStatus
     from runner.harnesses.profile import find_profile
+    from runner.images import ImageRecord
     from runner.model.settings import ModelMode
-    from runner.sandbox.images import ImageRecord
     from runner.sandbox.interface import Transport
     from runner.turn.drive import Drive
     from runner.turn.model_choice import ModelChoice

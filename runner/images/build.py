@@ -12,7 +12,7 @@ import re
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,10 +24,8 @@ import requests
 from docker.models.images import Image
 
 from runner.engine import call_with_retry
-from runner.sandbox import timings
-from runner.sandbox.images.bases import _Base, _ensure_base, debian_root
-from runner.sandbox.images.common import ImageSettings, Progress, _exclusive, _id, _stderr, repo_root
-from runner.sandbox.images.context import (
+from runner.images.bootstrap import _Base, _ensure_base, debian_root
+from runner.images.context import (
     PlanEntry,
     _build_key,
     _context_plan,
@@ -35,10 +33,12 @@ from runner.sandbox.images.context import (
     _local_inputs,
     _materialise,
 )
-from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
-from runner.sandbox.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
-from runner.sandbox.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
-from runner.sandbox.images.staging import _empty_npm, _stage_debs, _stage_npm, _stage_wheels, _Tree
+from runner.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
+from runner.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
+from runner.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
+from runner.images.shared import ImageSettings, Progress, _exclusive, _id, _stderr, repo_root
+from runner.images.staging import _empty_npm, _stage_debs, _stage_npm, _stage_wheels, _Tree
+from runner.images.timings import record as record_timing
 
 # the first version-looking token; a full stop ending the sentence is not part of it ("GitHub Copilot CLI 1.0.102.")
 _VERSION = re.compile(r"\d+(?:\.\d+)+(?:[\w.+-]*[\w+-])?")
@@ -102,7 +102,7 @@ def _ensure_built(
             return _Found(image, base, rhash, key, local, tag, built=False)
         labels = {"runner.image": name, "runner.recipe": rhash, "runner.build": key, "runner.base": base.identity}
         image = call_with_retry(client.images.get, _build(client, recipe, plan, base, labels, tag, say))
-    timings.record(settings.cache_dir, f"image.{name}", time.monotonic() - started, recipe=rhash)
+    record_timing(settings.cache_dir, f"image.{name}", time.monotonic() - started, recipe=rhash)
     return _Found(image, base, rhash, key, local, tag, built=True)
 
 
@@ -137,10 +137,12 @@ def _dpkg_status(client: docker.DockerClient, base: _Base) -> bytes:
 
 
 def ensure_image(
-    client: docker.DockerClient, harness: str, settings: ImageSettings, progress: Progress | None = None
+    client: docker.DockerClient, harness: str, settings: ImageSettings, progress: Progress | None = None,
+    recorded: Callable[[ImageRecord], object] | None = None,
 ) -> ImageRecord:
     """Return the pinned image for ``harness``, building it (and any layer it stands on) offline only when its
-    build key is new. Records it under ``settings.cache_dir / "builds"`` ($RUNNER_CACHE_DIR), never in the tree.
+    build key is new. Records it under ``settings.cache_dir / "builds"`` ($RUNNER_CACHE_DIR), never in the tree, and
+    hands a new record to ``recorded`` (the sandbox learns the image's wiring there: :mod:`runner.sandbox.prepare`).
 
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """
@@ -174,26 +176,9 @@ def ensure_image(
         local_inputs=found.local,
     )
     write_build(record, settings)
-    _learn_wiring(client, record, settings)
+    if recorded is not None:
+        recorded(record)
     return record
-
-
-def _learn_wiring(client: docker.DockerClient, record: ImageRecord, settings: ImageSettings) -> None:
-    """Probe a newly recorded image's wiring now, on the engine that built it, while building costs seconds anyway:
-    the verdict is remembered (:mod:`runner.sandbox.probe`), so the image's first turn here starts one container,
-    its own, not a probe before it. A failure (or an engine that fails the probe's calls) is not the build's: the
-    turn that needs the image probes again and names it."""
-    from runner.engine import EngineClient, EngineError
-    from runner.sandbox.container import CELL_LABEL
-    from runner.sandbox.interface import ContainerSpec
-    from runner.sandbox.probe import WIRING
-
-    if not isinstance(client, EngineClient):  # an engine runner did not connect to itself: its address is unknown,
-        return  # so a verdict could not be keyed by it; the image's first turn probes
-    labels = {CELL_LABEL: f"image.{record.harness}"}
-    with suppress(EngineError):
-        spec = ContainerSpec(record.image_id, ["true"], Path(tempfile.gettempdir()), labels)
-        WIRING.check(client, spec, cache=settings.cache_dir)
 
 
 def _build(

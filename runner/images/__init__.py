@@ -14,10 +14,10 @@ reproduces: pins, integrity hashes, recipe hashes) and recorded per machine unde
   compared with their registries (``runner images outdated``), rewritten and rebuilt (``runner images bump``).
   Imported from their modules, not from here.
 
-Everything a caller needs is importable from here (``from runner.sandbox.images import ensure_image``).
+Everything a caller needs is importable from here (``from runner.images import ensure_image``).
 """
 
-from runner.sandbox.images.archive import (
+from runner.images.archive import (
     ArchiveError,
     LoadResult,
     SavedArchive,
@@ -27,18 +27,9 @@ from runner.sandbox.images.archive import (
     load_images,
     save_images,
 )
-from runner.sandbox.images.bases import BASE_IMAGE_ENV, base_image_env, base_recipe_hash, ensure_base
-from runner.sandbox.images.build import ensure_image
-from runner.sandbox.images.common import (
-    CERTS_DIR,
-    CERTS_ENV,
-    DEFAULT_BASE,
-    ImageSettings,
-    Progress,
-    lock_path,
-    repo_root,
-)
-from runner.sandbox.images.lock import (
+from runner.images.bootstrap import BASE_IMAGE_ENV, base_image_env, base_recipe_hash, ensure_base
+from runner.images.build import ensure_image
+from runner.images.lock import (
     LOCK_VERSION,
     Finding,
     ImageRecord,
@@ -54,11 +45,20 @@ from runner.sandbox.images.lock import (
     verify_lock,
     write_lock,
 )
-from runner.sandbox.images.recipes import (
+from runner.images.recipes import (
     HarnessRecipe,
     buildable_harnesses,
     load_harness_recipe,
     unavailable_images,
+)
+from runner.images.shared import (
+    CERTS_DIR,
+    CERTS_ENV,
+    DEFAULT_BASE,
+    ImageSettings,
+    Progress,
+    lock_path,
+    repo_root,
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ lock`` and ``bump``, held to the recipes by ``runner images verify`` and a unit 
 A recipe may hold a pin back on purpose: ``"hold": "reason"`` holds every pin of the recipe, ``"hold":
 {"<package>": "reason"}`` one package. :func:`outdated` reports held pins with their reason; a bump skips them.
 
-:func:`outdated` asks a :class:`~runner.sandbox.images.registry.Registry` per pinned package (a registry that
+:func:`outdated` asks a :class:`~runner.images.registry.Registry` per pinned package (a registry that
 cannot answer is that row's error); :func:`plan_bump` says what a bump would rewrite, :func:`rewrite_pin` does it.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.sandbox.images.common import _load_json
-from runner.sandbox.images.errors import ImageBuildError
-from runner.sandbox.images.registry import Registry, RegistryError, newer_than, published
+from runner.images.errors import ImageBuildError
+from runner.images.registry import Registry, RegistryError, newer_than, published
+from runner.images.shared import _load_json
 
 _NPM_SPEC = re.compile(r"^(@?[^@\s]+)@([^@\s]+)$")
 _WHEEL_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^=\s;]+)$")

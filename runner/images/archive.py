@@ -34,18 +34,18 @@ import docker.errors
 import requests
 
 from runner.engine import EngineError
-from runner.sandbox.images.bases import _pinned_ref, base_recipe_hash
-from runner.sandbox.images.build import _ensure_from, ensure_image
-from runner.sandbox.images.common import ImageSettings, Progress, _hash_json, _sha256_file, _stderr, repo_root
-from runner.sandbox.images.context import _entry_digest, _host_certs, _recipe_dir_files
-from runner.sandbox.images.errors import ImageBuildError
-from runner.sandbox.images.lock import ImageRecord
-from runner.sandbox.images.recipes import _is_harness_dir, load_harness_recipe
-from runner.sandbox.images.staging import _NPM_STAGE_FORMAT
+from runner.images.bootstrap import _pinned_ref, base_recipe_hash
+from runner.images.build import _ensure_from, ensure_image
+from runner.images.context import _entry_digest, _host_certs, _recipe_dir_files
+from runner.images.errors import ImageBuildError
+from runner.images.lock import ImageRecord
+from runner.images.recipes import _is_harness_dir, load_harness_recipe
+from runner.images.shared import ImageSettings, Progress, _hash_json, _sha256_file, _stderr, repo_root
+from runner.images.staging import _NPM_STAGE_FORMAT
 
 ARCHIVE_FORMAT = 1  # bump when what an archive holds, or how the key is made, changes
 # The modules whose code decides what an image holds; their source is part of the cache key.
-_BUILD_MODULES = ("bases.py", "build.py", "common.py", "context.py", "lock.py", "recipes.py", "staging.py")
+_BUILD_MODULES = ("bootstrap.py", "build.py", "context.py", "lock.py", "recipes.py", "shared.py", "staging.py")
 _CHUNK = 1 << 20
 
 

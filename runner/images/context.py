@@ -11,10 +11,10 @@ import os
 import shutil
 from pathlib import Path
 
-from runner.sandbox.images.common import _hash_json, _sha256_file
-from runner.sandbox.images.errors import ImageBuildError
-from runner.sandbox.images.recipes import HarnessRecipe
-from runner.sandbox.images.staging import _Tree
+from runner.images.errors import ImageBuildError
+from runner.images.recipes import HarnessRecipe
+from runner.images.shared import _hash_json, _sha256_file
+from runner.images.staging import _Tree
 
 PlanEntry = Path | bytes | _Tree
 

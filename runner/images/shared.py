@@ -15,8 +15,8 @@ from typing import Any
 from docker.models.images import Image
 
 from runner.engine import EngineError
-from runner.sandbox.image_settings import CERTS_DIR, CERTS_ENV, ImageSettings
-from runner.sandbox.images.errors import ImageBuildError, ImageMissing
+from runner.images.errors import ImageBuildError, ImageMissing
+from runner.images.settings import CERTS_DIR, CERTS_ENV, ImageSettings
 
 Progress = Callable[[str], None]
 

@@ -20,9 +20,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.sandbox.images.common import ImageSettings, Progress, _exclusive, _hash_json, _sha256_file
-from runner.sandbox.images.errors import ImageBuildError
-from runner.sandbox.images.recipes import HarnessRecipe
+from runner.images.errors import ImageBuildError
+from runner.images.recipes import HarnessRecipe
+from runner.images.shared import ImageSettings, Progress, _exclusive, _hash_json, _sha256_file
 
 _NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.sandbox.images.common import DEFAULT_BASE, _load_json
-from runner.sandbox.images.errors import ImageBuildError, ImageMissing
+from runner.images.errors import ImageBuildError, ImageMissing
+from runner.images.shared import DEFAULT_BASE, _load_json
 
 NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name (Policy §5.6.1), no version

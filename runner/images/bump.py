@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import RunnerError
-from runner.sandbox.images.lock import ImageRecord
-from runner.sandbox.images.pins import Change, Row, outdated, plan_bump, rewrite_pin
-from runner.sandbox.images.recipes import load_harness_recipe
-from runner.sandbox.images.registry import Registry
+from runner.images.lock import ImageRecord
+from runner.images.pins import Change, Row, outdated, plan_bump, rewrite_pin
+from runner.images.recipes import load_harness_recipe
+from runner.images.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def plan(registry: Registry, images: list[str], to: str | None, root: Path) -> B
 
 
 def _cli_rows(image: str, cli_package: str | None, root: Path) -> list[Row]:
-    from runner.sandbox.images.pins import recipe_pins
+    from runner.images.pins import recipe_pins
 
     pins = recipe_pins(image, root)
     chosen = [p for p in pins if p.package == cli_package] or (pins if len(pins) == 1 else [])

@@ -31,20 +31,20 @@ import docker
 import docker.errors
 
 from runner.engine import EngineError, call_with_retry
-from runner.sandbox.images.bases import _base_recipe, _find_base, _pinned_ref, base_recipe_hash, debian_root
-from runner.sandbox.images.common import ImageSettings, _hash_json, _sha256_file, lock_path, repo_root
-from runner.sandbox.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
-from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
-from runner.sandbox.images.pins import Pin, recipe_pins
-from runner.sandbox.images.recipes import (
+from runner.images.bootstrap import _base_recipe, _find_base, _pinned_ref, base_recipe_hash, debian_root
+from runner.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
+from runner.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
+from runner.images.pins import Pin, recipe_pins
+from runner.images.recipes import (
     HarnessRecipe,
     _is_harness_dir,
     buildable_harnesses,
     is_layer_dir,
     load_harness_recipe,
 )
-from runner.sandbox.images.registry import ClientRegistry, RegistryError
-from runner.sandbox.images.staging import (
+from runner.images.registry import ClientRegistry, RegistryError
+from runner.images.shared import ImageSettings, _hash_json, _sha256_file, lock_path, repo_root
+from runner.images.staging import (
     _debs_digest,
     _debs_dir,
     _empty_npm,

@@ -20,9 +20,9 @@ import docker.errors
 from docker.models.images import Image
 
 from runner.engine import call_with_retry
-from runner.sandbox import timings
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images.common import (
+from runner.images.errors import ImageBuildError, ImageMissing, ImageReferenceError
+from runner.images.settings import ImageSettings
+from runner.images.shared import (
     DEFAULT_BASE,
     Progress,
     _exclusive,
@@ -33,7 +33,7 @@ from runner.sandbox.images.common import (
     _stderr,
     repo_root,
 )
-from runner.sandbox.images.errors import ImageBuildError, ImageMissing, ImageReferenceError
+from runner.images.timings import record as record_timing
 
 BASE_IMAGE_ENV = "RUNNER_BASE_IMAGE"
 _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
@@ -165,7 +165,7 @@ def _import_base(
     found = _find_base(client, rhash)
     if found is None:
         raise ImageMissing(f"imported {tar} but no image carries runner.base.recipe={rhash}")
-    timings.record(settings.cache_dir, f"base.{name}", time.monotonic() - started, recipe=rhash,
+    record_timing(settings.cache_dir, f"base.{name}", time.monotonic() - started, recipe=rhash,
                    bootstrapped=bootstrapped)
     return found
 

@@ -1,5 +1,5 @@
 """What the image code takes from the host's environment, read once by the edge (``runner.cli.settings`` and the
-processes of their own) and handed down: nothing under :mod:`runner.sandbox.images` reads a variable. Light to
+processes of their own) and handed down: nothing under :mod:`runner.images` reads a variable. Light to
 import: a dataclass and paths, no engine."""
 
 from __future__ import annotations
