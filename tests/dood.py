@@ -43,7 +43,7 @@ def build_dood_image(client: docker.DockerClient, settings: ImageSettings) -> st
         for child in sorted(REPO.iterdir()):
             if child.name not in SKIP:
                 tar.add(child, arcname=f"src/{child.name}", filter=_skip)
-        # the host's extra CA certificates are an input of every vendor image's recipe (images/base-cli)
+        # the host's extra CA certificates are an input of every vendor image's recipe (base-cli)
         tar.add("/usr/local/share/ca-certificates", arcname="certs")
         # what finds the host's images by recipe hash without staging again (no network in there): the wheels
         # and each npm stage's digest file, not its tree

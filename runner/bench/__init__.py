@@ -27,6 +27,6 @@ One module per concern; each measurement's module says how it is taken and again
   ``--version``, as ``runner exec`` and in process (``--columns`` narrows it);
 - :mod:`~runner.bench.run` the command itself.
 
-The bench never builds an image: it checks ``images/lock.json`` against the engine and the recipes
+The bench never builds an image: it checks the images' ``lock.json`` against the engine and the recipes
 first and stops if anything is stale (``make bench`` runs ``make setup`` before it).
 """

@@ -290,14 +290,14 @@ def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id:
     """The CLI's ``--version`` (its recipe's version command) in a hardened container of the same image: start →
     exit, from the engine's events."""
     from runner.harnesses.profile import find_profile
-    from runner.images import current_keys, load_harness_recipe, read_build, repo_root
+    from runner.images import current_keys, load_harness_recipe, read_build, source_root
     from runner.sandbox.container import RUN_LABEL, create_kwargs, remove_labelled
     from runner.sandbox.interface import ContainerSpec
     from runner.sandbox.lease import lease_labels
 
     image = find_profile(harness).image
     record = read_build(image, images, current_keys(client, image, images).build_key)
-    recipe = load_harness_recipe(image, repo_root(images))
+    recipe = load_harness_recipe(image, source_root(images))
     if record is None or not recipe.version_command:
         raise BenchError(f"{harness}: no built image or no version command to boot")
     kwargs = create_kwargs(ContainerSpec(record.image_id, list(recipe.version_command), Path("/nonexistent"),

@@ -131,7 +131,7 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     if problems:
         for problem in problems:
             err.print(f"[red]✗[/] {problem}", highlight=False)
-        err.print("images/lock.json is stale or its images are not all built here; the bench never builds: "
+        err.print("an image's lock.json is stale or its images are not all built here; the bench never builds: "
                   "run `make images` first")
         return 5
     reference = read_build("reference", images, current_keys(client, "reference", images).build_key)

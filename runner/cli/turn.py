@@ -39,7 +39,7 @@ Trial = tuple["CellResult", "TurnReport | None"]
 
 
 def exec_(
-    harness: Annotated[str, typer.Option(help="Harness id (a profile in harness_profiles/), e.g. reference.")] = "",
+    harness: Annotated[str, typer.Option(help="Harness id (see runner harnesses), e.g. reference.")] = "",
     case: Annotated[str, typer.Option(help="Case id, e.g. escalation or escalation-refused.")] = "escalation",
     condition: Annotated[str | None, typer.Option(help="The row's condition (default: the case's first).")] = None,
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",

@@ -1,13 +1,15 @@
-"""Pinned images: the offline bases and one image per harness, locked in ``images/lock.json`` (what any machine
-reproduces: pins, integrity hashes, recipe hashes) and recorded per machine under ``$RUNNER_CACHE_DIR/builds``
-(:class:`ImageSettings`, read by the edge and handed to every function here).
+"""Pinned images: the offline bases and one image per harness, each locked in its folder's ``lock.json`` (what any
+machine reproduces: pins, integrity hashes, recipe hashes) and recorded per machine under
+``$RUNNER_CACHE_DIR/builds`` (:class:`ImageSettings`, read by the edge and handed to every function here).
 
-* :mod:`.bases`: the mmdebstrap bases (bootstrap, import, or a registry base pinned by digest).
-* :mod:`.recipes`: what ``images/<harness>/recipe.json`` declares, and which harnesses can be built here.
+* :mod:`.tree`: where the image folders are (the bases and common files here, under ``bases/`` and ``common/``; each
+  harness's under ``runner/harnesses/<package>/images/``), found from the installed package.
+* :mod:`.bootstrap`: the mmdebstrap bases (bootstrap, import, or a registry base pinned by digest).
+* :mod:`.recipes`: what an image folder's ``recipe.json`` declares, and which harnesses can be built here.
 * :mod:`.staging`: wheels and npm packages staged on the host once per package list.
 * :mod:`.context`: the build context plan and the recipe hash over it.
 * :mod:`.build`: :func:`ensure_image`, the offline build and the version command.
-* :mod:`.lock`: ``images/lock.json`` (computed from the tree, written only by ``runner images lock|bump``), the
+* :mod:`.lock`: the ``lock.json`` files (computed from the tree, written only by ``runner images lock|bump``), the
   local build records, and verify (a stale lock is a finding; what differs on this machine only is not).
 * :mod:`.archive`: the CI cache of built images (a key from the declared inputs, ``docker save`` and ``load``).
 * :mod:`.pins`, :mod:`.registry`, :mod:`.bump`: the pins each recipe writes (the one place a version is written),
@@ -37,6 +39,7 @@ from runner.images.lock import (
     LockError,
     current_keys,
     expected_lock,
+    lock_files,
     read_build,
     read_lock,
     recipe_hash,
@@ -57,9 +60,8 @@ from runner.images.shared import (
     DEFAULT_BASE,
     ImageSettings,
     Progress,
-    lock_path,
-    repo_root,
 )
+from runner.images.tree import image_dir, image_dirs, source_root
 
 __all__ = [
     "BASE_IMAGE_ENV",
@@ -87,14 +89,16 @@ __all__ = [
     "ensure_base",
     "ensure_image",
     "expected_lock",
+    "image_dir",
+    "image_dirs",
     "load_harness_recipe",
     "load_images",
-    "lock_path",
+    "lock_files",
     "read_build",
     "read_lock",
     "recipe_hash",
-    "repo_root",
     "save_images",
+    "source_root",
     "stale_findings",
     "unavailable_images",
     "update_lock",

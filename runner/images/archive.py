@@ -1,7 +1,7 @@
 """Saved images for CI caches: a harness image and every base it stands on, in one ``docker save`` archive.
 
 * :func:`cache_key`: a key for ``actions/cache`` computed from the declared inputs only (no engine, no staging):
-  the harness's and its bases' image directories, the repo files their recipes list, the mmdebstrap recipes (or
+  the harness's and its bases' image folders, the package files their recipes list, the mmdebstrap recipes (or
   the pinned registry references), the host's extra CA certificates, the npm staging format and the source of the
   image-building code. The same checkout on another machine with the same extra certificates gives the same key.
   The certificates are in it because the archive holds them (base-cli copies them in) and the build key refuses
@@ -39,13 +39,15 @@ from runner.images.build import _ensure_from, ensure_image
 from runner.images.context import _entry_digest, _host_certs, _recipe_dir_files
 from runner.images.errors import ImageBuildError
 from runner.images.lock import ImageRecord
-from runner.images.recipes import _is_harness_dir, load_harness_recipe
-from runner.images.shared import ImageSettings, Progress, _hash_json, _sha256_file, _stderr, repo_root
+from runner.images.recipes import has_dockerfile, load_harness_recipe
+from runner.images.shared import ImageSettings, Progress, _hash_json, _sha256_file, _stderr
 from runner.images.staging import _NPM_STAGE_FORMAT
+from runner.images.tree import RECIPE, shown, source_root
 
 ARCHIVE_FORMAT = 1  # bump when what an archive holds, or how the key is made, changes
 # The modules whose code decides what an image holds; their source is part of the cache key.
-_BUILD_MODULES = ("bootstrap.py", "build.py", "context.py", "lock.py", "recipes.py", "shared.py", "staging.py")
+_BUILD_MODULES = ("bootstrap.py", "build.py", "context.py", "lock.py", "recipes.py", "shared.py", "staging.py",
+                  "tree.py")
 _CHUNK = 1 << 20
 
 
@@ -84,15 +86,14 @@ def _code_digest() -> str:
 
 
 def cache_key_inputs(harness: str, settings: ImageSettings) -> dict[str, object]:
-    """What :func:`cache_key` hashes: digests only, by path relative to the repository (never absolute paths,
-    times or anything read from an engine)."""
-    root = repo_root(settings)
+    """What :func:`cache_key` hashes: digests only, by path relative to the image folder or the source root (never
+    absolute paths, times or anything read from an engine)."""
+    root = source_root(settings)
     chain: list[dict[str, object]] = []
     name, seen = harness, list[str]()
     while name not in seen:
         seen.append(name)
-        directory = root / "images" / name
-        if not _is_harness_dir(directory):  # an mmdebstrap base, or a registry image pinned by digest
+        if not has_dockerfile(name, root):  # an mmdebstrap base, or a registry image pinned by digest
             ref = _pinned_ref(name, settings)
             chain.append(
                 {"name": name, "pinned": ref} if ref else {"name": name, "recipe": base_recipe_hash(root, name)}
@@ -101,17 +102,18 @@ def cache_key_inputs(harness: str, settings: ImageSettings) -> dict[str, object]
         recipe = load_harness_recipe(name, root)
         missing = [rel for rel in recipe.files if not (root / rel).is_file()]
         if missing:
-            raise ImageBuildError(f"{name}: build input {missing[0]} is missing (listed in images/{name}/recipe.json)")
+            raise ImageBuildError(f"{name}: build input {missing[0]} is missing (listed in "
+                                  f"{shown(recipe.directory / RECIPE, root)})")
         chain.append(
             {
                 "name": name,
-                "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(directory).items()},
+                "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(recipe.directory).items()},
                 "files": {rel: _sha256_file(root / rel) for rel in recipe.files},
             }
         )
         name = recipe.base
     else:
-        raise ImageBuildError(f"images/{harness}: its bases name each other in a loop ({' -> '.join(seen)})")
+        raise ImageBuildError(f"{harness}: its bases name each other in a loop ({' -> '.join(seen)})")
     certs = {rel: _entry_digest(src) for rel, src in _host_certs(settings.ca_certs_dir).items()}
     return {
         "format": ARCHIVE_FORMAT,
@@ -153,14 +155,13 @@ def _write_atomically(path: Path, write: Any) -> None:
 
 def _base_refs(client: docker.DockerClient, harness: str, say: Progress, settings: ImageSettings) -> list[str]:
     """The tags of every base ``harness`` stands on, nearest first (all found warm after ``ensure_image``)."""
-    root = repo_root(settings)
+    root = source_root(settings)
     refs: list[str] = []
     name = load_harness_recipe(harness, root).base
     while True:
         base = _ensure_from(client, say, root, name, settings)
         refs.append(base.ref or base.image_id)
-        directory = root / "images" / name
-        if not _is_harness_dir(directory):
+        if not has_dockerfile(name, root):
             return refs
         name = load_harness_recipe(name, root).base
 

@@ -1,5 +1,5 @@
-"""The offline bases: ``images/<base>/recipe.json`` (a directory with a recipe that has a ``suite`` and no
-Dockerfile: ``base`` is bookworm with python3, ``base-node`` is trixie with nodejs) drives mmdebstrap; the tarball
+"""The offline bases: ``runner/images/bases/<base>/recipe.json`` (a folder with a recipe that has a ``suite`` and
+no Dockerfile: ``base`` is bookworm with python3, ``base-node`` is trixie with nodejs) drives mmdebstrap; the tarball
 is cached as ``$RUNNER_CACHE_DIR/base/<recipe-hash>.tar`` and imported with labels ``runner.base.recipe`` and
 ``runner.base.sha256``. ``RUNNER_BASE_IMAGE=name@sha256:…`` (``RUNNER_BASE_NODE_IMAGE`` for ``base-node``, see
 :func:`base_image_env`) replaces one with a registry image pinned by digest."""
@@ -31,9 +31,9 @@ from runner.images.shared import (
     _load_json,
     _sha256_file,
     _stderr,
-    repo_root,
 )
 from runner.images.timings import record as record_timing
+from runner.images.tree import RECIPE, find_image_dir, shown, source_root
 
 BASE_IMAGE_ENV = "RUNNER_BASE_IMAGE"
 _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
@@ -74,28 +74,27 @@ def _is_base_dir(directory: Path) -> bool:
 
 
 def _base_recipe(root: Path, name: str) -> dict[str, Any]:
-    directory = root / "images" / name
-    if not _is_base_dir(directory):
-        raise ImageMissing(
-            f"no base recipe {name!r}: {directory}/recipe.json is missing (or the directory holds a Dockerfile, "
-            f"which makes it a harness image, not a base)"
-        )
-    recipe = _load_json(directory / "recipe.json")
+    directory = find_image_dir(name, root)
+    if directory is None or not _is_base_dir(directory):
+        where = f"{shown(directory, root)} holds a Dockerfile" if directory else "there is no image folder of that name"
+        raise ImageMissing(f"no base recipe {name!r}: {where} (a base's folder holds a recipe.json and no Dockerfile)")
+    recipe = _load_json(directory / RECIPE)
     missing = [k for k in ("suite", "variant", "include", "source_date_epoch") if k not in recipe]
     if missing:
-        raise ImageBuildError(f"base recipe {directory}/recipe.json lacks {', '.join(missing)}")
+        raise ImageBuildError(f"base recipe {shown(directory / RECIPE, root)} lacks {', '.join(missing)}")
     return recipe
 
 
 def debian_root(root: Path, name: str) -> tuple[str, dict[str, object]]:
     """The mmdebstrap base at the root of base ``name``'s chain (``name`` itself, or the base a layer such as
-    images/base-cli stands on, recursively), and its recipe: the suite, sources and architecture its image's packages
+    base-cli stands on, recursively), and its recipe: the suite, sources and architecture its image's packages
     come from."""
     seen: list[str] = []
-    while not _is_base_dir(root / "images" / name):
-        recipe = _load_json(root / "images" / name / "recipe.json")
+    while (directory := find_image_dir(name, root)) is not None and not _is_base_dir(directory):
+        recipe = _load_json(directory / RECIPE)
         if name in seen or "base" not in recipe:
-            raise ImageBuildError(f"images/{name}: no Debian base at the root of its chain ({' -> '.join(seen)})")
+            raise ImageBuildError(f"{shown(directory, root)}: no Debian base at the root of its chain "
+                                  f"({' -> '.join(seen)})")
         seen.append(name)
         name = str(recipe["base"])
     return name, _base_recipe(root, name)
@@ -109,7 +108,7 @@ def ensure_base(
     client: docker.DockerClient, settings: ImageSettings, progress: Progress | None = None, name: str = DEFAULT_BASE
 ) -> str:
     """Return the id of base ``name``, importing the cached tarball or bootstrapping it first if needed."""
-    return _ensure_base(client, progress or _stderr, repo_root(settings), settings, name).image_id
+    return _ensure_base(client, progress or _stderr, source_root(settings), settings, name).image_id
 
 
 def _pinned_ref(name: str, settings: ImageSettings) -> str | None:

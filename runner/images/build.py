@@ -1,7 +1,7 @@
 """Building a harness image: :func:`ensure_image` stages the recipe's inputs, plans the context, and builds it
 offline (classic builder, network ``none``) only when no image carries its build key (label and tag); then it runs
 the recipe's version command in a hardened container and records the image built here under
-``$RUNNER_CACHE_DIR/builds``. It never writes ``images/lock.json``: the committed recipe hash is computed from the
+``$RUNNER_CACHE_DIR/builds``. It never writes an image's ``lock.json``: the committed recipe hash is computed from the
 tree and the lock's integrity hashes, and the build key adds this machine's inputs (CA certificates and all).
 :class:`ImageUnavailable` (with the recipe's reason) is raised for a recipe marked ``unavailable``."""
 
@@ -35,10 +35,11 @@ from runner.images.context import (
 )
 from runner.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
 from runner.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
-from runner.images.recipes import HarnessRecipe, is_layer_dir, load_harness_recipe
-from runner.images.shared import ImageSettings, Progress, _exclusive, _id, _stderr, repo_root
+from runner.images.recipes import HarnessRecipe, is_layer, load_harness_recipe
+from runner.images.shared import ImageSettings, Progress, _exclusive, _id, _stderr
 from runner.images.staging import _empty_npm, _stage_debs, _stage_npm, _stage_wheels, _Tree
 from runner.images.timings import record as record_timing
+from runner.images.tree import source_root
 
 # the first version-looking token; a full stop ending the sentence is not part of it ("GitHub Copilot CLI 1.0.102.")
 _VERSION = re.compile(r"\d+(?:\.\d+)+(?:[\w.+-]*[\w+-])?")
@@ -68,8 +69,8 @@ class _Found:
 
 def _ensure_from(client: docker.DockerClient, say: Progress, root: Path, name: str, settings: ImageSettings) -> _Base:
     """The base ``name`` stands for: an mmdebstrap base (or its pinned registry image), or a layer built from a
-    Dockerfile (``"kind": "base"``, like ``images/base-cli``) on its own base, whose identity is its recipe hash."""
-    if not is_layer_dir(root / "images" / name):
+    Dockerfile (``"kind": "base"``, like ``base-cli``) on its own base, whose identity is its recipe hash."""
+    if not is_layer(name, root):
         return _ensure_base(client, say, root, settings, name)
     found = _ensure_built(client, load_harness_recipe(name, root), root, say, settings)
     return _Base(_id(found.image), _layer_identity(name, found.key), found.tag)
@@ -85,8 +86,8 @@ def _ensure_built(
     started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
     wheels = _stage_wheels(recipe, say, settings) if recipe.wheels else None
     npm = _stage_npm(recipe, say, settings) if recipe.npm else None
-    if npm is None and is_layer_dir(root / "images" / recipe.base):
-        npm = _empty_npm(settings)  # the layer's ONBUILD copies a prefix (images/vibe installs nothing from npm)
+    if npm is None and is_layer(recipe.base, root):
+        npm = _empty_npm(settings)  # the layer's ONBUILD copies a prefix (vibe installs nothing from npm)
     debs = _ensure_debs(client, recipe, root, base, say, settings) if recipe.debian else None
     plan = _context_plan(recipe, root, wheels, npm, debs, certs=settings.ca_certs_dir)
     rhash = recipe_hash(name, root, lock_integrity_or_none(root))
@@ -147,12 +148,12 @@ def ensure_image(
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """
     say = progress or _stderr
-    root = repo_root(settings)
+    root = source_root(settings)
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
     if recipe.kind != "harness":
-        raise ImageMissing(f'images/{harness} is a base layer ("kind": "base"), not a harness image')
+        raise ImageMissing(f'{harness} is a base layer ("kind": "base"), not a harness image')
     found = _ensure_built(client, recipe, root, say, settings)
     image = found.image
     if not found.built:

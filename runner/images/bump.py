@@ -1,5 +1,5 @@
 """``runner images bump``: rewrite the pins that are behind in their recipes, rebuild each image, and say what
-changed (old → new, the image id, the CLI's own version output). ``images/lock.json`` is brought to the new pins
+changed (old → new, the image id, the CLI's own version output). The images' ``lock.json`` are brought to the new pins
 (their registry's integrity hashes) before the build, the one writer of the lock besides ``runner images lock``.
 
 A held pin (``"hold"`` in the recipe) and an image whose recipe is ``unavailable`` are skipped with their reason.
@@ -18,6 +18,7 @@ from runner.images.lock import ImageRecord
 from runner.images.pins import Change, Row, outdated, plan_bump, rewrite_pin
 from runner.images.recipes import load_harness_recipe
 from runner.images.registry import Registry
+from runner.images.tree import LOCK, RECIPE, image_dirs
 
 
 @dataclass(frozen=True)
@@ -113,5 +114,6 @@ def _restore(saved: dict[Path, str]) -> None:
 
 
 def _touched(root: Path) -> list[Path]:
-    return [p for p in (root / "README.md", root / "images" / "lock.json") if p.is_file()] + sorted(
-        (root / "images").glob("*/recipe.json"))
+    """What a bump may rewrite: the README's copy of the pins, and each image folder's recipe and lock."""
+    folders = image_dirs(root).values()
+    return [p for p in (root / "README.md", *(d / f for d in folders for f in (RECIPE, LOCK))) if p.is_file()]

@@ -1,9 +1,10 @@
 """The lock, in two parts: what every machine agrees on, committed, and what one machine built, kept beside it.
 
-* ``images/lock.json`` (committed): per image and per base it stands on, its pins (each npm package and wheel pinned
-  by its recipe, with the integrity hash its registry publishes for that version), the Debian suite of the bases,
-  and a **recipe hash** computed from those and the committed recipe files alone (the image directory, the repo
-  files its recipe lists, its base's recipe hash). Nothing read from this machine goes in: not its CA
+* ``lock.json`` in each image folder (committed, beside the recipe it locks: :mod:`runner.images.tree`): for every
+  harness image and every base one stands on, its pins (each npm package and wheel pinned by its recipe, with the
+  integrity hash its registry publishes for that version), the Debian suite of a base, and a **recipe hash**
+  computed from those and the committed recipe files alone (the image folder, the package files its recipe lists,
+  its base's recipe hash). Nothing read from this machine goes in: not its CA
   certificates, not a base tarball's digest, not an image id or a build time. So the same tree gives the same lock
   on any machine, and only a change to the tree (a pin, a Dockerfile, a recipe) makes it stale. It is written by
   :func:`update_lock` (``runner images lock``, ``runner images bump``) and by nothing a build or a turn runs.
@@ -37,13 +38,13 @@ from runner.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
 from runner.images.pins import Pin, recipe_pins
 from runner.images.recipes import (
     HarnessRecipe,
-    _is_harness_dir,
     buildable_harnesses,
-    is_layer_dir,
+    has_dockerfile,
+    is_layer,
     load_harness_recipe,
 )
 from runner.images.registry import ClientRegistry, RegistryError
-from runner.images.shared import ImageSettings, _hash_json, _sha256_file, lock_path, repo_root
+from runner.images.shared import ImageSettings, _hash_json, _sha256_file
 from runner.images.staging import (
     _debs_digest,
     _debs_dir,
@@ -53,16 +54,17 @@ from runner.images.staging import (
     _Tree,
     _wheel_dir,
 )
+from runner.images.tree import LOCK, RECIPE, image_dirs, shown, source_root
 
 LOCK_VERSION = 2
-_RELOCK = "run `runner images lock` (or `runner images bump`) and commit images/lock.json"
+_RELOCK = "run `runner images lock` (or `runner images bump`) and commit the lock.json files it writes"
 
 # (kind, package, version) -> the registry's integrity hash of that release
 Integrity = Mapping[tuple[str, str, str], str]
 
 
 class LockError(EngineError):
-    """``images/lock.json`` cannot be read (the message names the field at fault)."""
+    """An image's ``lock.json`` cannot be read (the message names the file and the field at fault)."""
 
 
 # ------------------------------------------------------------------------------------- the committed lock
@@ -94,28 +96,27 @@ class LockEntry:
 
 
 def recipe_hash(name: str, root: Path, integrity: Integrity | None = None) -> str:
-    """The committed recipe hash of ``images/<name>``, from the tree and the pins' integrity hashes only.
+    """The committed recipe hash of image ``name``, from the tree and the pins' integrity hashes only.
 
-    A harness or a layer: its directory's files, the repo files its recipe lists, each pin with its integrity, and
+    A harness or a layer: its folder's files, the package files its recipe lists, each pin with its integrity, and
     its base's recipe hash. An mmdebstrap base: the hash of its recipe (suite, packages, sources, epoch).
     """
     return _recipe_hash(name, root, integrity or {}, ())
 
 
 def _recipe_hash(name: str, root: Path, integrity: Integrity, seen: tuple[str, ...]) -> str:
-    directory = root / "images" / name
-    if not _is_harness_dir(directory):
+    if not has_dockerfile(name, root):
         return base_recipe_hash(root, name)
     if name in seen:
-        raise ImageBuildError(f"images/{seen[0]}: its bases name each other in a loop ({' -> '.join([*seen, name])})")
+        raise ImageBuildError(f"{seen[0]}: its bases name each other in a loop ({' -> '.join([*seen, name])})")
     recipe = load_harness_recipe(name, root)
     missing = [rel for rel in recipe.files if not (root / rel).is_file()]
     if missing:
         raise ImageBuildError(f"{name}: build input {missing[0]} is missing (listed under 'files' in "
-                              f"images/{name}/recipe.json)")
+                              f"{shown(recipe.directory / RECIPE, root)})")
     return _hash_json({
         "lock": LOCK_VERSION,
-        "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(directory).items()},
+        "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(recipe.directory).items()},
         "files": {rel: _sha256_file(root / rel) for rel in recipe.files},
         "pins": [[p.kind, p.package, p.version, integrity.get((p.kind, p.package, p.version))]
                  for p in recipe_pins(name, root)],
@@ -125,7 +126,7 @@ def _recipe_hash(name: str, root: Path, integrity: Integrity, seen: tuple[str, .
 
 def _chain(root: Path, harness: str) -> list[str]:
     names, name = [harness], harness
-    while _is_harness_dir(root / "images" / name) and len(names) < 16:
+    while has_dockerfile(name, root) and len(names) < 16:
         name = load_harness_recipe(name, root).base
         names.append(name)
     return names
@@ -143,7 +144,7 @@ def expected_lock(root: Path, integrity: Integrity | None = None) -> dict[str, L
     entries: dict[str, LockEntry] = {}
     for name in lock_names(root):
         rhash = recipe_hash(name, root, integrity)
-        if not _is_harness_dir(root / "images" / name):
+        if not has_dockerfile(name, root):
             entries[name] = LockEntry(name, "debian", rhash, suite=str(_base_recipe(root, name)["suite"]))
             continue
         recipe = load_harness_recipe(name, root)
@@ -160,69 +161,76 @@ def locked_integrity(entries: Mapping[str, LockEntry]) -> dict[tuple[str, str, s
     return {(p.kind, p.package, p.version): p.integrity for e in entries.values() for p in e.pins if p.integrity}
 
 
-def _bad(path: Path, where: str, why: str) -> LockError:
-    return LockError(f"{path}: {where} {why}; {_RELOCK}")
+def _bad(at: str, where: str, why: str) -> LockError:
+    return LockError(f"{at}: {where} {why}; {_RELOCK}")
 
 
-def _str(value: object, path: Path, where: str, *, optional: bool = False) -> Any:
+def _str(value: object, at: str, where: str, *, optional: bool = False) -> Any:
     if value is None and optional:
         return None
     if not isinstance(value, str) or not value:
-        raise _bad(path, where, "must be a non-empty string")
+        raise _bad(at, where, "must be a non-empty string")
     return value
 
 
+def lock_files(root: Path) -> list[Path]:
+    """The committed lock files there are: each image folder's ``lock.json``."""
+    return [d / LOCK for d in image_dirs(root).values() if (d / LOCK).is_file()]
+
+
 def read_lock(root: Path) -> dict[str, LockEntry]:
-    """The committed lock (empty when there is none). Raises :class:`LockError` naming the field at fault."""
-    path = lock_path(root)
-    if not path.exists():
-        return {}
+    """The committed lock: every image folder's ``lock.json``, by image (an image without one is not in it).
+    Raises :class:`LockError` naming the file and the field at fault."""
+    return {path.parent.name: _read_entry(path.parent.name, path, shown(path, root)) for path in lock_files(root)}
+
+
+def _read_entry(name: str, path: Path, at: str) -> LockEntry:
     try:
-        data = json.loads(path.read_text())
+        body = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise LockError(f"{path} is not JSON ({exc}); {_RELOCK}") from exc
-    if not isinstance(data, dict) or data.get("version") != LOCK_VERSION:
-        version = data.get("version") if isinstance(data, dict) else None
-        raise _bad(path, "'version'", f"is {version!r}, not {LOCK_VERSION} (version 1 held this machine's image ids)")
-    images = data.get("images")
-    if not isinstance(images, dict):
-        raise _bad(path, "'images'", "must be an object")
-    entries: dict[str, LockEntry] = {}
-    for name, body in images.items():
-        at = f"images.{name}"
-        if not isinstance(body, dict):
-            raise _bad(path, at, "must be an object")
-        pins = body.get("pins", [])
-        if not isinstance(pins, list) or not all(isinstance(p, dict) for p in pins):
-            raise _bad(path, f"{at}.pins", "must be a list of objects")
-        entries[name] = LockEntry(
-            name=name,
-            kind=_str(body.get("kind"), path, f"{at}.kind"),
-            recipe_hash=_str(body.get("recipe_hash"), path, f"{at}.recipe_hash"),
-            **{k: _str(body.get(k), path, f"{at}.{k}", optional=True)
-               for k in ("base", "suite", "cli_package", "cli_version")},
-            pins=tuple(LockedPin(*(_str(p.get(k), path, f"{at}.pins[{i}].{k}", optional=k == "integrity")
-                                   for k in ("kind", "package", "version", "integrity")))
-                       for i, p in enumerate(pins)),
-        )
-    return entries
+        raise LockError(f"{at} is not JSON ({exc}); {_RELOCK}") from exc
+    if not isinstance(body, dict):
+        raise _bad(at, "the top level", "must be an object")
+    if body.get("version") != LOCK_VERSION:
+        raise _bad(at, "'version'", f"is {body.get('version')!r}, not {LOCK_VERSION} (version 1 held this machine's "
+                   "image ids)")
+    pins = body.get("pins", [])
+    if not isinstance(pins, list) or not all(isinstance(p, dict) for p in pins):
+        raise _bad(at, "pins", "must be a list of objects")
+    return LockEntry(
+        name=name,
+        kind=_str(body.get("kind"), at, "kind"),
+        recipe_hash=_str(body.get("recipe_hash"), at, "recipe_hash"),
+        **{k: _str(body.get(k), at, k, optional=True) for k in ("base", "suite", "cli_package", "cli_version")},
+        pins=tuple(LockedPin(*(_str(p.get(k), at, f"pins[{i}].{k}", optional=k == "integrity")
+                               for k in ("kind", "package", "version", "integrity")))
+                   for i, p in enumerate(pins)),
+    )
 
 
-def _render(entries: Mapping[str, LockEntry]) -> str:
-    body = {"version": LOCK_VERSION, "images": {n: e.to_json() for n, e in sorted(entries.items())}}
-    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+def _render(entry: LockEntry) -> str:
+    return json.dumps({"version": LOCK_VERSION, **entry.to_json()}, indent=2, sort_keys=True) + "\n"
 
 
-def write_lock(entries: Mapping[str, LockEntry], root: Path) -> bool:
-    """Write ``images/lock.json`` if its content changes; returns whether it did."""
-    path = lock_path(root)
-    text = _render(entries)
-    if path.exists() and path.read_text() == text:
-        return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return True
+def write_lock(entries: Mapping[str, LockEntry], root: Path) -> list[Path]:
+    """Write each image folder's ``lock.json`` whose content changes (and remove one that no entry is for any more:
+    an image that became unavailable); returns the files written or removed."""
+    changed: list[Path] = []
+    for name, directory in image_dirs(root).items():
+        path = directory / LOCK
+        if name not in entries:
+            if path.exists():
+                path.unlink()
+                changed.append(path)
+            continue
+        text = _render(entries[name])
+        if path.exists() and path.read_text() == text:
+            continue
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+        changed.append(path)
+    return changed
 
 
 Resolve = Callable[[HarnessRecipe, Pin], str]
@@ -236,20 +244,20 @@ def registry_integrity(registry: ClientRegistry | None = None) -> Resolve:
         try:
             return client.integrity(pin.kind, pin.package, pin.version, recipe.wheel_python, recipe.wheel_platforms)
         except RegistryError as exc:
-            raise LockError(f"images/{recipe.harness}: no integrity hash for {pin.spec}: {exc}") from exc
+            raise LockError(f"{recipe.harness}: no integrity hash for {pin.spec}: {exc}") from exc
 
     return resolve
 
 
-def update_lock(resolve: Resolve, root: Path) -> bool:
-    """Bring ``images/lock.json`` to what the tree describes. The registry (``resolve``) is asked only for a pin the
-    lock does not already hold at that version; returns whether the file changed."""
+def update_lock(resolve: Resolve, root: Path) -> list[Path]:
+    """Bring every image folder's ``lock.json`` to what the tree describes. The registry (``resolve``) is asked only
+    for a pin the lock does not already hold at that version; returns the files that changed."""
     try:
         known = locked_integrity(read_lock(root))
     except LockError:
         known = {}
     for name in lock_names(root):
-        if not _is_harness_dir(root / "images" / name):
+        if not has_dockerfile(name, root):
             continue
         recipe = load_harness_recipe(name, root)
         for pin in recipe_pins(name, root):
@@ -334,7 +342,7 @@ class Keys:
 def current_keys(client: docker.DockerClient, harness: str, settings: ImageSettings) -> Keys:
     """The recipe hash and build key ``ensure_image`` would compute now, without bootstrapping, staging or
     building (:class:`ImageMissing` or :class:`ImageBuildError` when an input is not there yet)."""
-    root = repo_root(settings)
+    root = source_root(settings)
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
         raise ImageUnavailable(harness, recipe.unavailable)
@@ -348,7 +356,7 @@ def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, in
     stage = _npm_dir(recipe, settings)
     digest = _npm_digest(stage)
     npm = _Tree(stage / "npm-global", digest) if digest else None
-    if not recipe.npm and is_layer_dir(root / "images" / recipe.base):
+    if not recipe.npm and is_layer(recipe.base, root):
         npm = _empty_npm(settings)
     debs = None
     if recipe.debian:
@@ -366,7 +374,7 @@ def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, in
 
 def _base_identity_now(client: docker.DockerClient, name: str, root: Path, integrity: Integrity,
                        settings: ImageSettings) -> str:
-    if is_layer_dir(root / "images" / name):  # a layer built from a Dockerfile: its own build key, recursively
+    if is_layer(name, root):  # a layer built from a Dockerfile: its own build key, recursively
         keys = _keys_now(client, load_harness_recipe(name, root), root, integrity, settings)
         return _layer_identity(name, keys.build_key)
     ref = _pinned_ref(name, settings)
@@ -400,20 +408,19 @@ def stale_findings(root: Path) -> list[Finding]:
     try:
         locked = read_lock(root)
     except LockError as exc:
-        return [Finding("images/lock.json", "stale", str(exc))]
-    if not lock_path(root).exists():
-        return [Finding("images/lock.json", "stale", f"there is no lock; {_RELOCK}")]
+        return [Finding("lock.json", "stale", str(exc))]
     try:
         expected = expected_lock(root, locked_integrity(locked))
     except EngineError as exc:
-        return [Finding("images/lock.json", "stale", f"cannot compute the recipe hashes: {exc}")]
+        return [Finding("lock.json", "stale", f"cannot compute the recipe hashes: {exc}")]
     found: list[Finding] = []
     for name in sorted(expected.keys() | locked.keys()):
         want, have = expected.get(name), locked.get(name)
         if have is None:
-            found.append(Finding(name, "stale", f"not in the lock (a new image or base); {_RELOCK}"))
+            found.append(Finding(name, "stale", f"no lock.json in its folder (a new image or base); {_RELOCK}"))
         elif want is None:
-            found.append(Finding(name, "stale", f"in the lock but not buildable from images/ any more; {_RELOCK}"))
+            found.append(Finding(name, "stale", f"its folder holds a lock.json, but no harness image builds on it "
+                                 f"any more; {_RELOCK}"))
         elif message := _difference(want, have, expected, locked):
             found.append(Finding(name, "stale", f"{message}; {_RELOCK}"))
     return found
@@ -444,7 +451,7 @@ def _difference(want: LockEntry, have: LockEntry, expected: Mapping[str, LockEnt
 
 def local_findings(client: docker.DockerClient, settings: ImageSettings) -> list[Finding]:
     """What this machine holds for each locked harness: never a reason to call the lock stale."""
-    root = repo_root(settings)
+    root = source_root(settings)
     try:
         locked = read_lock(root)
     except LockError:
@@ -486,7 +493,7 @@ _LOCAL_NAMES = {"certs": "the host's CA certificates", "staged": "the staged npm
 
 def verify_lock(client: docker.DockerClient | None, settings: ImageSettings) -> list[Finding]:
     """The stale findings (the committed lock against the tree), then, with an engine, the local ones."""
-    found = stale_findings(repo_root(settings))
+    found = stale_findings(source_root(settings))
     if client is not None:
         found += local_findings(client, settings)
     return found

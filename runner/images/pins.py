@@ -1,8 +1,8 @@
 """The version pins, written in one place: each image's ``recipe.json`` (``npm``: exact ``name@version`` specs,
 ``wheels``: exact ``name==version`` requirements). Everything else that names a version is derived from it and
-checked against it: ``images/lock.json`` (the pins with their registry integrity hashes, written by ``runner images
-lock`` and ``bump``, held to the recipes by ``runner images verify`` and a unit test) and the README's CLI table
-(rewritten by :func:`rewrite_pin`, held to the recipes by a unit test).
+checked against it: the image's ``lock.json`` beside it (the pins with their registry integrity hashes, written by
+``runner images lock`` and ``bump``, held to the recipes by ``runner images verify`` and a unit test) and any copy of
+a pin in the README (rewritten by :func:`rewrite_pin`, held to the recipes by a unit test).
 
 A recipe may hold a pin back on purpose: ``"hold": "reason"`` holds every pin of the recipe, ``"hold":
 {"<package>": "reason"}`` one package. :func:`outdated` reports held pins with their reason; a bump skips them.
@@ -22,6 +22,7 @@ from typing import Any
 from runner.images.errors import ImageBuildError
 from runner.images.registry import Registry, RegistryError, newer_than, published
 from runner.images.shared import _load_json
+from runner.images.tree import RECIPE, image_dir, image_dirs
 
 _NPM_SPEC = re.compile(r"^(@?[^@\s]+)@([^@\s]+)$")
 _WHEEL_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^=\s;]+)$")
@@ -29,7 +30,7 @@ _WHEEL_SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^=\s;]+)$")
 
 @dataclass(frozen=True)
 class Pin:
-    image: str  # the images/<image> directory
+    image: str  # the image (its folder's name)
     kind: str  # "npm" or "pypi"
     package: str
     version: str
@@ -59,8 +60,8 @@ def _holds(data: dict[str, Any], where: Path) -> tuple[str | None, dict[str, str
 
 
 def recipe_pins(image: str, root: Path) -> list[Pin]:
-    """The pins ``images/<image>/recipe.json`` writes, in its order (npm specs, then wheels)."""
-    where = root / "images" / image / "recipe.json"
+    """The pins image ``image``'s ``recipe.json`` writes, in its order (npm specs, then wheels)."""
+    where = image_dir(image, root) / RECIPE
     data = _load_json(where)
     every, per = _holds(data, where)
     pins: list[Pin] = []
@@ -76,9 +77,8 @@ def recipe_pins(image: str, root: Path) -> list[Pin]:
 
 
 def pinned_images(root: Path) -> list[str]:
-    """Every images/<dir> whose recipe pins a package (harnesses, layers and unavailable ones alike)."""
-    images = root / "images"
-    return sorted(p.parent.name for p in images.glob("*/recipe.json") if recipe_pins(p.parent.name, root))
+    """Every image whose recipe pins a package (harnesses, layers and unavailable ones alike)."""
+    return [name for name in image_dirs(root) if recipe_pins(name, root)]
 
 
 # ----------------------------------------------------------------------------------------------- the report
@@ -168,7 +168,7 @@ def _spec(kind: str, package: str, version: str) -> str:
 def rewrite_pin(change: Change, root: Path) -> list[Path]:
     """Write ``change`` into the recipe (the one place), keeping its formatting, then into the README's copy of
     it. Returns the files rewritten."""
-    recipe = root / "images" / change.image / "recipe.json"
+    recipe = image_dir(change.image, root) / RECIPE
     pin = next((p for p in recipe_pins(change.image, root) if p.package == change.package), None)
     if pin is None:
         raise ImageBuildError(f"{recipe} does not pin {change.package}")

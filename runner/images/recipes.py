@@ -1,8 +1,8 @@
-"""Harness image recipes: ``images/<harness>/`` holds a ``Dockerfile`` and a ``recipe.json`` naming its base and
-the inputs staged on the host (wheels, npm packages, repo files). A recipe with ``"kind": "base"``
-(``images/base-cli``) is a shared layer, built the same way, that other recipes name as their ``base``. A recipe
-with ``"unavailable": "<reason>"`` is skipped by :func:`buildable_harnesses` and listed by
-:func:`unavailable_images`."""
+"""Image recipes: an image folder (:mod:`runner.images.tree`: ``runner/harnesses/<package>/images/<image>/``)
+holds a ``Dockerfile`` and a ``recipe.json`` naming its base and the inputs staged on the host (wheels, npm
+packages, files of the runner package). A recipe with ``"kind": "base"`` (``runner/images/bases/base-cli``) is a
+shared layer, built the same way, that other recipes name as their ``base``. A recipe with ``"unavailable":
+"<reason>"`` is skipped by :func:`buildable_harnesses` and listed by :func:`unavailable_images`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from runner.images.errors import ImageBuildError, ImageMissing
 from runner.images.shared import DEFAULT_BASE, _load_json
+from runner.images.tree import RECIPE, find_image_dir, image_dirs, shown
 
 NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # a Debian package name (Policy §5.6.1), no version
@@ -31,41 +32,56 @@ class HarnessRecipe:
     base: str = DEFAULT_BASE
     unavailable: str | None = None
     # npm install --before=<this>: resolve every dependency as the registry stood then (a CLI whose caret
-    # ranges now pull in releases that break it, e.g. dsh 0.1.0-rc.8: images/deepseek/README.md)
+    # ranges now pull in releases that break it, e.g. dsh 0.1.0-rc.8: the README.md of its image folder)
     npm_before: str | None = None
-    kind: str = "harness"  # "base": a shared layer other recipes build on (images/base-cli), not a harness
+    kind: str = "harness"  # "base": a shared layer other recipes build on (base-cli), not a harness
     # Debian packages of the suite the image's Debian base is bootstrapped from, staged on the host as .debs
-    # (with what they need that the base does not have) and installed in the image's own layer (images/vibe:
+    # (with what they need that the base does not have) and installed in the image's own layer (vibe:
     # trixie's python3); like a base's include, resolved from the suite as it stands when staged
     debian: tuple[str, ...] = ()
 
 
 def is_layer_dir(directory: Path) -> bool:
-    """A base built from a Dockerfile (``"kind": "base"`` in its recipe), like ``images/base-cli``."""
-    return _is_harness_dir(directory) and _load_json(directory / "recipe.json").get("kind") == "base"
+    """A base built from a Dockerfile (``"kind": "base"`` in its recipe), like ``base-cli``."""
+    return _is_harness_dir(directory) and _load_json(directory / RECIPE).get("kind") == "base"
 
 
 def _is_harness_dir(directory: Path) -> bool:
-    return (directory / "Dockerfile").is_file() and (directory / "recipe.json").is_file()
+    return (directory / "Dockerfile").is_file() and (directory / RECIPE).is_file()
+
+
+def is_layer(name: str, root: Path) -> bool:
+    """Whether image ``name`` is a layer built from a Dockerfile (``"kind": "base"``): False for an mmdebstrap base,
+    a harness image, or a name with no folder."""
+    directory = find_image_dir(name, root)
+    return directory is not None and is_layer_dir(directory)
+
+
+def has_dockerfile(name: str, root: Path) -> bool:
+    """Whether image ``name`` is built from a Dockerfile (a harness image or a layer), not bootstrapped."""
+    directory = find_image_dir(name, root)
+    return directory is not None and _is_harness_dir(directory)
 
 
 def load_harness_recipe(harness: str, root: Path) -> HarnessRecipe:
-    directory = root / "images" / harness
-    if not (directory / "Dockerfile").is_file():
-        raise ImageMissing(f"no image recipe for harness {harness!r}: {directory}/Dockerfile is missing")
-    data = _load_json(directory / "recipe.json")
+    directory = find_image_dir(harness, root)
+    if directory is None or not (directory / "Dockerfile").is_file():
+        where = f"{shown(directory, root)}/Dockerfile is missing" if directory else "no image folder of that name"
+        raise ImageMissing(f"no image recipe for harness {harness!r}: {where}")
+    at = shown(directory / RECIPE, root)
+    data = _load_json(directory / RECIPE)
     unavailable = data.get("unavailable")
     if data.get("kind", "harness") not in ("harness", "base"):
-        raise ImageBuildError(f'{directory}/recipe.json: \'kind\' must be "harness" (the default) or "base"')
+        raise ImageBuildError(f'{at}: \'kind\' must be "harness" (the default) or "base"')
     if unavailable is not None and not (isinstance(unavailable, str) and unavailable.strip()):
-        raise ImageBuildError(f"{directory}/recipe.json: 'unavailable' must be a non-empty reason string")
+        raise ImageBuildError(f"{at}: 'unavailable' must be a non-empty reason string")
     npm_before = data.get("npm_before")
     debian = data.get("debian", [])
     if not isinstance(debian, list) or not all(isinstance(p, str) and DEBIAN_PACKAGE.match(p) for p in debian):
-        raise ImageBuildError(f"{directory}/recipe.json: 'debian' must be a list of Debian package names "
+        raise ImageBuildError(f"{at}: 'debian' must be a list of Debian package names "
                               f"(no versions: they come from the base's suite), not {debian!r}")
     if npm_before is not None and not (isinstance(npm_before, str) and NPM_BEFORE.match(npm_before)):
-        raise ImageBuildError(f"{directory}/recipe.json: 'npm_before' must be a UTC time like 2026-08-25T00:00:00Z")
+        raise ImageBuildError(f"{at}: 'npm_before' must be a UTC time like 2026-08-25T00:00:00Z")
     return HarnessRecipe(
         harness=harness,
         directory=directory,
@@ -86,18 +102,16 @@ def load_harness_recipe(harness: str, root: Path) -> HarnessRecipe:
 
 
 def _harness_dirs(root: Path) -> list[Path]:
-    images = root / "images"
-    dirs = (p.parent for p in images.glob("*/recipe.json") if _is_harness_dir(p.parent))
-    return sorted(d for d in dirs if not is_layer_dir(d))
+    return [d for d in image_dirs(root).values() if _is_harness_dir(d) and not is_layer_dir(d)]
 
 
 def buildable_harnesses(root: Path) -> list[str]:
-    """Every harness image under ``images/`` (a directory with a Dockerfile and a recipe.json) that can be built
-    here: bases (no Dockerfile, or ``"kind": "base"``) and recipes marked ``unavailable`` are left out."""
-    return [d.name for d in _harness_dirs(root) if not _load_json(d / "recipe.json").get("unavailable")]
+    """Every harness image (an image folder with a Dockerfile and a recipe.json) that can be built here: bases (no
+    Dockerfile, or ``"kind": "base"``) and recipes marked ``unavailable`` are left out."""
+    return [d.name for d in _harness_dirs(root) if not _load_json(d / RECIPE).get("unavailable")]
 
 
 def unavailable_images(root: Path) -> dict[str, str]:
     """Harness images whose recipe says they cannot be built here: {harness: reason}."""
-    reasons = {d.name: _load_json(d / "recipe.json").get("unavailable") for d in _harness_dirs(root)}
+    reasons = {d.name: _load_json(d / RECIPE).get("unavailable") for d in _harness_dirs(root)}
     return {name: str(reason) for name, reason in reasons.items() if reason}

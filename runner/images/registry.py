@@ -4,7 +4,7 @@ Behind a small interface (:class:`Registry`) so the pin report can be tested on 
 ask the ordinary clients: ``npm view <pkg> versions time dist-tags --json`` for npm (release dates from the
 registry's ``time`` map; ``dist-tags.latest`` is what ``npm install <pkg>`` installs, so nothing newer counts as
 installable), and ``pip index versions <pkg> --json`` for PyPI wheels (pip reports no release dates: those rows
-say so). :meth:`ClientRegistry.integrity` is what ``images/lock.json`` records per pin: npm's ``dist.integrity`` for
+say so). :meth:`ClientRegistry.integrity` is what an image's ``lock.json`` records per pin: npm's ``dist.integrity`` for
 that release, and for a wheel the ``sha256:<hex>`` of the file pip downloads for the image's Python and platforms
 (the form ``pip install --require-hashes`` takes). A registry that cannot be reached raises :class:`RegistryError`,
 which the report turns into one row's error, never a crash.

@@ -23,9 +23,10 @@ def _default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class ImageSettings:
-    """Where the image code finds the repository and its cache, and what it hands the tools it runs."""
+    """Where the image code finds the image folders and its cache, and what it hands the tools it runs."""
 
-    # $RUNNER_REPO_ROOT; None: the directory holding images/ and harness_profiles/ above the package or the cwd
+    # $RUNNER_REPO_ROOT: a tree holding a runner/ package whose image folders to use (a test's scratch copy);
+    # None: the tree the installed runner package is in (runner.images.tree)
     repo_root: Path | None = None
     # $RUNNER_CACHE_DIR, else ~/.cache/runner
     cache_dir: Path = field(default_factory=_default_cache_dir)

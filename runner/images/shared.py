@@ -1,5 +1,5 @@
-"""What every part of the image code shares: the repository and cache paths, the cross-process lock of a cold
-step, and small hashing and JSON helpers (the recipe hashes are ``sha256`` of canonical JSON)."""
+"""What every part of the image code shares: the cross-process lock of a cold step, and small hashing and JSON
+helpers (the recipe hashes are ``sha256`` of canonical JSON)."""
 
 from __future__ import annotations
 
@@ -14,33 +14,13 @@ from typing import Any
 
 from docker.models.images import Image
 
-from runner.engine import EngineError
 from runner.images.errors import ImageBuildError, ImageMissing
 from runner.images.settings import CERTS_DIR, CERTS_ENV, ImageSettings
 
 Progress = Callable[[str], None]
 
 DEFAULT_BASE = "base"
-__all__ = ["CERTS_DIR", "CERTS_ENV", "DEFAULT_BASE", "ImageSettings", "Progress", "lock_path", "repo_root"]
-
-
-# --------------------------------------------------------------------------------------------- paths
-
-
-def repo_root(settings: ImageSettings) -> Path:
-    """The directory holding ``images/`` and ``harness_profiles/`` (``settings.repo_root``, from $RUNNER_REPO_ROOT,
-    overrides)."""
-    if settings.repo_root is not None:
-        return settings.repo_root
-    for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
-        for d in (start, *start.parents):
-            if (d / "images").is_dir() and (d / "harness_profiles").is_dir():
-                return d
-    raise EngineError("cannot find the runner repository (a directory with images/ and harness_profiles/)")
-
-
-def lock_path(root: Path) -> Path:
-    return root / "images" / "lock.json"
+__all__ = ["CERTS_DIR", "CERTS_ENV", "DEFAULT_BASE", "ImageSettings", "Progress"]
 
 
 # ------------------------------------------------------------------------------------------- helpers

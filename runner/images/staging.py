@@ -194,7 +194,7 @@ def _npm_inventory(prefix: Path) -> dict[str, list[list[str]]]:
 
 def _empty_npm(settings: ImageSettings) -> _Tree:
     """An empty npm prefix: what an image that installs nothing from npm gives the ``ONBUILD COPY npm-global/`` of
-    the layer it stands on (images/base-cli). Only such an image gets it, so no other image's context moves."""
+    the layer it stands on (base-cli). Only such an image gets it, so no other image's context moves."""
     path = settings.cache_dir / "npm" / "empty" / "npm-global"
     path.mkdir(parents=True, exist_ok=True)
     return _Tree(path, _hash_json({"packages": [], "links": []}))
@@ -278,7 +278,7 @@ def _download_debs(
             proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)  # --yes: no prompt
         except FileNotFoundError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise ImageBuildError(f"apt-get is not installed on the host; images/{recipe.harness} stages its Debian "
+            raise ImageBuildError(f"apt-get is not installed on the host; image {recipe.harness} stages its Debian "
                                   "packages with it (and Debian's archive keyring: debian-archive-keyring)") from exc
         log.append(f"$ {' '.join(argv)}\n{proc.stdout}{proc.stderr}")
         if proc.returncode != 0:
@@ -293,7 +293,7 @@ def _download_debs(
     if not inventory:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ImageBuildError(f"apt-get downloaded nothing for {recipe.harness}: the base already has "
-                              f"{' '.join(recipe.debian)}; drop 'debian' from images/{recipe.harness}/recipe.json")
+                              f"{' '.join(recipe.debian)}; drop 'debian' from {recipe.directory / 'recipe.json'}")
     digest = _hash_json({"format": _DEBS_STAGE_FORMAT, "debs": inventory})
     (tmp / "apt.log").write_text("\n".join(log))
     (tmp / "installed.json").write_text(

@@ -1,4 +1,4 @@
-"""End to end: the model column (runner's own agent loop, ``harness_profiles/model.yaml``) in its image, the
+"""End to end: the model column (runner's own agent loop, ``runner/harnesses/model/``) in its image, the
 scripted model in the seat in two dialects, every call over MCP through the latch -- and the issue's "done
 when": on the scripted model it grades every implemented row exactly as the reference column does.
 

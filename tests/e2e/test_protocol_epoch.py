@@ -6,7 +6,7 @@ its record and its result, and leaves no container.
 What each CLI does with the stamp is read from what it sent its model: a CLI that hands a result's ``_meta`` to the
 model shows the key in a later model request. That is a finding, not a failure of the turn: the columns measured
 doing so are listed in ``HANDS_META_TO_MODEL`` with the evidence, and the test holds each column to what was
-measured (a CLI that starts or stops doing it fails here, and its docs/columns/<id>.md is updated with it). A column
+measured (a CLI that starts or stops doing it fails here, and its harness's README.md is updated with it). A column
 whose CLI cannot take the stamp at all would be in ``CHOKES`` with the measured reason (none, measured).
 """
 

@@ -1,9 +1,9 @@
 """End to end under gVisor: every runnable column's escalation turn (cooperative and persistent) on the scripted
 model, with ``--runtime runsc``, settles as it does under runc, carries the runtime pin and leaves no container.
 
-The columns are every profile in harness_profiles/ that is not declared unavailable here (a column that
-cannot run under gVisor would be listed in ``CANNOT_RUN`` with the measured reason, and in its
-docs/columns/<id>.md). The images are the pinned ones the other e2e tests use (built on a fresh machine). The
+The columns are every shipped profile that is not declared unavailable here (a column that
+cannot run under gVisor would be listed in ``CANNOT_RUN`` with the measured reason, and in
+its harness's README.md). The images are the pinned ones the other e2e tests use (built on a fresh machine). The
 engine must have runsc registered (``make engine RUNTIME=runsc``; ``make e2e`` does it).
 """
 

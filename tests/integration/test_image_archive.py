@@ -34,6 +34,7 @@ from runner.images import (
     save_images,
 )
 from runner.images.staging import _npm_dir
+from runner.images.tree import image_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -58,19 +59,19 @@ def root(tmp_path_factory: pytest.TempPathFactory, codex_image: ImageRecord) -> 
     real_cache = Path(os.environ.get("RUNNER_CACHE_DIR") or Path.home() / ".cache" / "runner")
     dest = tmp_path_factory.mktemp("repo")
     cache = tmp_path_factory.mktemp("cache")
-    for name in ("base-node", "base-cli", "common", HARNESS):
-        shutil.copytree(REPO / "images" / name, dest / "images" / name)
-    (dest / "harness_profiles").mkdir()
+    for folder in [*(image_dir(name, REPO) for name in ("base-node", "base-cli", HARNESS)),
+                   REPO / "runner" / "images" / "common"]:
+        shutil.copytree(folder, dest / folder.relative_to(REPO))
     real_tar = real_cache / "base" / f"{base_recipe_hash(REPO, 'base-node')}.tar"
     if not real_tar.is_file():
         pytest.fail(f"the node base tarball {real_tar} is gone though the codex image is built: "
                     "remove the image runner/base-node and it is bootstrapped again")
     nonce = uuid.uuid4().hex
-    recipe = dest / "images" / "base-node" / "recipe.json"
+    recipe = image_dir("base-node", dest) / "recipe.json"
     recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "comment": f"archive test {nonce}"}))
     # The base's identity is its tarball's digest, the same as the real one's: the nonce in the layer is what makes
     # this base-cli, and so this codex, the test's own images (their own recipe hashes and tags).
-    with (dest / "images" / "base-cli" / "Dockerfile").open("a") as f:
+    with (image_dir("base-cli", dest) / "Dockerfile").open("a") as f:
         f.write(f"LABEL runner.test.archive={nonce}\n")
     (cache / "base").mkdir()
     os.link(real_tar, cache / "base" / f"{base_recipe_hash(dest, 'base-node')}.tar")
@@ -101,7 +102,7 @@ def built(
     started = time.monotonic()
     record = ensure_image(client, HARNESS, _settings(), progress=lambda _line: None)
     elapsed = time.monotonic() - started
-    real = json.loads((REPO / "images" / "lock.json").read_text())["images"][HARNESS]
+    real = json.loads((image_dir(HARNESS, REPO) / "lock.json").read_text())
     assert record.image_id != codex_image.image_id and record.build_key != codex_image.build_key
     assert record.recipe_hash != real["recipe_hash"]  # the nonce in the test's base-cli
     yield record, elapsed

@@ -33,6 +33,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from runner.harnesses.profile import shipped_profile
 from runner.matrix.calibrate import rewritten
 from tests.github_workflow import ROOT, evaluate, job, outputs, workflow
 from tests.hosted_runner import HostedRunner, empty_engine
@@ -50,7 +51,7 @@ CELL_SECONDS = {"reference": 3.0, "codex": 5.0}
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
 TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after the ask: a time, not a finding
 # an image id is the engine's own: each job's engine builds (or loads) its own image from the same committed recipe
-# (images/lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
+# (its lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
 MACHINE_LOCAL_PINS = ("imageId",)
 STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
@@ -65,7 +66,7 @@ def machine(hosted_runner: HostedRunner) -> Iterator[dict[str, Path]]:
         "cells", "report.md", "junit.xml", "manifest.json", "report.html",
     ))
     for harness, seconds in CELL_SECONDS.items():
-        profile = checkout / "harness_profiles" / f"{harness}.yaml"
+        profile = checkout / shipped_profile(harness).relative_to(ROOT)
         profile.write_text(rewritten(profile.read_text(encoding="utf-8"), seconds, "set by test_workflow_jobs"),
                            encoding="utf-8")
     hosted_runner.own(checkout)

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.harnesses.profile import load_profile
+from runner.harnesses.profile import load_profile, shipped_profile
 from runner.matrix.calibrate import CalibrationError, calibrate, figure, rewritten
 from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import profile_hash
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runs"
-SHIPPED = Path(__file__).resolve().parents[2] / "harness_profiles"
 RUNNER = str(Path(sys.executable).parent / "runner")
 
 
@@ -60,7 +59,7 @@ def profiles(tmp_path: Path) -> Path:
     directory = tmp_path / "profiles"
     directory.mkdir()
     for name, seconds in (("reference", 3), ("model", 4)):
-        text = re.sub(r"(?m)^cell_seconds:.*$", f"cell_seconds: {seconds}", (SHIPPED / f"{name}.yaml").read_text())
+        text = re.sub(r"(?m)^cell_seconds:.*$", f"cell_seconds: {seconds}", shipped_profile(name).read_text())
         assert f"\ncell_seconds: {seconds}\n" in text
         (directory / f"{name}.yaml").write_text(text)
     return directory
@@ -115,7 +114,7 @@ def test_calibrating_does_not_change_the_profile_hash(run: Path, profiles: Path)
     hashed = lambda: profile_hash(MatrixCell(case, case.condition, load_profile(profiles / "model.yaml")))  # noqa: E731
     before = hashed()
     calibrate([run], [profiles])
-    assert (profiles / "model.yaml").read_text() != (SHIPPED / "model.yaml").read_text()
+    assert (profiles / "model.yaml").read_text() != shipped_profile("model").read_text()
     assert hashed() == before
     (profiles / "model.yaml").write_text((profiles / "model.yaml").read_text().replace("label:", "label: x"))
     assert hashed() != before  # any other edit still moves it

@@ -77,7 +77,7 @@ def assert_fits_a_pipe(text: str) -> None:
 @pytest.fixture()
 def long_profile(tmp_path: Path) -> Path:
     """A column of our own whose label and unavailable reason are longer than any terminal."""
-    shipped = Path(__file__).resolve().parents[2] / "harness_profiles" / "deepseek.yaml"
+    shipped = Path(__file__).resolve().parents[2] / "runner" / "harnesses" / "deepseek" / "deepseek.yaml"
     text = shipped.read_text(encoding="utf-8").replace("id: deepseek", "id: zz-long")
     text = "\n".join(f"label: {LONG[:120]}" if line.startswith("label:") else line for line in text.splitlines())
     (tmp_path / "zz-long.yaml").write_text(text + f"\nunavailable: {LONG} {LONG}\n", encoding="utf-8")

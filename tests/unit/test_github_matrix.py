@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.conformance.cases import CASES, Case
-from runner.harnesses.profile import Profile, find_profile, shipped_profiles_dir
+from runner.harnesses.profile import Profile, find_profile, shipped_profile
 from runner.matrix.cells import MatrixCell, cells
 from runner.matrix.github import (
     DEFAULT_SHARD_MINUTES,
@@ -123,7 +123,7 @@ def test_rows_that_run_no_turn_start_no_job() -> None:
 
 def _profile_dir(tmp_path: Path) -> Path:
     """The shipped reference profile under two more ids: one unavailable, one not."""
-    text = (shipped_profiles_dir() / "reference.yaml").read_text(encoding="utf-8")
+    text = shipped_profile("reference").read_text(encoding="utf-8")
     (tmp_path / "spare.yaml").write_text(text.replace("id: reference", "id: spare"), encoding="utf-8")
     (tmp_path / "broken.yaml").write_text(
         text.replace("id: reference", "id: broken") + "\nunavailable: >-\n  cannot run here:\n  no such CLI\n",

@@ -1,4 +1,4 @@
-"""A harness image's own Debian packages (``"debian"`` in its recipe: images/vibe's python3 and python3-venv from
+"""A harness image's own Debian packages (``"debian"`` in its recipe: vibe's python3 and python3-venv from
 trixie): how the recipe is read, where the packages come from, what goes into the build context and the keys, and
 that no other image moves. The download itself (apt against the mirror) and the image built from it are exercised
 by ``runner images build vibe`` and tests/e2e (a real build, a real turn)."""
@@ -17,6 +17,7 @@ from runner.images.lock import read_lock
 from runner.images.recipes import buildable_harnesses, load_harness_recipe
 from runner.images.settings import ImageSettings
 from runner.images.staging import _debs_dir, _empty_npm, _Tree
+from runner.images.tree import image_dir
 from tests.support import copy_image_recipes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ def test_vibe_takes_trixies_python_in_its_own_layer_and_is_buildable() -> None:
     # no shared base carries a Python for it: the node base and the CLI layers stay as they were
     assert "python3" not in debian["include"]
     assert all(not load_harness_recipe(h, REPO).debian for h in buildable_harnesses(REPO) if h != "vibe")
-    dockerfile = (REPO / "images" / "vibe" / "Dockerfile").read_text()
+    dockerfile = (image_dir("vibe", REPO) / "Dockerfile").read_text()
     assert "COPY debs/ /tmp/debs/" in dockerfile and "dpkg --install /tmp/debs/*.deb" in dockerfile
 
 
@@ -57,7 +58,7 @@ def test_the_lock_pins_mistral_vibe_with_its_wheels_integrity() -> None:
 
 @pytest.mark.parametrize("debian", ["python3", ["python3=3.13.5-1"], ["Python3"], [""], [3]])
 def test_a_debian_field_that_is_not_package_names_is_refused_naming_the_file(repo: Path, debian: object) -> None:
-    recipe = repo / "images" / "vibe" / "recipe.json"
+    recipe = image_dir("vibe", repo) / "recipe.json"
     recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "debian": debian}))
     with pytest.raises(ImageBuildError, match=r"images/vibe/recipe.json: 'debian' must be a list of Debian package"):
         load_harness_recipe("vibe", repo)

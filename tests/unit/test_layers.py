@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "bench": BELOW_TURN | {"turn", "matrix"},
 }
 # these run inside the container, on their own
-STANDALONE = {"runner/harnesses/reference/client.py", "runner/harnesses/model_only/agent.py"}
+STANDALONE = {"runner/harnesses/reference/client.py", "runner/harnesses/model/agent.py"}
 
 
 def modules() -> dict[str, Path]:

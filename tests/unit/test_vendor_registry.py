@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 import runner.harnesses
 from runner.cli import Exit, app
 from runner.harnesses.interpreters import INTERPRETERS, SESSION_READERS, VENDORS, UnknownInterpreter, get_interpreter
-from runner.harnesses.profile import ProfileError, load_profile, shipped_profiles_dir
+from runner.harnesses.profile import ProfileError, load_profile, shipped_profiles
 from runner.harnesses.vendor import Vendor
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "runner"
-SHIPPED = sorted(shipped_profiles_dir().glob("*.yaml"))
+SHIPPED = shipped_profiles()
 cli = CliRunner()
 
 GOOD = """\
@@ -36,7 +36,7 @@ model:
 # (what is misspelt, the profile's text, the field named, words of the message)
 MISSPELT = [
     ("interpreter", GOOD.replace("interpreter: jsonl", "interpreter: codx"), "interpreter",
-     "no such interpreter 'codx' (known: claude-code, cline, codex,"),
+     f"no such interpreter 'codx' (known: {', '.join(sorted(INTERPRETERS))})"),
     ("dialect", GOOD.replace("dialect: openai-chat", "dialect: openai-chatt"), "model.dialect",
      "Input should be 'openai-responses', 'openai-chat', 'anthropic-messages' or 'gemini'"),
     ("field", GOOD.replace("interpreter: jsonl", "interpeter: jsonl"), "interpeter",
@@ -121,8 +121,9 @@ NOT_A_COLUMN: dict[str, set[str]] = {
 
 
 def test_nothing_outside_a_columns_package_names_a_vendor_column() -> None:
-    # runner's own columns (the reference harness, the model column) are named where the runner needs them
-    vendors = {path.stem for path in SHIPPED} - {"reference", "model"}
+    # runner's own columns (the reference harness, the model column: runner's jsonl frames) are named where the runner
+    # needs them
+    vendors = {path.stem for path in SHIPPED if load_profile(path).interpreter != "jsonl"}
     vendor_names = vendors | {name for vendor in VENDORS.values() for name in vendor.interpreters}
     own = {PACKAGE / "harnesses" / name for name in VENDORS}
     found = []

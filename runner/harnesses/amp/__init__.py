@@ -1,6 +1,6 @@
 """Sourcegraph Amp CLI (``amp -x --stream-json``): why its column is unavailable.
 
-Profile: ``harness_profiles/amp.yaml``. Why it is unavailable, and what was measured: ``docs/columns/amp.md``.
+Profile: ``amp.yaml``. Why it is unavailable, and what was measured: ``README.md``.
 """
 
 from runner.harnesses.vendor import Vendor

@@ -1,6 +1,6 @@
 """``claude -p --output-format stream-json --verbose`` stdout frames → steps.
 
-Evidence: ``docs/columns/claude-code.md`` (Claude Code 2.1.328 and 2.1.332, measured against a scripted model and a
+Evidence: ``README.md`` (Claude Code 2.1.328 and 2.1.332, measured against a scripted model and a
 stdio MCP server) and ``reference/sharedos-reference.md`` §5.2 (upstream ``claude-code/protocol.ts@75eaa9bb``).
 
 Frames and rules:

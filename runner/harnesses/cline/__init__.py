@@ -1,7 +1,7 @@
 """Cline CLI (``cline --json``) on an OpenAI-compatible provider: its stdout interpreter.
 
-Profile: ``harness_profiles/cline.yaml``. What was measured on which version (install, endpoint,
-MCP, tool names, a failing model API, turn time): ``docs/columns/cline.md``.
+Profile: ``cline.yaml``. What was measured on which version (install, endpoint,
+MCP, tool names, a failing model API, turn time): ``README.md``.
 """
 
 from runner.harnesses.cline.interpreter import interpret

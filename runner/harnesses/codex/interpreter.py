@@ -1,6 +1,6 @@
 """``codex exec --json`` stdout frames → steps (upstream ``codex/protocol.ts@57319d17``, §5.2).
 
-Evidence: ``docs/columns/codex.md`` (Codex 0.169.0 and 0.171.0, measured against a scripted model and a stdio MCP
+Evidence: ``README.md`` (Codex 0.169.0 and 0.171.0, measured against a scripted model and a stdio MCP
 server) and ``reference/sharedos-reference.md`` §5.2 (the upstream rules).
 
 A ``codex exec --json`` turn prints ``thread.started``, ``turn.started``, ``item.started`` /

@@ -1,8 +1,8 @@
 """DeepSeek Harness (``dsh --profile headless``): its interpreter and its session-log reader.
 
-Profile: ``harness_profiles/deepseek.yaml``; image: ``images/deepseek``. What was measured on which version (the
+Profile: ``deepseek.yaml``; image: ``images/deepseek``. What was measured on which version (the
 session log, tool names, model requests, the noexec /tmp, how dsh reacts when the model API fails):
-``docs/columns/deepseek.md``.
+``README.md``.
 """
 
 from runner.harnesses.deepseek.interpreter import interpret

@@ -1,6 +1,6 @@
 """Google Gemini CLI (``gemini -p ... -o stream-json``): its stdout interpreter.
 
-Profile: ``harness_profiles/gemini.yaml``. What was measured on which version: ``docs/columns/gemini.md``.
+Profile: ``gemini.yaml``. What was measured on which version: ``README.md``.
 """
 
 from runner.harnesses.gemini.interpreter import interpret

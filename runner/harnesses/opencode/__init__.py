@@ -1,6 +1,6 @@
 """opencode (``opencode run --format json``): its stdout interpreter.
 
-Profile: ``harness_profiles/opencode.yaml``. What was measured on which version: ``docs/columns/opencode.md``.
+Profile: ``opencode.yaml``. What was measured on which version: ``README.md``.
 """
 
 from runner.harnesses.opencode.interpreter import interpret

@@ -1,6 +1,6 @@
 """Qwen Code (``qwen -p ... -o stream-json``): its stdout interpreter.
 
-Profile: ``harness_profiles/qwen.yaml``. What was measured on which version: ``docs/columns/qwen.md``.
+Profile: ``qwen.yaml``. What was measured on which version: ``README.md``.
 """
 
 from runner.harnesses.qwen.interpreter import interpret
