@@ -153,14 +153,14 @@ def stage_debs(root: Path, engine: Any, settings: ImageSettings) -> None:
     from runner.images.bootstrap import debian_root
     from runner.images.lock import _base_identity_now, lock_integrity_or_none
     from runner.images.recipes import buildable_harnesses, load_harness_recipe
-    from runner.images.staging import _debs_dir
+    from runner.images.staging import debs_dir
 
     for harness in buildable_harnesses(root):
         recipe = load_harness_recipe(harness, root)
         if recipe.debian:
             name = debian_root(root, recipe.base)[0]
             identity = _base_identity_now(engine, name, root, lock_integrity_or_none(root), settings)
-            stage = _debs_dir(recipe, identity, settings)
+            stage = debs_dir(recipe, identity, settings)
             (stage / "debs").mkdir(parents=True, exist_ok=True)
             (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
 

@@ -34,14 +34,14 @@ import docker.errors
 import requests
 
 from runner.engine import EngineError
-from runner.images.bootstrap import _pinned_ref, base_recipe_hash
-from runner.images.build import _ensure_from, ensure_image
-from runner.images.context import _entry_digest, _host_certs, _recipe_dir_files
+from runner.images.bootstrap import base_recipe_hash, pinned_ref
+from runner.images.build import ensure_from, ensure_image
+from runner.images.context import entry_digest, host_certs, recipe_dir_files
 from runner.images.errors import ImageBuildError
 from runner.images.lock import ImageRecord
 from runner.images.recipes import has_dockerfile, load_harness_recipe
-from runner.images.shared import ImageSettings, Progress, _hash_json, _sha256_file, _stderr
-from runner.images.staging import _NPM_STAGE_FORMAT
+from runner.images.shared import ImageSettings, Progress, hash_json, sha256_file, to_stderr
+from runner.images.staging import NPM_STAGE_FORMAT
 from runner.images.tree import RECIPE, shown, source_root
 
 ARCHIVE_FORMAT = 1  # bump when what an archive holds, or how the key is made, changes
@@ -82,7 +82,7 @@ class LoadResult:
 
 def _code_digest() -> str:
     here = Path(__file__).resolve().parent
-    return _hash_json({name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _BUILD_MODULES})
+    return hash_json({name: hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _BUILD_MODULES})
 
 
 def cache_key_inputs(harness: str, settings: ImageSettings) -> dict[str, object]:
@@ -94,7 +94,7 @@ def cache_key_inputs(harness: str, settings: ImageSettings) -> dict[str, object]
     while name not in seen:
         seen.append(name)
         if not has_dockerfile(name, root):  # an mmdebstrap base, or a registry image pinned by digest
-            ref = _pinned_ref(name, settings)
+            ref = pinned_ref(name, settings)
             chain.append(
                 {"name": name, "pinned": ref} if ref else {"name": name, "recipe": base_recipe_hash(root, name)}
             )
@@ -107,26 +107,26 @@ def cache_key_inputs(harness: str, settings: ImageSettings) -> dict[str, object]
         chain.append(
             {
                 "name": name,
-                "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(recipe.directory).items()},
-                "files": {rel: _sha256_file(root / rel) for rel in recipe.files},
+                "directory": {rel: sha256_file(p) for rel, p in recipe_dir_files(recipe.directory).items()},
+                "files": {rel: sha256_file(root / rel) for rel in recipe.files},
             }
         )
         name = recipe.base
     else:
         raise ImageBuildError(f"{harness}: its bases name each other in a loop ({' -> '.join(seen)})")
-    certs = {rel: _entry_digest(src) for rel, src in _host_certs(settings.ca_certs_dir).items()}
+    certs = {rel: entry_digest(src) for rel, src in host_certs(settings.ca_certs_dir).items()}
     return {
         "format": ARCHIVE_FORMAT,
         "chain": chain,
         "certs": certs,
-        "npm_stage_format": _NPM_STAGE_FORMAT,
+        "npm_stage_format": NPM_STAGE_FORMAT,
         "code": _code_digest(),
     }
 
 
 def cache_key(harness: str, settings: ImageSettings) -> str:
     """``runner-image-<harness>-<24 hex>``: stable for unchanged declared inputs, for an ``actions/cache`` key."""
-    return f"runner-image-{harness}-{_hash_json(cache_key_inputs(harness, settings))[:24]}"
+    return f"runner-image-{harness}-{hash_json(cache_key_inputs(harness, settings))[:24]}"
 
 
 # ------------------------------------------------------------------------------------------ save/load
@@ -159,7 +159,7 @@ def _base_refs(client: docker.DockerClient, harness: str, say: Progress, setting
     refs: list[str] = []
     name = load_harness_recipe(harness, root).base
     while True:
-        base = _ensure_from(client, say, root, name, settings)
+        base = ensure_from(client, say, root, name, settings)
         refs.append(base.ref or base.image_id)
         if not has_dockerfile(name, root):
             return refs
@@ -171,7 +171,7 @@ def save_images(
     progress: Progress | None = None,
 ) -> SavedArchive:
     """Write one archive of ``harness``'s image and its bases (building them first if they are not built)."""
-    say = progress or _stderr
+    say = progress or to_stderr
     record: ImageRecord = ensure_image(client, harness, settings, progress=say)
     refs = [record.tag, *_base_refs(client, harness, say, settings)]
     path = to or archive_path(harness, settings)

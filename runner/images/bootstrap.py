@@ -25,12 +25,12 @@ from runner.images.settings import ImageSettings
 from runner.images.shared import (
     DEFAULT_BASE,
     Progress,
-    _exclusive,
-    _hash_json,
-    _id,
-    _load_json,
-    _sha256_file,
-    _stderr,
+    exclusive,
+    hash_json,
+    image_id_of,
+    load_json,
+    sha256_file,
+    to_stderr,
 )
 from runner.images.timings import record as record_timing
 from runner.images.tree import RECIPE, find_image_dir, shown, source_root
@@ -40,13 +40,13 @@ _DIGEST_REF = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
-class _Base:
+class BaseImage:
     image_id: str
     identity: str  # what the recipe hash of an image built on it covers
     ref: str = ""  # a name that `docker save` keeps with the image (its tag), when it has one
 
 
-def _find_base(client: docker.DockerClient, recipe_hash: str) -> Image | None:
+def find_base(client: docker.DockerClient, recipe_hash: str) -> Image | None:
     """The imported base for ``recipe_hash``: one layer, equal to the tarball (derived images inherit the labels)."""
     found = call_with_retry(client.api.images, filters={"label": f"runner.base.recipe={recipe_hash}"})
     # every image built on the base carries its labels too (20 and more here), and each image runner builds has a
@@ -78,7 +78,7 @@ def _base_recipe(root: Path, name: str) -> dict[str, Any]:
     if directory is None or not _is_base_dir(directory):
         where = f"{shown(directory, root)} holds a Dockerfile" if directory else "there is no image folder of that name"
         raise ImageMissing(f"no base recipe {name!r}: {where} (a base's folder holds a recipe.json and no Dockerfile)")
-    recipe = _load_json(directory / RECIPE)
+    recipe = load_json(directory / RECIPE)
     missing = [k for k in ("suite", "variant", "include", "source_date_epoch") if k not in recipe]
     if missing:
         raise ImageBuildError(f"base recipe {shown(directory / RECIPE, root)} lacks {', '.join(missing)}")
@@ -91,7 +91,7 @@ def debian_root(root: Path, name: str) -> tuple[str, dict[str, object]]:
     come from."""
     seen: list[str] = []
     while (directory := find_image_dir(name, root)) is not None and not _is_base_dir(directory):
-        recipe = _load_json(directory / RECIPE)
+        recipe = load_json(directory / RECIPE)
         if name in seen or "base" not in recipe:
             raise ImageBuildError(f"{shown(directory, root)}: no Debian base at the root of its chain "
                                   f"({' -> '.join(seen)})")
@@ -101,17 +101,22 @@ def debian_root(root: Path, name: str) -> tuple[str, dict[str, object]]:
 
 
 def base_recipe_hash(root: Path, name: str = DEFAULT_BASE) -> str:
-    return _hash_json(_base_recipe(root, name))
+    return hash_json(_base_recipe(root, name))
+
+
+def base_suite(root: Path, name: str) -> str:
+    """The Debian suite mmdebstrap base ``name`` is bootstrapped from (what its lock entry records)."""
+    return str(_base_recipe(root, name)["suite"])
 
 
 def ensure_base(
     client: docker.DockerClient, settings: ImageSettings, progress: Progress | None = None, name: str = DEFAULT_BASE
 ) -> str:
     """Return the id of base ``name``, importing the cached tarball or bootstrapping it first if needed."""
-    return _ensure_base(client, progress or _stderr, source_root(settings), settings, name).image_id
+    return ensure_base_image(client, progress or to_stderr, source_root(settings), settings, name).image_id
 
 
-def _pinned_ref(name: str, settings: ImageSettings) -> str | None:
+def pinned_ref(name: str, settings: ImageSettings) -> str | None:
     env = base_image_env(name)
     ref = settings.base_refs.get(env, "").strip()
     if ref and not _DIGEST_REF.match(ref):
@@ -122,29 +127,29 @@ def _pinned_ref(name: str, settings: ImageSettings) -> str | None:
     return ref or None
 
 
-def _ensure_base(
+def ensure_base_image(
     client: docker.DockerClient, say: Progress, root: Path, settings: ImageSettings, name: str = DEFAULT_BASE
-) -> _Base:
-    ref = _pinned_ref(name, settings)
+) -> BaseImage:
+    ref = pinned_ref(name, settings)
     if ref:
         try:
-            return _Base(_id(call_with_retry(client.images.get, ref)), ref, ref)
+            return BaseImage(image_id_of(call_with_retry(client.images.get, ref)), ref, ref)
         except docker.errors.ImageNotFound:
             say(f"[{name}] pulling {ref}")
             try:
-                return _Base(_id(call_with_retry(client.images.pull, ref)), ref, ref)
+                return BaseImage(image_id_of(call_with_retry(client.images.pull, ref)), ref, ref)
             except docker.errors.APIError as exc:
                 env = base_image_env(name)
                 raise ImageMissing(f"{env}={ref} is not in the engine and cannot be pulled: {exc}") from exc
     recipe = _base_recipe(root, name)
-    rhash = _hash_json(recipe)
-    found = _find_base(client, rhash)
+    rhash = hash_json(recipe)
+    found = find_base(client, rhash)
     if found is None:
-        with _exclusive(settings.cache_dir, f"base-{name}"):  # another process may be bootstrapping the same recipe
-            found = _find_base(client, rhash) or _import_base(client, recipe, rhash, say, settings, name)
+        with exclusive(settings.cache_dir, f"base-{name}"):  # another process may be bootstrapping the same recipe
+            found = find_base(client, rhash) or _import_base(client, recipe, rhash, say, settings, name)
     tag = f"{recipe.get('repository', f'runner/{name}')}:{rhash[:12]}"
-    ref = tag if tag in found.tags else next(iter(found.tags), _id(found))
-    return _Base(_id(found), "sha256:" + found.labels.get("runner.base.sha256", ""), ref)
+    ref = tag if tag in found.tags else next(iter(found.tags), image_id_of(found))
+    return BaseImage(image_id_of(found), "sha256:" + found.labels.get("runner.base.sha256", ""), ref)
 
 
 def _import_base(
@@ -156,12 +161,12 @@ def _import_base(
     bootstrapped = not tar.exists()
     if bootstrapped:
         _bootstrap(recipe, tar, say, settings.environ, name)
-    digest = _sha256_file(tar)
+    digest = sha256_file(tar)
     say(f"[{name}] importing {tar} ({tar.stat().st_size / 1e6:.0f} MB)")
     changes = [*recipe.get("changes", []), f"LABEL runner.base.recipe={rhash}", f"LABEL runner.base.sha256={digest}"]
     repository = str(recipe.get("repository", f"runner/{name}"))
     call_with_retry(client.api.import_image_from_file, str(tar), repository=repository, tag=rhash[:12], changes=changes)
-    found = _find_base(client, rhash)
+    found = find_base(client, rhash)
     if found is None:
         raise ImageMissing(f"imported {tar} but no image carries runner.base.recipe={rhash}")
     record_timing(settings.cache_dir, f"base.{name}", time.monotonic() - started, recipe=rhash,

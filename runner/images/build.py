@@ -24,20 +24,20 @@ import requests
 from docker.models.images import Image
 
 from runner.engine import call_with_retry
-from runner.images.bootstrap import _Base, _ensure_base, debian_root
+from runner.images.bootstrap import BaseImage, debian_root, ensure_base_image
 from runner.images.context import (
     PlanEntry,
-    _build_key,
-    _context_plan,
-    _layer_identity,
-    _local_inputs,
-    _materialise,
+    compute_build_key,
+    context_plan,
+    layer_identity,
+    local_inputs_of,
+    materialise,
 )
 from runner.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
 from runner.images.lock import ImageRecord, lock_integrity_or_none, read_build, recipe_hash, write_build
 from runner.images.recipes import HarnessRecipe, is_layer, load_harness_recipe
-from runner.images.shared import ImageSettings, Progress, _exclusive, _id, _stderr
-from runner.images.staging import _empty_npm, _stage_debs, _stage_npm, _stage_wheels, _Tree
+from runner.images.shared import ImageSettings, Progress, exclusive, image_id_of, to_stderr
+from runner.images.staging import StagedTree, empty_npm, stage_debs, stage_npm, stage_wheels
 from runner.images.timings import record as record_timing
 from runner.images.tree import source_root
 
@@ -59,7 +59,7 @@ def _find_built(client: docker.DockerClient, harness: str, build_key: str, tag: 
 @dataclass(frozen=True)
 class _Found:
     image: Image
-    base: _Base
+    base: BaseImage
     rhash: str  # the committed recipe hash
     key: str  # the local build key
     local: dict[str, str]
@@ -67,13 +67,15 @@ class _Found:
     built: bool
 
 
-def _ensure_from(client: docker.DockerClient, say: Progress, root: Path, name: str, settings: ImageSettings) -> _Base:
+def ensure_from(
+    client: docker.DockerClient, say: Progress, root: Path, name: str, settings: ImageSettings
+) -> BaseImage:
     """The base ``name`` stands for: an mmdebstrap base (or its pinned registry image), or a layer built from a
     Dockerfile (``"kind": "base"``, like ``base-cli``) on its own base, whose identity is its recipe hash."""
     if not is_layer(name, root):
-        return _ensure_base(client, say, root, settings, name)
+        return ensure_base_image(client, say, root, settings, name)
     found = _ensure_built(client, load_harness_recipe(name, root), root, say, settings)
-    return _Base(_id(found.image), _layer_identity(name, found.key), found.tag)
+    return BaseImage(image_id_of(found.image), layer_identity(name, found.key), found.tag)
 
 
 def _ensure_built(
@@ -82,22 +84,22 @@ def _ensure_built(
     """Stage, plan and key ``recipe`` on its (ensured) base; build it offline unless an image already carries that
     build key and tag."""
     name = recipe.harness
-    base = _ensure_from(client, say, root, recipe.base, settings)
+    base = ensure_from(client, say, root, recipe.base, settings)
     started = time.monotonic()  # staging is part of a cold build; a warm one finds it cached
-    wheels = _stage_wheels(recipe, say, settings) if recipe.wheels else None
-    npm = _stage_npm(recipe, say, settings) if recipe.npm else None
+    wheels = stage_wheels(recipe, say, settings) if recipe.wheels else None
+    npm = stage_npm(recipe, say, settings) if recipe.npm else None
     if npm is None and is_layer(recipe.base, root):
-        npm = _empty_npm(settings)  # the layer's ONBUILD copies a prefix (vibe installs nothing from npm)
+        npm = empty_npm(settings)  # the layer's ONBUILD copies a prefix (vibe installs nothing from npm)
     debs = _ensure_debs(client, recipe, root, base, say, settings) if recipe.debian else None
-    plan = _context_plan(recipe, root, wheels, npm, debs, certs=settings.ca_certs_dir)
+    plan = context_plan(recipe, root, wheels, npm, debs, certs=settings.ca_certs_dir)
     rhash = recipe_hash(name, root, lock_integrity_or_none(root))
-    key = _build_key(plan, base.identity, recipe.build_args, rhash)
-    local = _local_inputs(plan, base.identity)
+    key = compute_build_key(plan, base.identity, recipe.build_args, rhash)
+    local = local_inputs_of(plan, base.identity)
     tag = f"runner/{name}:{key[:12]}"
     image = _find_built(client, name, key, tag)
     if image is not None:
         return _Found(image, base, rhash, key, local, tag, built=False)
-    with _exclusive(settings.cache_dir, f"image-{name}"):
+    with exclusive(settings.cache_dir, f"image-{name}"):
         image = _find_built(client, name, key, tag)  # another process may have built it meanwhile
         if image is not None:
             return _Found(image, base, rhash, key, local, tag, built=False)
@@ -108,17 +110,17 @@ def _ensure_built(
 
 
 def _ensure_debs(
-    client: docker.DockerClient, recipe: HarnessRecipe, root: Path, base: _Base, say: Progress,
+    client: docker.DockerClient, recipe: HarnessRecipe, root: Path, base: BaseImage, say: Progress,
     settings: ImageSettings,
-) -> _Tree:
+) -> StagedTree:
     """The recipe's Debian packages staged for ``base``: resolved against what that image has installed, from the
     suite of the mmdebstrap base at the root of its chain."""
     name, debian = debian_root(root, recipe.base)
-    identity = _ensure_base(client, say, root, settings, name).identity  # ensured already, on the way to ``base``
-    return _stage_debs(recipe, identity, debian, lambda: _dpkg_status(client, base), say, settings)
+    identity = ensure_base_image(client, say, root, settings, name).identity  # ensured already, on the way to ``base``
+    return stage_debs(recipe, identity, debian, lambda: _dpkg_status(client, base), say, settings)
 
 
-def _dpkg_status(client: docker.DockerClient, base: _Base) -> bytes:
+def _dpkg_status(client: docker.DockerClient, base: BaseImage) -> bytes:
     """``/var/lib/dpkg/status`` of the base image, read from a container created (never started) from it."""
     container = call_with_retry(client.containers.create, base.image_id, ["true"], network_mode="none",
                                 labels={"runner.owner": "images"})
@@ -147,7 +149,7 @@ def ensure_image(
 
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """
-    say = progress or _stderr
+    say = progress or to_stderr
     root = source_root(settings)
     recipe = load_harness_recipe(harness, root)
     if recipe.unavailable:
@@ -160,7 +162,7 @@ def ensure_image(
         known = read_build(harness, settings, found.key)
         if known and known.image_id == image.id and known.recipe_hash == found.rhash:
             return known
-    image_id = _id(image)
+    image_id = image_id_of(image)
     output = _version_output(client, image_id, recipe.version_command) if recipe.version_command else None
     version = _VERSION.search(output or "")
     record = ImageRecord(
@@ -186,13 +188,13 @@ def _build(
     client: docker.DockerClient,
     recipe: HarnessRecipe,
     plan: dict[str, PlanEntry],
-    base: _Base,
+    base: BaseImage,
     labels: dict[str, str],
     tag: str,
     say: Progress,
 ) -> str:
     with tempfile.TemporaryDirectory(prefix=f"runner-ctx-{recipe.harness}-") as ctx:
-        _materialise(plan, Path(ctx))
+        materialise(plan, Path(ctx))
         say(f"[{recipe.harness}] building {tag} offline from {len(plan)} context entries")
         image_id: str | None = None
         tail: list[str] = []
@@ -221,7 +223,7 @@ def _build(
         except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
             raise ImageBuildError(f"building {tag} failed: {exc}") from exc
     if image_id is None:
-        image_id = _id(call_with_retry(client.images.get, tag))
+        image_id = image_id_of(call_with_retry(client.images.get, tag))
     return image_id
 
 

@@ -32,8 +32,8 @@ import docker
 import docker.errors
 
 from runner.engine import EngineError, call_with_retry
-from runner.images.bootstrap import _base_recipe, _find_base, _pinned_ref, base_recipe_hash, debian_root
-from runner.images.context import _build_key, _context_plan, _layer_identity, _local_inputs, _recipe_dir_files
+from runner.images.bootstrap import base_recipe_hash, base_suite, debian_root, find_base, pinned_ref
+from runner.images.context import compute_build_key, context_plan, layer_identity, local_inputs_of, recipe_dir_files
 from runner.images.errors import ImageBuildError, ImageMissing, ImageUnavailable
 from runner.images.pins import Pin, recipe_pins
 from runner.images.recipes import (
@@ -44,15 +44,15 @@ from runner.images.recipes import (
     load_harness_recipe,
 )
 from runner.images.registry import ClientRegistry, RegistryError
-from runner.images.shared import ImageSettings, _hash_json, _sha256_file
+from runner.images.shared import ImageSettings, hash_json, sha256_file
 from runner.images.staging import (
-    _debs_digest,
-    _debs_dir,
-    _empty_npm,
-    _npm_digest,
-    _npm_dir,
-    _Tree,
-    _wheel_dir,
+    StagedTree,
+    debs_digest,
+    debs_dir,
+    empty_npm,
+    npm_digest,
+    npm_dir,
+    wheel_dir,
 )
 from runner.images.tree import LOCK, RECIPE, image_dirs, shown, source_root
 
@@ -114,10 +114,10 @@ def _recipe_hash(name: str, root: Path, integrity: Integrity, seen: tuple[str, .
     if missing:
         raise ImageBuildError(f"{name}: build input {missing[0]} is missing (listed under 'files' in "
                               f"{shown(recipe.directory / RECIPE, root)})")
-    return _hash_json({
+    return hash_json({
         "lock": LOCK_VERSION,
-        "directory": {rel: _sha256_file(p) for rel, p in _recipe_dir_files(recipe.directory).items()},
-        "files": {rel: _sha256_file(root / rel) for rel in recipe.files},
+        "directory": {rel: sha256_file(p) for rel, p in recipe_dir_files(recipe.directory).items()},
+        "files": {rel: sha256_file(root / rel) for rel in recipe.files},
         "pins": [[p.kind, p.package, p.version, integrity.get((p.kind, p.package, p.version))]
                  for p in recipe_pins(name, root)],
         "base": f"{recipe.base}@recipe:{_recipe_hash(recipe.base, root, integrity, (*seen, name))}",
@@ -145,7 +145,7 @@ def expected_lock(root: Path, integrity: Integrity | None = None) -> dict[str, L
     for name in lock_names(root):
         rhash = recipe_hash(name, root, integrity)
         if not has_dockerfile(name, root):
-            entries[name] = LockEntry(name, "debian", rhash, suite=str(_base_recipe(root, name)["suite"]))
+            entries[name] = LockEntry(name, "debian", rhash, suite=base_suite(root, name))
             continue
         recipe = load_harness_recipe(name, root)
         pins = tuple(LockedPin(p.kind, p.package, p.version, integrity.get((p.kind, p.package, p.version)))
@@ -352,41 +352,41 @@ def current_keys(client: docker.DockerClient, harness: str, settings: ImageSetti
 def _keys_now(client: docker.DockerClient, recipe: HarnessRecipe, root: Path, integrity: Integrity,
               settings: ImageSettings) -> Keys:
     identity = _base_identity_now(client, recipe.base, root, integrity, settings)
-    wheels = _wheel_dir(recipe, settings)
-    stage = _npm_dir(recipe, settings)
-    digest = _npm_digest(stage)
-    npm = _Tree(stage / "npm-global", digest) if digest else None
+    wheels = wheel_dir(recipe, settings)
+    stage = npm_dir(recipe, settings)
+    digest = npm_digest(stage)
+    npm = StagedTree(stage / "npm-global", digest) if digest else None
     if not recipe.npm and is_layer(recipe.base, root):
-        npm = _empty_npm(settings)
+        npm = empty_npm(settings)
     debs = None
     if recipe.debian:
         debian_identity = _base_identity_now(client, debian_root(root, recipe.base)[0], root, integrity, settings)
-        debs_stage = _debs_dir(recipe, debian_identity, settings)
-        debs_digest = _debs_digest(debs_stage)
-        if debs_digest is None:
+        debs_stage = debs_dir(recipe, debian_identity, settings)
+        staged = debs_digest(debs_stage)
+        if staged is None:
             raise ImageMissing(f"the Debian packages of {recipe.harness} are not staged for its base here")
-        debs = _Tree(debs_stage / "debs", debs_digest)
-    plan = _context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm, debs,
+        debs = StagedTree(debs_stage / "debs", staged)
+    plan = context_plan(recipe, root, wheels if (wheels / ".complete").exists() else None, npm, debs,
                          certs=settings.ca_certs_dir)
     rhash = recipe_hash(recipe.harness, root, integrity)
-    return Keys(rhash, _build_key(plan, identity, recipe.build_args, rhash), _local_inputs(plan, identity))
+    return Keys(rhash, compute_build_key(plan, identity, recipe.build_args, rhash), local_inputs_of(plan, identity))
 
 
 def _base_identity_now(client: docker.DockerClient, name: str, root: Path, integrity: Integrity,
                        settings: ImageSettings) -> str:
     if is_layer(name, root):  # a layer built from a Dockerfile: its own build key, recursively
         keys = _keys_now(client, load_harness_recipe(name, root), root, integrity, settings)
-        return _layer_identity(name, keys.build_key)
-    ref = _pinned_ref(name, settings)
+        return layer_identity(name, keys.build_key)
+    ref = pinned_ref(name, settings)
     if ref:
         return ref
     bhash = base_recipe_hash(root, name)
-    found = _find_base(client, bhash)
+    found = find_base(client, bhash)
     tar = settings.cache_dir / "base" / f"{bhash}.tar"
     if found is not None:
         return "sha256:" + str(found.labels.get("runner.base.sha256", ""))
     if tar.exists():
-        return "sha256:" + _sha256_file(tar)
+        return "sha256:" + sha256_file(tar)
     raise ImageMissing(f"the base image {name!r} for recipe {bhash[:12]} is not built")
 
 

@@ -17,11 +17,10 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from runner.images.errors import ImageBuildError
 from runner.images.registry import Registry, RegistryError, newer_than, published
-from runner.images.shared import _load_json
+from runner.images.shared import load_json
 from runner.images.tree import RECIPE, image_dir, image_dirs
 
 _NPM_SPEC = re.compile(r"^(@?[^@\s]+)@([^@\s]+)$")
@@ -48,7 +47,7 @@ def parse_spec(kind: str, spec: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
-def _holds(data: dict[str, Any], where: Path) -> tuple[str | None, dict[str, str]]:
+def _holds(data: dict[str, object], where: Path) -> tuple[str | None, dict[str, str]]:
     hold = data.get("hold")
     if hold is None:
         return None, {}
@@ -62,11 +61,14 @@ def _holds(data: dict[str, Any], where: Path) -> tuple[str | None, dict[str, str
 def recipe_pins(image: str, root: Path) -> list[Pin]:
     """The pins image ``image``'s ``recipe.json`` writes, in its order (npm specs, then wheels)."""
     where = image_dir(image, root) / RECIPE
-    data = _load_json(where)
+    data = load_json(where)
     every, per = _holds(data, where)
     pins: list[Pin] = []
     for kind, field in (("npm", "npm"), ("pypi", "wheels")):
-        for spec in data.get(field, []) or []:
+        specs = data.get(field) or []
+        if not isinstance(specs, list):
+            raise ImageBuildError(f"{where}: {field!r} must be a list of exact pins, not {specs!r}")
+        for spec in specs:
             package, version = parse_spec(kind, str(spec))
             pins.append(Pin(image, kind, package, version, str(spec), per.get(package, every),
                             str(data["unavailable"]) if data.get("unavailable") else None))
@@ -177,7 +179,7 @@ def rewrite_pin(change: Change, root: Path) -> list[Path]:
     if text.count(old) != 1:
         raise ImageBuildError(f"{recipe}: cannot find {old} exactly once to rewrite it")
     recipe.write_text(text.replace(old, new))
-    _load_json(recipe)  # still a recipe
+    load_json(recipe)  # still a recipe
     written = [recipe]
     readme = root / "README.md"
     if readme.is_file():

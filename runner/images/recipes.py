@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.images.errors import ImageBuildError, ImageMissing
-from runner.images.shared import DEFAULT_BASE, _load_json
+from runner.images.shared import DEFAULT_BASE, load_json
 from runner.images.tree import RECIPE, find_image_dir, image_dirs, shown
 
 NPM_BEFORE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -43,7 +43,7 @@ class HarnessRecipe:
 
 def is_layer_dir(directory: Path) -> bool:
     """A base built from a Dockerfile (``"kind": "base"`` in its recipe), like ``base-cli``."""
-    return _is_harness_dir(directory) and _load_json(directory / RECIPE).get("kind") == "base"
+    return _is_harness_dir(directory) and load_json(directory / RECIPE).get("kind") == "base"
 
 
 def _is_harness_dir(directory: Path) -> bool:
@@ -69,7 +69,7 @@ def load_harness_recipe(harness: str, root: Path) -> HarnessRecipe:
         where = f"{shown(directory, root)}/Dockerfile is missing" if directory else "no image folder of that name"
         raise ImageMissing(f"no image recipe for harness {harness!r}: {where}")
     at = shown(directory / RECIPE, root)
-    data = _load_json(directory / RECIPE)
+    data = load_json(directory / RECIPE)
     unavailable = data.get("unavailable")
     if data.get("kind", "harness") not in ("harness", "base"):
         raise ImageBuildError(f'{at}: \'kind\' must be "harness" (the default) or "base"')
@@ -82,23 +82,37 @@ def load_harness_recipe(harness: str, root: Path) -> HarnessRecipe:
                               f"(no versions: they come from the base's suite), not {debian!r}")
     if npm_before is not None and not (isinstance(npm_before, str) and NPM_BEFORE.match(npm_before)):
         raise ImageBuildError(f"{at}: 'npm_before' must be a UTC time like 2026-08-25T00:00:00Z")
+    build_args = data.get("build_args", {})
+    if not isinstance(build_args, dict):
+        raise ImageBuildError(f"{at}: 'build_args' must be an object of names and values")
+    cli_package = data.get("cli_package")
     return HarnessRecipe(
         harness=harness,
         directory=directory,
-        wheels=tuple(data.get("wheels", [])),
+        wheels=_strings(data, "wheels", at),
         wheel_python=str(data.get("wheel_python", "3.11")),
-        wheel_platforms=tuple(data.get("wheel_platforms", ["manylinux_2_17_x86_64", "manylinux2014_x86_64"])),
-        npm=tuple(str(p) for p in data.get("npm", [])),
-        files=tuple(data.get("files", [])),
-        build_args={str(k): str(v) for k, v in data.get("build_args", {}).items()},
-        version_command=tuple(data.get("version_command", [])),
-        cli_package=data.get("cli_package"),
+        wheel_platforms=_strings(data, "wheel_platforms", at, ("manylinux_2_17_x86_64", "manylinux2014_x86_64")),
+        npm=_strings(data, "npm", at),
+        files=_strings(data, "files", at),
+        build_args={str(k): str(v) for k, v in build_args.items()},
+        version_command=_strings(data, "version_command", at),
+        cli_package=None if cli_package is None else str(cli_package),
         base=str(data.get("base", DEFAULT_BASE)),
-        unavailable=unavailable.strip() if unavailable else None,
-        npm_before=npm_before,
+        unavailable=unavailable.strip() if isinstance(unavailable, str) and unavailable else None,
+        npm_before=npm_before if isinstance(npm_before, str) else None,
         kind=str(data.get("kind", "harness")),
-        debian=tuple(debian),
+        debian=tuple(str(p) for p in debian),
     )
+
+
+def _strings(data: dict[str, object], key: str, at: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """A recipe field that is a list of strings (:class:`ImageBuildError` naming the file and field otherwise)."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ImageBuildError(f"{at}: {key!r} must be a list of strings, not {value!r}")
+    return tuple(value)
 
 
 def _harness_dirs(root: Path) -> list[Path]:
@@ -108,10 +122,10 @@ def _harness_dirs(root: Path) -> list[Path]:
 def buildable_harnesses(root: Path) -> list[str]:
     """Every harness image (an image folder with a Dockerfile and a recipe.json) that can be built here: bases (no
     Dockerfile, or ``"kind": "base"``) and recipes marked ``unavailable`` are left out."""
-    return [d.name for d in _harness_dirs(root) if not _load_json(d / RECIPE).get("unavailable")]
+    return [d.name for d in _harness_dirs(root) if not load_json(d / RECIPE).get("unavailable")]
 
 
 def unavailable_images(root: Path) -> dict[str, str]:
     """Harness images whose recipe says they cannot be built here: {harness: reason}."""
-    reasons = {d.name: _load_json(d / RECIPE).get("unavailable") for d in _harness_dirs(root)}
+    reasons = {d.name: load_json(d / RECIPE).get("unavailable") for d in _harness_dirs(root)}
     return {name: str(reason) for name, reason in reasons.items() if reason}

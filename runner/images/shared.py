@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from docker.models.images import Image
 
@@ -27,7 +26,7 @@ __all__ = ["CERTS_DIR", "CERTS_ENV", "DEFAULT_BASE", "ImageSettings", "Progress"
 
 
 @contextmanager
-def _exclusive(cache: Path, name: str) -> Iterator[None]:
+def exclusive(cache: Path, name: str) -> Iterator[None]:
     """Serialise a cold step (bootstrap, download, build, lock update) across processes; warm paths skip it."""
     path = cache / "locks" / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -39,11 +38,11 @@ def _exclusive(cache: Path, name: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _stderr(line: str) -> None:
+def to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -51,11 +50,12 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _hash_json(obj: object) -> str:
+def hash_json(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> dict[str, object]:
+    """A recipe's JSON object (:class:`ImageBuildError` naming the file when it is not one)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -65,7 +65,7 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _id(image: Image) -> str:
+def image_id_of(image: Image) -> str:
     if not image.id:
         raise ImageMissing(f"the engine returned an image without an id: {image!r}")
     return image.id

@@ -22,23 +22,23 @@ from pathlib import Path
 
 from runner.images.errors import ImageBuildError
 from runner.images.recipes import HarnessRecipe
-from runner.images.shared import ImageSettings, Progress, _exclusive, _hash_json, _sha256_file
+from runner.images.shared import ImageSettings, Progress, exclusive, hash_json, sha256_file
 
-_NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
+NPM_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages are not reused
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _wheel_dir(recipe: HarnessRecipe, settings: ImageSettings) -> Path:
-    key = _hash_json([list(recipe.wheels), recipe.wheel_python, list(recipe.wheel_platforms)])
+def wheel_dir(recipe: HarnessRecipe, settings: ImageSettings) -> Path:
+    key = hash_json([list(recipe.wheels), recipe.wheel_python, list(recipe.wheel_platforms)])
     return settings.cache_dir / "wheels" / key[:24]
 
 
-def _stage_wheels(recipe: HarnessRecipe, say: Progress, settings: ImageSettings) -> Path:
+def stage_wheels(recipe: HarnessRecipe, say: Progress, settings: ImageSettings) -> Path:
     """Download the wheels once per requirement set (for the image's Python ABI); later calls reuse them."""
-    target = _wheel_dir(recipe, settings)
+    target = wheel_dir(recipe, settings)
     if (target / ".complete").exists():
         return target
-    with _exclusive(settings.cache_dir, f"wheels-{target.name}"):
+    with exclusive(settings.cache_dir, f"wheels-{target.name}"):
         if not (target / ".complete").exists():
             _download_wheels(recipe, target, say)
     return target
@@ -75,22 +75,22 @@ def _download_wheels(recipe: HarnessRecipe, target: Path, say: Progress) -> None
 
 
 @dataclass(frozen=True)
-class _Tree:
+class StagedTree:
     """A staged directory that goes into the build context as is (symlinks kept), hashed by its recorded digest."""
 
     path: Path
     digest: str
 
 
-def _npm_dir(recipe: HarnessRecipe, settings: ImageSettings) -> Path:
-    spec: dict[str, object] = {"format": _NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)}
+def npm_dir(recipe: HarnessRecipe, settings: ImageSettings) -> Path:
+    spec: dict[str, object] = {"format": NPM_STAGE_FORMAT, "packages": sorted(recipe.npm)}
     if recipe.npm_before:  # part of the key only when set: every other image keeps its stage
         spec["before"] = recipe.npm_before
-    key = _hash_json(spec)
+    key = hash_json(spec)
     return settings.cache_dir / "npm" / key[:24]
 
 
-def _npm_digest(stage: Path) -> str | None:
+def npm_digest(stage: Path) -> str | None:
     """The digest recorded when ``stage`` was completed, or None if it is not (fully) staged."""
     try:
         digest = (stage / ".complete").read_text().strip()
@@ -99,14 +99,14 @@ def _npm_digest(stage: Path) -> str | None:
     return digest if _HEX64.match(digest) and (stage / "npm-global").is_dir() else None
 
 
-def _stage_npm(recipe: HarnessRecipe, say: Progress, settings: ImageSettings) -> _Tree:
+def stage_npm(recipe: HarnessRecipe, say: Progress, settings: ImageSettings) -> StagedTree:
     """Install the recipe's npm packages on the host once per package list; later calls only read the digest."""
-    stage = _npm_dir(recipe, settings)
-    digest = _npm_digest(stage)
+    stage = npm_dir(recipe, settings)
+    digest = npm_digest(stage)
     if digest is None:
-        with _exclusive(settings.cache_dir, f"npm-{stage.name}"):
-            digest = _npm_digest(stage) or _install_npm(recipe, stage, say, settings.environ)
-    return _Tree(stage / "npm-global", digest)
+        with exclusive(settings.cache_dir, f"npm-{stage.name}"):
+            digest = npm_digest(stage) or _install_npm(recipe, stage, say, settings.environ)
+    return StagedTree(stage / "npm-global", digest)
 
 
 def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress, environ: Mapping[str, str]) -> str:
@@ -149,7 +149,7 @@ def _install_npm(recipe: HarnessRecipe, stage: Path, say: Progress, environ: Map
     if not inventory["packages"]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ImageBuildError(f"npm install for {recipe.harness} installed nothing under {prefix}")
-    digest = _hash_json(inventory)
+    digest = hash_json(inventory)
     (tmp / "npm.log").write_text(proc.stdout + proc.stderr)
     (tmp / "installed.json").write_text(
         json.dumps({"requested": list(recipe.npm), "digest": digest, **inventory}, indent=1) + "\n"
@@ -188,16 +188,16 @@ def _npm_inventory(prefix: Path) -> dict[str, list[list[str]]]:
         scan(prefix / "lib" / "node_modules")
     for entry in sorted((prefix / "bin").iterdir()) if (prefix / "bin").is_dir() else []:
         rel = entry.relative_to(prefix).as_posix()
-        links.append([rel, os.readlink(entry) if entry.is_symlink() else "sha256:" + _sha256_file(entry)])
+        links.append([rel, os.readlink(entry) if entry.is_symlink() else "sha256:" + sha256_file(entry)])
     return {"packages": packages, "links": links}
 
 
-def _empty_npm(settings: ImageSettings) -> _Tree:
+def empty_npm(settings: ImageSettings) -> StagedTree:
     """An empty npm prefix: what an image that installs nothing from npm gives the ``ONBUILD COPY npm-global/`` of
     the layer it stands on (base-cli). Only such an image gets it, so no other image's context moves."""
     path = settings.cache_dir / "npm" / "empty" / "npm-global"
     path.mkdir(parents=True, exist_ok=True)
-    return _Tree(path, _hash_json({"packages": [], "links": []}))
+    return StagedTree(path, hash_json({"packages": [], "links": []}))
 
 
 # ------------------------------------------------------------------------------------------- Debian packages
@@ -206,7 +206,7 @@ _DEBS_STAGE_FORMAT = 1  # bump when the staging procedure changes, so old stages
 DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")  # mmdebstrap's too (debian-archive-keyring)
 
 
-def _debs_dir(recipe: HarnessRecipe, debian_identity: str, settings: ImageSettings) -> Path:
+def debs_dir(recipe: HarnessRecipe, debian_identity: str, settings: ImageSettings) -> Path:
     """Where the .debs of ``recipe`` are staged, per Debian base: ``debian_identity`` is the local identity of the
     mmdebstrap base at the root of its chain (its tarball's digest; another base, or the same one bootstrapped again,
     is another set of packages to add). The layers between (base-cli, base-node22) install no Debian package, so
@@ -214,10 +214,10 @@ def _debs_dir(recipe: HarnessRecipe, debian_identity: str, settings: ImageSettin
     never build a wrong image. Not the layer's build key: that moves with the host's CA certificates, which change
     no package."""
     spec = {"format": _DEBS_STAGE_FORMAT, "packages": sorted(recipe.debian), "base": debian_identity}
-    return settings.cache_dir / "debs" / _hash_json(spec)[:24]
+    return settings.cache_dir / "debs" / hash_json(spec)[:24]
 
 
-def _debs_digest(stage: Path) -> str | None:
+def debs_digest(stage: Path) -> str | None:
     """The digest recorded when ``stage`` was completed, or None if it is not (fully) staged."""
     try:
         digest = (stage / ".complete").read_text().strip()
@@ -226,19 +226,19 @@ def _debs_digest(stage: Path) -> str | None:
     return digest if _HEX64.match(digest) and (stage / "debs").is_dir() else None
 
 
-def _stage_debs(
+def stage_debs(
     recipe: HarnessRecipe, debian_identity: str, debian: dict[str, object], status: Callable[[], bytes],
     say: Progress, settings: ImageSettings,
-) -> _Tree:
+) -> StagedTree:
     """Download the recipe's Debian packages once per Debian base: ``debian`` is the recipe of the mmdebstrap base
     at the root of the image's chain (its suite, sources and architecture) and ``debian_identity`` its local
     identity, ``status`` reads the image's base's ``/var/lib/dpkg/status`` (only when they are not staged yet)."""
-    stage = _debs_dir(recipe, debian_identity, settings)
-    digest = _debs_digest(stage)
+    stage = debs_dir(recipe, debian_identity, settings)
+    digest = debs_digest(stage)
     if digest is None:
-        with _exclusive(settings.cache_dir, f"debs-{stage.name}"):
-            digest = _debs_digest(stage) or _download_debs(recipe, stage, debian, status(), say)
-    return _Tree(stage / "debs", digest)
+        with exclusive(settings.cache_dir, f"debs-{stage.name}"):
+            digest = debs_digest(stage) or _download_debs(recipe, stage, debian, status(), say)
+    return StagedTree(stage / "debs", digest)
 
 
 def _download_debs(
@@ -289,12 +289,12 @@ def _download_debs(
     debs.mkdir()
     for deb in sorted((apt / "archives").glob("*.deb")):
         os.replace(deb, debs / deb.name)
-    inventory = [[deb.name, _sha256_file(deb)] for deb in sorted(debs.iterdir())]
+    inventory = [[deb.name, sha256_file(deb)] for deb in sorted(debs.iterdir())]
     if not inventory:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ImageBuildError(f"apt-get downloaded nothing for {recipe.harness}: the base already has "
                               f"{' '.join(recipe.debian)}; drop 'debian' from {recipe.directory / 'recipe.json'}")
-    digest = _hash_json({"format": _DEBS_STAGE_FORMAT, "debs": inventory})
+    digest = hash_json({"format": _DEBS_STAGE_FORMAT, "debs": inventory})
     (tmp / "apt.log").write_text("\n".join(log))
     (tmp / "installed.json").write_text(
         json.dumps({"requested": list(recipe.debian), "suite": suite, "digest": digest, "debs": inventory}, indent=1)

@@ -102,9 +102,9 @@ def _group(number: int, group: Group, cells: list[dict[str, object]], where: dic
     for cell_id in sorted(group.series):
         first = group.series[cell_id][0]
         rows.setdefault(f"{first.cell.case}.{first.cell.condition}", first)
-    from runner.matrix.report import _suite_order
+    from runner.matrix.report import suite_order
 
-    ordered = sorted(rows, key=lambda r: _suite_order((rows[r].cell.case, rows[r].cell.condition)))
+    ordered = sorted(rows, key=lambda r: suite_order((rows[r].cell.case, rows[r].cell.condition)))
     by_place = {(runs[0].cell.case + "." + runs[0].cell.condition, runs[0].cell.column): runs
                 for runs in group.series.values()}
     unavailable = _unavailable(group, columns)

@@ -131,7 +131,7 @@ def _group(group: Group, every_run: bool) -> KeptApart:
         world_set_hash=worlds if isinstance(worlds, str) else None,
         columns=tuple(ManifestColumn(id=col, prompt_set_hash=_prompt_set(firsts, col))
                       for col in sorted({c.cell.column for c in runs})),
-        rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=_suite_order)),
+        rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=suite_order)),
     )
 
 
@@ -150,7 +150,7 @@ def _trial(number: int, run: CellResult) -> Run:
                infrastructure_error=run.infrastructure_error)
 
 
-def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
+def suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
     """Rows in the case set's own order (upstream's suite order), unknown ones last."""
     from runner.conformance.cases import CASES
 

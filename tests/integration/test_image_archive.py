@@ -33,7 +33,7 @@ from runner.images import (
     load_images,
     save_images,
 )
-from runner.images.staging import _npm_dir
+from runner.images.staging import npm_dir
 from runner.images.tree import image_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -76,7 +76,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, codex_image: ImageRecord) -> 
     (cache / "base").mkdir()
     os.link(real_tar, cache / "base" / f"{base_recipe_hash(dest, 'base-node')}.tar")
     # the same key under either cache
-    stage = _npm_dir(load_harness_recipe(HARNESS, dest), ImageSettings(cache_dir=real_cache))
+    stage = npm_dir(load_harness_recipe(HARNESS, dest), ImageSettings(cache_dir=real_cache))
     real_stage = real_cache / stage.relative_to(stage.parents[1])
     if not (real_stage / ".complete").is_file():
         pytest.fail(f"the npm stage {real_stage} is not cached though the codex image was just looked up")

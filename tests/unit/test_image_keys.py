@@ -31,7 +31,7 @@ from runner.images import (
 )
 from runner.images.lock import locked_integrity
 from runner.images.recipes import has_dockerfile
-from runner.images.staging import _npm_dir, _wheel_dir
+from runner.images.staging import npm_dir, wheel_dir
 from runner.images.tree import bases_dir, image_dir
 from tests.support import copy_image_recipes, stage_debs
 
@@ -156,12 +156,12 @@ def _stage(repo: Path, cache: Path) -> None:
     tar.parent.mkdir(parents=True)
     tar.write_bytes(b"not really a root filesystem")
     for harness in [*VENDORS, *LAYERS]:
-        stage = _npm_dir(load_harness_recipe(harness, repo), _settings(repo))
+        stage = npm_dir(load_harness_recipe(harness, repo), _settings(repo))
         (stage / "npm-global").mkdir(parents=True, exist_ok=True)  # vibe's (no npm) is the same as an empty list's
         (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
         recipe = load_harness_recipe(harness, repo)
         if recipe.wheels:  # vibe: a Python program
-            wheels = _wheel_dir(recipe, _settings(repo))
+            wheels = wheel_dir(recipe, _settings(repo))
             wheels.mkdir(parents=True)
             (wheels / "a-1.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")

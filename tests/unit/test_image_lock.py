@@ -39,7 +39,7 @@ from runner.images.build import _find_built
 from runner.images.lock import local_findings, locked_integrity, write_build
 from runner.images.pins import Change, Pin, rewrite_pin
 from runner.images.recipes import HarnessRecipe
-from runner.images.staging import _npm_dir, _wheel_dir
+from runner.images.staging import npm_dir, wheel_dir
 from runner.images.tree import bases_dir, image_dir, image_dirs
 from tests.support import copy_image_recipes, stage_debs
 
@@ -105,11 +105,11 @@ def _stage(repo: Path, cache: Path) -> None:
     for harness in [*buildable_harnesses(repo), *LAYERS]:
         recipe = load_harness_recipe(harness, repo)
         if recipe.npm:
-            stage = _npm_dir(recipe, _settings(repo))
+            stage = npm_dir(recipe, _settings(repo))
             (stage / "npm-global").mkdir(parents=True, exist_ok=True)
             (stage / ".complete").write_text(f"{abs(hash(harness)):064x}\n")
         if recipe.wheels:
-            wheels = _wheel_dir(recipe, _settings(repo))
+            wheels = wheel_dir(recipe, _settings(repo))
             wheels.mkdir(parents=True, exist_ok=True)
             (wheels / "mcp-2.3.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")

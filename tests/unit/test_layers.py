@@ -162,3 +162,43 @@ def test_the_core_takes_only_the_pure_side_of_the_intake(module: str) -> None:
     """The core does no I/O: of the intake it may use the byte side (payload), never the file side."""
     taken = {m for m in imports(modules()[module]) if m.startswith("runner.intake.") and m in modules()}
     assert taken <= {"runner.intake.payload"}, f"{module} imports {sorted(taken)}: the core takes only the payload"
+
+
+# A module's private names (``_name``) are its own: another module of runner imports only what a module offers
+# publicly, by ``from runner.x import _name`` or through the module (``import runner.x as m; m._name``).
+def private_names_taken(module: str, path: Path) -> set[str]:
+    """The private names ``module`` takes from other runner modules."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    known = modules()
+    aliases: dict[str, str] = {}  # a local name bound to a runner module -> that module
+    taken: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("runner"):
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in known:
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                elif alias.name.startswith("_") and node.module != module:
+                    taken.add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("runner") and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__") and aliases[node.value.id] != module):
+            taken.add(f"{aliases[node.value.id]}.{node.attr}")
+    return {name for name in taken if not name.rsplit(".", 1)[1].startswith("__")}
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_no_module_takes_another_modules_private_names(module: str) -> None:
+    taken = private_names_taken(module, modules()[module])
+    assert not taken, f"{module} imports private names of other modules: {sorted(taken)} (make what it needs public)"
+
+
+def test_the_private_name_rule_sees_both_ways_of_taking_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from runner.images.shared import _hidden, shown\nimport runner.images.lock as lock\n"
+                      "lock._secret()\nfrom runner.images import lock as again\nagain._other\nlock.__name__\n")
+    assert private_names_taken("runner.sample", sample) == {
+        "runner.images.shared._hidden", "runner.images.lock._secret", "runner.images.lock._other"}
