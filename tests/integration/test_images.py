@@ -61,7 +61,7 @@ def _copy_recipes(dest: Path, *, with_client: bool = True) -> Path:
         folder = image_dir(name, REPO)
         shutil.copytree(folder, dest / folder.relative_to(REPO), ignore=shutil.ignore_patterns("lock.json"))
     if with_client:
-        (dest / CLIENT).parent.mkdir(parents=True)
+        (dest / CLIENT).parent.mkdir(parents=True, exist_ok=True)
         if (REPO / CLIENT).is_file():
             shutil.copyfile(REPO / CLIENT, dest / CLIENT)
         else:  # the real client is written elsewhere; a placeholder is enough to build the image
