@@ -131,7 +131,7 @@ class Profile(_Strict):
     @field_validator("interpreter")
     @classmethod
     def _interpreter(cls, value: str) -> str:
-        # the registry of columns (every package's VENDOR), imported by the profiles' loader only
+        # the registry of columns (every package's HARNESS), imported by the profiles' loader only
         from runner.harnesses.interpreters import INTERPRETERS
 
         if value not in INTERPRETERS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import docker
 import pytest
 
-from runner.harnesses.interpreters import VENDORS
+from runner.harnesses.interpreters import PACKAGES
 from runner.harnesses.profile import find_profile, known_harnesses
 from runner.images import ImageRecord, ImageSettings, ensure_image
 
@@ -14,7 +14,7 @@ RUNNABLE_COLUMNS = [h for h in known_harnesses() if not find_profile(h).unavaila
 # of those, the ones that run a CLI of its vendor: read by an interpreter a harness package provides (not runner's
 # own jsonl frames, which the reference client and the model loop print)
 CLI_HARNESSES = [h for h in RUNNABLE_COLUMNS
-                 if find_profile(h).interpreter in {name for p in VENDORS.values() for name in p.interpreters}]
+                 if find_profile(h).interpreter in {name for p in PACKAGES.values() for name in p.interpreters}]
 
 
 @pytest.fixture(scope="module", params=RUNNABLE_COLUMNS)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runner.core.outcomes import Complete, Fail, RuntimeOutcome
-from runner.harnesses.interpreters import INTERPRETERS, VENDORS, get_interpreter
+from runner.harnesses.interpreters import INTERPRETERS, PACKAGES, get_interpreter
 from runner.harnesses.stream import Completed, Failed, LineSplitter, McpStartup, Message, StreamReader, harness_outcome
 
 Frame = dict[str, Any]
@@ -40,7 +40,7 @@ def failure(result: RuntimeOutcome) -> tuple[str, str, bool | None]:
 
 
 def test_every_packages_interpreter_is_registered_next_to_the_generic_ones() -> None:
-    provided = {name for package in VENDORS.values() for name in package.interpreters}
+    provided = {name for package in PACKAGES.values() for name in package.interpreters}
     assert provided and set(INTERPRETERS) == {"jsonl", "exit-code", *provided}
 
 

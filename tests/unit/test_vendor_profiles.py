@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from runner.harnesses.interpreters import INTERPRETERS
-from runner.harnesses.interpreters import VENDORS as PACKAGES
+from runner.harnesses.interpreters import INTERPRETERS, PACKAGES
 from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shipped_profile, shipped_profiles
 from runner.images.tree import INSTALLED_ROOT, image_dir, image_dirs
 

@@ -3,6 +3,6 @@
 Profile: ``auggie.yaml``. Why it is unavailable, and what was measured: ``README.md``.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor()  # nothing of its own: the column is unavailable and the generic ``exit-code`` interpreter stands in
+HARNESS = HarnessPackage()  # nothing of its own: unavailable here, the generic ``exit-code`` interpreter stands in

@@ -5,8 +5,8 @@ carries, how Claude Code reacts when the model API fails): ``README.md``.
 """
 
 from runner.harnesses.claude_code.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"claude-code": interpret})
+HARNESS = HarnessPackage(interpreters={"claude-code": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

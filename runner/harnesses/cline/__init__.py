@@ -5,8 +5,8 @@ MCP, tool names, a failing model API, turn time): ``README.md``.
 """
 
 from runner.harnesses.cline.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"cline": interpret})
+HARNESS = HarnessPackage(interpreters={"cline": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -5,8 +5,8 @@ how Codex reacts when the model API fails): ``README.md``.
 """
 
 from runner.harnesses.codex.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"codex": interpret})
+HARNESS = HarnessPackage(interpreters={"codex": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

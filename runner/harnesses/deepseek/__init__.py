@@ -7,8 +7,8 @@ session log, tool names, model requests, the noexec /tmp, how dsh reacts when th
 
 from runner.harnesses.deepseek.interpreter import interpret
 from runner.harnesses.deepseek.session import read_session
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session})
+HARNESS = HarnessPackage(interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session})
 
-__all__ = ["VENDOR", "interpret", "read_session"]
+__all__ = ["HARNESS", "interpret", "read_session"]

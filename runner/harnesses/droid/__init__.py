@@ -6,8 +6,8 @@ retries, stream, files, timing): ``README.md``.
 """
 
 from runner.harnesses.droid.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"droid": interpret})
+HARNESS = HarnessPackage(interpreters={"droid": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

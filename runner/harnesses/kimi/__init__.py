@@ -5,8 +5,8 @@ retries, stream, files, timing): ``README.md``.
 """
 
 from runner.harnesses.kimi.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"kimi": interpret})
+HARNESS = HarnessPackage(interpreters={"kimi": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

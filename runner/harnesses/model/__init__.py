@@ -10,6 +10,6 @@ runner's ``jsonl`` frames. Its stdout is read by the generic ``jsonl`` interpret
 The column: ``README.md``.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor()  # nothing of its own: its agent prints runner's ``jsonl`` frames
+HARNESS = HarnessPackage()  # nothing of its own: its agent prints runner's ``jsonl`` frames

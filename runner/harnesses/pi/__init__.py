@@ -7,9 +7,9 @@ the ask through a script, direct exposure, the frames each version adds, SIGTERM
 column): ``README.md``.
 """
 
+from runner.harnesses.package import HarnessPackage
 from runner.harnesses.pi.interpreter import interpret
-from runner.harnesses.vendor import Vendor
 
-VENDOR = Vendor(interpreters={"pi": interpret})
+HARNESS = HarnessPackage(interpreters={"pi": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

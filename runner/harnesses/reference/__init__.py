@@ -11,6 +11,6 @@ JSON Lines frames on stdout; diagnostics go to stderr.
 The column: `README.md`.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor()  # nothing of its own: its client prints runner's ``jsonl`` frames
+HARNESS = HarnessPackage()  # nothing of its own: its client prints runner's ``jsonl`` frames

@@ -4,9 +4,9 @@ Python 3.13 in its image's own layer).
 Profile: ``vibe.yaml``. What was measured: ``README.md``.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 from runner.harnesses.vibe.interpreter import interpret
 
-VENDOR = Vendor(interpreters={"vibe": interpret})
+HARNESS = HarnessPackage(interpreters={"vibe": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

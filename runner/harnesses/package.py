@@ -1,10 +1,10 @@
-"""What one column's package gives the runner: one :class:`Vendor` record, its module-level ``VENDOR``.
+"""What one harness's package gives the runner: one :class:`HarnessPackage` record, its module-level ``HARNESS``.
 
-A column is its profile (``harness_profiles/<id>.yaml``), its package here (``runner/harnesses/<package>/``) and its
-image recipe (``images/<id>/``); nothing else in ``runner/`` names it. Each package under ``runner/harnesses`` sets
-``VENDOR`` in its ``__init__``, and :mod:`runner.harnesses.interpreters` finds them all by iterating the packages, so
-a new column adds no line anywhere else. A profile names what it uses from here (``interpreter: <name>``), and is
-refused at load when that name is in no package.
+A harness is one folder, ``runner/harnesses/<package>/`` (its id with ``-`` as ``_``): this package, its profile(s)
+beside it (``<id>.yaml``), its image folder(s) (``images/<image>/``) and its evidence (``README.md``); nothing else in
+``runner/`` names it. Each package sets ``HARNESS`` in its ``__init__``, and :mod:`runner.harnesses.interpreters`
+finds them all by iterating the packages, so a new harness adds no line anywhere else. A profile names what it uses
+from here (``interpreter: <name>``), and is refused at load when that name is in no package.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from runner.harnesses.stream import Interpreter, SessionReader
 
 
 @dataclass(frozen=True)
-class Vendor:
+class HarnessPackage:
     """The stream interpreters a package provides, by the name a profile's ``interpreter:`` gives, and the session
     readers of those interpreters whose CLI keeps its turn's events in a log read after it exits (a quirk: dsh)."""
 
