@@ -50,11 +50,11 @@ async def measure(
     import anyio.to_thread
 
     from runner.bench.cell import measure_cell
+    from runner.bench.gvisor import measure_runtime
     from runner.bench.images import measure_images
     from runner.bench.matrix import measure_flood, measure_matrix
     from runner.bench.phases import measure_phases
     from runner.bench.roundtrip import measure_mcp
-    from runner.bench.runtime import measure_runtime
     from runner.bench.startup import measure_startup
 
     figures: list[Figure] = []

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from runner.engine import EngineClient
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
-    from runner.turn.runtime import TurnReport
+    from runner.turn.run_turn import TurnReport
 
 Trial = tuple["CellResult", "TurnReport | None"]
 

@@ -32,7 +32,7 @@ import anyio.to_thread
 
 import runner
 from runner.conformance.judge import grade_cell, grade_turns, not_run_cell
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.timeline import iso_utc
 from runner.core.world import build_world
 from runner.matrix.artifact import write_cell
@@ -53,7 +53,7 @@ from runner.matrix.result import (
     TurnSummary,
 )
 from runner.turn.prepare import turn_execution_id
-from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
@@ -104,7 +104,7 @@ def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> Ce
     cell = plan.cell
     world = build_world(cell.condition.world)
     execution_id = turn_execution_id(cell.case, cell.condition, cell.profile.id)
-    envelope = Envelope(world, execution_id, RuntimeInfo(f"runner.{cell.profile.id}.mcp", runner.__version__),
+    envelope = Envelope(world, execution_id, ServerIdentity(f"runner.{cell.profile.id}.mcp", runner.__version__),
                         clock=world.clock)
     assert envelope.refusal is not None, f"{cell.id}: planned as refused at admission, but the world admitted it"
     record = envelope.record(envelope.refusal)

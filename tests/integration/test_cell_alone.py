@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 import pytest
 
-import runner.turn.runtime as runtime
+import runner.turn.run_turn as turn_module
 from runner.engine import EngineClient
 from runner.harnesses.profile import find_profile
 from runner.images import ImageRecord
@@ -163,14 +163,14 @@ def test_in_process_a_full_disk_and_a_flaky_cli_each_fail_alone_and_every_attemp
     options = CellOptions(host=Host.from_environ(os.environ), run_id=f"cell-alone-{secrets.token_hex(3)}")
     plans = plan_cells(cells("reference", "escalation,hidden-tool,read-to-mutation"), options)
     full, flaky = "hidden-tool.baseline.reference", "escalation.baseline.reference"
-    write_artifacts = runtime._write_artifacts
+    write_artifacts = turn_module._write_artifacts
 
     def full_disk(out: Path, *args: Any) -> dict[str, str]:
         if out.name == full:
             raise OSError(errno.ENOSPC, "No space left on device")
         return write_artifacts(out, *args)
 
-    monkeypatch.setattr(runtime, "_write_artifacts", full_disk)
+    monkeypatch.setattr(turn_module, "_write_artifacts", full_disk)
     no_session = find_profile("reference").model_copy(
         update={"argv": ["/bin/sh", "-c", "echo flaky-first-attempt; cat >/dev/null"]})
     calls: Counter[str] = Counter()

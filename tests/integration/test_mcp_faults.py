@@ -36,7 +36,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, MCPError
 
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, JsonValue, ToolCall, ToolResult
 from runner.core.world import build_world
@@ -112,7 +112,7 @@ class Turn:
         return [data for k, data in self.events if k == kind]
 
     def settle(self) -> dict[str, Any]:
-        """Settle as a turn does (``runner.turn.runtime``): the latch, then the envelope; the record."""
+        """Settle as a turn does (``runner.turn.run_turn``): the latch, then the envelope; the record."""
         outcome = self.latch.settle(Complete("done"), {"harness": "pytest"})
         return self.env.record(self.env.settle(outcome))
 
@@ -129,7 +129,7 @@ async def served(
     events: list[tuple[str, dict[str, Any]]] = []
     if held_until_connection is not None:
         gate = until_connection(events, held_until_connection)
-    env = Envelope(build_world(), "exec-faults", RuntimeInfo("runner.faults.mcp", "0.1.0"))
+    env = Envelope(build_world(), "exec-faults", ServerIdentity("runner.faults.mcp", "0.1.0"))
     host = SlowHost(env, hold, on_start, gate)
     latch = EscalationLatch(host, env.catalogue.names)
     async with serve_mcp(

@@ -137,7 +137,7 @@ def test_the_exec_summary_in_a_pipe_pads_no_line(capsys: pytest.CaptureFixture[s
     from runner.sandbox.interface import Transport
     from runner.turn.drive import Drive
     from runner.turn.model_choice import ModelChoice
-    from runner.turn.runtime import TurnReport, TurnRequest
+    from runner.turn.run_turn import TurnReport, TurnRequest
 
     reason = "a human must approve this: " + LONG
     tail = ["short line", "a line the CLI ended in spaces   ", "long " + LONG]

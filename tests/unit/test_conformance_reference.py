@@ -19,7 +19,7 @@ from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import CASES, Case, Condition, get_case, rows
 from runner.conformance.columns import REFERENCE_COLUMN, Column, limits_for
 from runner.conformance.judge import Grade, GradedCell, grade_cell, grade_turns, strict_failures
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, Fail, ProtocolError, RuntimeOutcome, ToolCall
 from runner.core.vocabulary import Code
@@ -32,7 +32,7 @@ async def _play_turn(
     case: Case, condition: Condition, column: Column, behaviour: Behaviour, latched: bool, world: World, turn: int
 ) -> dict[str, Any]:
     suffix = f".turn-{turn}" if case.turns > 1 else ""
-    envelope = Envelope(world, f"{case.id}.{condition.id}.{column.id}{suffix}", RuntimeInfo("runner.test.mcp", "0"))
+    envelope = Envelope(world, f"{case.id}.{condition.id}.{column.id}{suffix}", ServerIdentity("runner.test.mcp", "0"))
     if envelope.refusal is not None:  # refused at admission: no runtime is started
         return envelope.record(envelope.refusal)
     latch = EscalationLatch(envelope, envelope.catalogue.names)

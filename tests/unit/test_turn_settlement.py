@@ -40,7 +40,7 @@ from runner.sandbox.interface import (
     Transport,
 )
 from runner.turn.model_choice import ModelChoice
-from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 from runner.turn.settings import TurnSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

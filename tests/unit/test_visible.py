@@ -230,7 +230,7 @@ def test_the_exec_summary_shows_every_text_a_cli_controls(
     from runner.sandbox.interface import Transport
     from runner.turn.drive import Drive
     from runner.turn.model_choice import ModelChoice
-    from runner.turn.runtime import TurnReport, TurnRequest
+    from runner.turn.run_turn import TurnReport, TurnRequest
 
     monkeypatch.setattr(render, "is_terminal", lambda stderr=False: terminal)
     result = ExecutionResult(
