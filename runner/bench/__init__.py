@@ -24,7 +24,7 @@ One module per concern; each measurement's module says how it is taken and again
   (``--runtime runsc``) against the same cell under runc; 8. :mod:`~runner.bench.phases` each runnable column's
   turn phase by phase (runner → container start, start → first model request, model exchanges, last answer →
   exit, exit → runner done) against its floor (the container's own start → exit) and its CLI's bare
-  ``--version``, as ``runner exec`` and in process (``--columns`` narrows it);
+  ``--version``, as ``runner exec`` and in process (``--harness`` narrows it);
 - :mod:`~runner.bench.run` the command itself.
 
 The bench never builds an image: it checks the images' ``lock.json`` against the engine and the recipes

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 ITEM = 7
 
 
-def runnable_columns() -> list[str]:
+def runnable_harnesses() -> list[str]:
     """Every column that runs a turn here (not declared unavailable)."""
     from runner.harnesses.profile import find_profile, known_harnesses
 
@@ -49,7 +49,7 @@ async def measure_runtime(
 
     figures: list[Figure] = []
     ratios: dict[str, float] = {}
-    for harness in runnable_columns():
+    for harness in runnable_harnesses():
         image = find_profile(harness).image
         if read_build(image, images, current_keys(client, image, images).build_key) is None:
             figures += _not_measured(harness, f"its image ({image}) is not built here: run `make images` first")
@@ -82,10 +82,10 @@ async def measure_runtime(
                    "median runsc cell wall ÷ median runc cell wall"),
         ]
     if ratios:
-        columns: dict[str, JsonValue] = dict(ratios)
+        harnesses: dict[str, JsonValue] = dict(ratios)
         figures.append(Figure("runtime.ratio.median", ITEM, "runsc / runc, median over the columns",
                               median(list(ratios.values())), "×", "the median of the columns' ratios", "",
-                              {"columns": columns}))
+                              {"harnesses": harnesses}))
     return figures
 
 

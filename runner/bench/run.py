@@ -90,13 +90,14 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Plan]:
     parser.add_argument("--quick", action="store_true", help="a smaller sample (fewer calls, repetitions, cells)")
     parser.add_argument("--only", help=f"comma-separated sections to run: {','.join(SECTIONS)}")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed or not measured")
-    parser.add_argument("--columns", help="comma-separated columns the phases section measures (default: all)")
+    parser.add_argument("--harness", dest="harnesses",
+                        help="comma-separated harnesses the phases section measures (default: all)")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     if only and (unknown := sorted(set(only) - set(SECTIONS))):
         parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else []
-    return args, plan_for(args.quick, only, columns)
+    harnesses = [c.strip() for c in args.harnesses.split(",") if c.strip()] if args.harnesses else []
+    return args, plan_for(args.quick, only, harnesses)
 
 
 def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:

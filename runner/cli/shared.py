@@ -50,7 +50,7 @@ FAULT_HELP = (
     "then the connection drops before its terminal event). Scripted model only."
 )
 DIALECT_HELP = (
-    "The model API dialect a column that can choose speaks (the model column): anthropic, openai-chat, "
+    "The model API dialect a harness that can choose speaks (the model harness): anthropic, openai-chat, "
     "openai-responses or gemini (default: the profile's model.dialect)."
 )
 

@@ -206,7 +206,7 @@ async def _attempt(
 def _failed(plan: CellPlan, error: BaseException, started_at: str) -> CellResult:
     cell = plan.cell
     return CellResult(
-        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         infrastructure_error=InfrastructureProblem.of(error, plan.scrubber.text), pins=plan.trial_pins,
         repro=plan.repro, started_at=started_at,
     )
@@ -215,7 +215,7 @@ def _failed(plan: CellPlan, error: BaseException, started_at: str) -> CellResult
 def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:
     cell = plan.cell
     return CellResult(
-        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         interrupted=True,
         grade=DeclaredGrade(status=INTERRUPTED, evidence="the run was interrupted while this cell was running"),
         pins=existing.pins if existing else plan.trial_pins,

@@ -39,8 +39,7 @@ from runner.matrix.artifact import write_cell
 from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
 from runner.matrix.result import (
-    RESULT_VERSION,
-    TURNS_VERSION,
+    HARNESS_VERSION,
     UNAVAILABLE,
     CellPins,
     CellRef,
@@ -76,8 +75,8 @@ def _base(
     cell = plan.cell
     turns = turns or ((turn,) if turn else ())
     return CellResult(
-        version=TURNS_VERSION if len(turns) > 1 else RESULT_VERSION,
-        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        version=HARNESS_VERSION,
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         row=_row(plan), pins=pins, repro=plan.repro, deadline_seconds=plan.options.deadline,
         started_at=started_at or iso_utc(time.time()), grade=grade,
         infrastructure_error=infrastructure_error, turns=turns, model=model, files=files,
@@ -111,7 +110,7 @@ def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> Ce
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "record.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
                                            errors="backslashreplace")
-    graded = grade_cell(cell.case, cell.condition, cell.limits, record, column_id=cell.profile.id).record()
+    graded = grade_cell(cell.case, cell.condition, cell.limits, record, harness_id=cell.profile.id).record()
     result = envelope.refusal
     turn = TurnSummary(status=result.status.value, reason_code=result.reason_code)
     return _finish(directory, _base(plan, plan.planned_pins(), grade=graded, turn=turn,
@@ -176,7 +175,7 @@ async def _run_cell(
     limits = cell.limits
     disposition = plan.disposition
     if disposition in (Disposition.NOT_IMPLEMENTED, Disposition.UNSUPPORTED):
-        declared = not_run_cell(cell.case, cell.condition, limits, column_id=cell.profile.id).record()
+        declared = not_run_cell(cell.case, cell.condition, limits, harness_id=cell.profile.id).record()
         return state.finish(_base(plan, plan.planned_pins(), grade=declared)), None
     if disposition is Disposition.UNAVAILABLE:
         unavailable = DeclaredGrade(status=UNAVAILABLE, evidence=f"unavailable; {cell.profile.unavailable}")
@@ -214,7 +213,7 @@ async def _run_cell(
     executed = report.result
     pins = pins.with_turn(executed.text("promptHash"), executed.text("catalogHash"))
     graded = None if wiring is not None else grade_turns(
-        cell.case, cell.condition, limits, [r.record for r in reports], column_id=cell.profile.id
+        cell.case, cell.condition, limits, [r.record for r in reports], harness_id=cell.profile.id
     ).record()
     model = plan.model
     files: dict[str, str] = {}

@@ -179,9 +179,9 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
     )
 
 
-def turn_execution_id(case: Case, condition: Condition, column: str, turn: int = 1) -> str:
+def turn_execution_id(case: Case, condition: Condition, harness: str, turn: int = 1) -> str:
     """``<case>.<condition>.<column>``, with ``.turn-<n>`` when the row spans more than one turn (upstream §6.5)."""
-    base = f"{case.id}.{condition.id}.{column}"
+    base = f"{case.id}.{condition.id}.{harness}"
     return f"{base}.turn-{turn}" if case.turns > 1 else base
 
 

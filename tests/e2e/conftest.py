@@ -18,7 +18,7 @@ CLI_HARNESSES = [h for h in RUNNABLE_COLUMNS
 
 
 @pytest.fixture(scope="module", params=RUNNABLE_COLUMNS)
-def column(
+def harness(
     request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
 ) -> tuple[str, ImageRecord]:
     """A runnable column and its image, one module-scoped instance per column (each image is ensured once)."""

@@ -36,9 +36,9 @@ HANDS_META_TO_MODEL: dict[str, str] = {
 
 
 def test_the_escalation_turn_under_epoch_2_escalates_as_under_epoch_1(
-    tmp_path: Path, engine: docker.DockerClient, column: tuple[str, ImageRecord]
+    tmp_path: Path, engine: docker.DockerClient, harness: tuple[str, ImageRecord]
 ) -> None:
-    harness, image = column
+    harness, image = harness
     args = ["--harness", harness, "--case", "escalation", "--protocol", "2"]
     talks_to_a_model = find_profile(harness).model is not None
     if talks_to_a_model:

@@ -25,10 +25,10 @@ CANNOT_RUN: dict[str, str] = {}  # column -> the measured reason it cannot run u
 
 @pytest.mark.parametrize("behaviour, calls_after", [("cooperative", 0), ("persistent", 3)])
 def test_the_escalation_turn_under_runsc_escalates_as_under_runc(
-    tmp_path: Path, engine: docker.DockerClient, column: tuple[str, ImageRecord],
+    tmp_path: Path, engine: docker.DockerClient, harness: tuple[str, ImageRecord],
     behaviour: str, calls_after: int,
 ) -> None:
-    harness, image = column
+    harness, image = harness
     args = ["--harness", harness, "--case", "escalation", "--behaviour", behaviour, "--runtime", "runsc"]
     if find_profile(harness).model is not None:
         args += ["--model", "scripted"]

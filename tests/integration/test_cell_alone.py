@@ -195,7 +195,7 @@ def test_in_process_a_full_disk_and_a_flaky_cli_each_fail_alone_and_every_attemp
 
     cell = tmp_path / flaky
     passed = body(cell)
-    assert passed["version"] == 3 and passed["grade"]["status"] == "pass"
+    assert passed["version"] == 4 and passed["grade"]["status"] == "pass"
     first, second = passed["cellAttempts"]
     assert first["infrastructureError"]["kind"] == "mcp_not_connected" and first["files"] == "attempt-1"
     assert second == {"attempt": 2, "startedAt": second["startedAt"], "status": "pass"}

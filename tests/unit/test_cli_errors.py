@@ -99,7 +99,7 @@ def test_an_unavailable_column_says_why_and_starts_nothing(tmp_path: Path) -> No
     (tmp_path / "gone.yaml").write_text(text + "unavailable: needs a CLI this machine lacks\n", encoding="utf-8")
     exit_code, _, stderr = run("exec", "--profiles-dir", str(tmp_path), "--harness", "gone", "--case", "escalation")
     assert exit_code == Exit.INFRASTRUCTURE
-    assert "gone column is unavailable" in stderr.replace("\n", "")
+    assert "gone harness is unavailable" in stderr.replace("\n", "")
     assert "needs a CLI this machine lacks" in stderr.replace("\n", " ")
 
 

@@ -211,16 +211,16 @@ def test_report_in_a_pipe_writes_whole_lines_with_nothing_after_them(tmp_path: P
     pins = {"caseSetHash": "c" * 64, "worldSetHash": "w" * 64, "judgeVersion": 5, "runnerVersion": "0.1.0",
             "modelMode": "none", "behaviour": "cooperative"}
     why = f"needs an account   \n  and a network {LONG}  "
-    for column, grade in (("gone", {"status": "unavailable", "evidence": f"unavailable; {why}"}),
+    for harness, grade in (("gone", {"status": "unavailable", "evidence": f"unavailable; {why}"}),
                           ("here", {"status": "interrupted", "evidence": f"interrupted while {LONG}   "})):
-        cell_id = f"escalation.baseline.{column}"
+        cell_id = f"escalation.baseline.{harness}"
         write_cell(tmp_path / "cells" / cell_id, CellResult.read({
-            "version": 1, "cell": {"id": cell_id, "case": "escalation", "condition": "baseline", "column": column},
-            "pins": pins, "repro": f"runner exec --harness {column} --out {tmp_path / LONG}", "grade": grade}))
+            "version": 1, "cell": {"id": cell_id, "case": "escalation", "condition": "baseline", "column": harness},
+            "pins": pins, "repro": f"runner exec --harness {harness} --out {tmp_path / LONG}", "grade": grade}))
     proc = run("report", str(tmp_path / "cells"))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert_fits_a_pipe(proc.stdout)
     assert f"- **gone** (1 cell): needs an account and a network {LONG}" in lines  # one line, said once
-    assert "| Column | Cells | interrupted | unavailable |" in lines
+    assert "| Harness | Cells | interrupted | unavailable |" in lines
     assert "| gone | 1 |  | 1 |" in lines and "| here | 1 | 1 |  |" in lines

@@ -159,23 +159,23 @@ def test_github_output_is_one_matrix_line_that_parses() -> None:
 # --- synthetic suites: many rows, many columns ------------------------------------------------------------------
 
 
-def synthetic(rows: int, columns: int, cell_seconds: float = 20.0, spread: bool = True) -> list[MatrixCell]:
+def synthetic(rows: int, harnesses: int, cell_seconds: float = 20.0, spread: bool = True) -> list[MatrixCell]:
     """``rows`` copies of the escalation row (each its own case id) by ``columns`` copies of the reference
     column, each column with its own measured cell time (spread up to ``cell_seconds``, or all the same)."""
     base: Case = CASES["escalation"]
     reference: Profile = find_profile("reference")
     cases = [dataclasses.replace(base, id=f"row-{n:03d}") for n in range(rows)]
-    seconds = [cell_seconds * ((m % 4 + 1) / 4 if spread else 1) for m in range(columns)]
+    seconds = [cell_seconds * ((m % 4 + 1) / 4 if spread else 1) for m in range(harnesses)]
     profiles = [
-        reference.model_copy(update={"id": f"column-{m:03d}", "cell_seconds": seconds[m]}) for m in range(columns)
+        reference.model_copy(update={"id": f"column-{m:03d}", "cell_seconds": seconds[m]}) for m in range(harnesses)
     ]
     return [MatrixCell(case, condition, profile)
             for case in cases for condition in case.conditions for profile in profiles]
 
 
-@pytest.mark.parametrize(("rows", "columns"), [(1, 1), (32, 9), (60, 16), (60, 1), (1, 16), (45, 12)])
-def test_synthetic_suites_stay_within_64_jobs_and_every_cell_lands_in_exactly_one(rows: int, columns: int) -> None:
-    found = synthetic(rows, columns, cell_seconds=40.0)
+@pytest.mark.parametrize(("rows", "harnesses"), [(1, 1), (32, 9), (60, 16), (60, 1), (1, 16), (45, 12)])
+def test_synthetic_suites_stay_within_64_jobs_and_every_cell_lands_in_exactly_one(rows: int, harnesses: int) -> None:
+    found = synthetic(rows, harnesses, cell_seconds=40.0)
     matrix = github_matrix(found)
     assert len(matrix["include"]) <= 64
     held = jobs_holding(matrix, found)

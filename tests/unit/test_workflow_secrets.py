@@ -12,7 +12,7 @@ from tests.github_workflow import EXPR, KEY, job
 
 
 def run_step() -> dict[str, Any]:
-    steps = [s for s in job("column")["steps"] if ".venv/bin/runner run " in s.get("run", "")]
+    steps = [s for s in job("harness")["steps"] if ".venv/bin/runner run " in s.get("run", "")]
     assert len(steps) == 1, "the column job runs its cells in one step"
     return steps[0]
 
