@@ -102,14 +102,14 @@ class Profile(_Strict):
     model: ModelEndpoint | None = None
     mcp_startup_required: bool = False  # the CLI reports its MCP servers at start; a failed one is infra
     requires_mcp_session: bool = True  # a turn in which the CLI never opened an MCP session is infra
-    unavailable: str | None = None  # a column that cannot run here, and why (never pretended)
+    unavailable: str | None = None  # a harness that cannot run here, and why (never pretended)
     interpreter: str = "jsonl"
     issues_uncatalogued: bool = False  # True only for a harness with no router of its own
     mcp_server_name: str = "sharedos"
     session_transcript: str | None = None  # relative to HOME (home: turn): copied next to stdout.log
     credentials: list[str] = []
     default_deadline_seconds: float = Field(default=120.0, gt=0, le=3600)
-    # what one cell of this column takes (turn, judge, artifacts), measured here: CI sizes its shards by it
+    # what one cell of this harness takes (turn, judge, artifacts), measured here: CI sizes its shards by it
     cell_seconds: float = Field(default=20.0, gt=0, le=3600)
     wind_down: WindDown = WindDown()
     source: str = ""  # the file this profile came from (set by the loader)
@@ -131,7 +131,7 @@ class Profile(_Strict):
     @field_validator("interpreter")
     @classmethod
     def _interpreter(cls, value: str) -> str:
-        # the registry of columns (every package's HARNESS), imported by the profiles' loader only
+        # the registry of harness packages (every package's HARNESS), imported by the profiles' loader only
         from runner.harnesses.interpreters import INTERPRETERS
 
         if value not in INTERPRETERS:
