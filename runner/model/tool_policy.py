@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from runner.core.outcomes import JsonValue
-from runner.model.dialects import BY_NAME, RequestInfo
+from runner.model.dialects import ANTHROPIC, BY_NAME, GEMINI, OPENAI_RESPONSES, RequestInfo
 from runner.model.dialects.base import as_dict, as_list
 from runner.model.names import ExposedTool, is_server_tool
 
@@ -119,7 +119,7 @@ def offered_in_request(dialect: str, body: JsonValue, ref: str) -> OfferedTools:
     hosted: list[str] = []
     local_types: list[str] = []
     declared = as_list(body.get("tools"))
-    if dialect == "openai-responses":
+    if reader is OPENAI_RESPONSES:
         for tool in map(as_dict, declared):
             kind = str(tool.get("type", ""))
             if kind == "mcp":
@@ -128,7 +128,7 @@ def offered_in_request(dialect: str, body: JsonValue, ref: str) -> OfferedTools:
                 local_types.append(kind)
             elif kind and kind not in RESPONSES_FUNCTION_TYPES and not isinstance(tool.get("name"), str):
                 hosted.append(f"hosted:{kind}")
-    elif dialect == "anthropic-messages":
+    elif reader is ANTHROPIC:
         tools += [ExposedTool(name) for tool in map(as_dict, declared)
                   if tool.get("defer_loading") is True and isinstance(name := tool.get("name"), str)]
         hosted_names = {str(tool.get("name")) for tool in map(as_dict, declared)
@@ -137,7 +137,7 @@ def offered_in_request(dialect: str, body: JsonValue, ref: str) -> OfferedTools:
         hosted += [f"hosted:{name}" for name in sorted(hosted_names)]
         hosted += [f"mcp:{as_dict(server).get('name') or as_dict(server).get('url') or '?'}"
                    for server in as_list(body.get("mcp_servers"))]
-    elif dialect == "gemini":
+    elif reader is GEMINI:
         for tool in map(as_dict, declared):
             hosted += [f"hosted:{key}" for key in tool if key not in GEMINI_FUNCTION_KEYS]
     else:  # openai-chat: a tool entry that is no function is one the vendor runs
