@@ -3,7 +3,7 @@
 ``tests/golden/tool-lists.json`` holds, per column, the tool list of each distinct request of one scripted
 escalation turn (``runner exec --harness <id> --case escalation --model scripted``, main at 4669fa6, 2026-12-06),
 in the exchange log's entry shape with every description and schema dropped; plus the prototypes of issue 32
-(Vibe 3, cn, nanocoder) from their branch's own runs."""
+(Vibe 3) from its branch's own run."""
 
 from __future__ import annotations
 
