@@ -204,13 +204,15 @@ _GEMINI_LAST = {"candidates": [{"content": {"role": "model", "parts": [{"text": 
                                   "candidatesTokenCount": 50, "thoughtsTokenCount": 200,
                                   "toolUsePromptTokenCount": 30, "totalTokenCount": 1280}}
 GEMINI_STREAM = sse([(None, _GEMINI_CHUNK), (None, _GEMINI_LAST)])
+GEMINI_BODY = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}, "finishReason": "STOP"}],
+               "usageMetadata": _GEMINI_LAST["usageMetadata"]}  # :generateContent answers one response
 
 VENDORS: dict[str, tuple[str, Usage, bytes, Any]] = {
     # cli: (base URL suffix, the usage, the stream, the body); auth per SimulatedCli.headers
     "claude": ("", ANTHROPIC_USAGE, ANTHROPIC_STREAM, ANTHROPIC_BODY),
     "qwen": ("/v1", CHAT_USAGE, CHAT_STREAM, CHAT_BODY),
     "codex": ("/v1", RESPONSES_USAGE, RESPONSES_STREAM, RESPONSES_BODY),
-    "gemini": ("", GEMINI_USAGE, GEMINI_STREAM, [_GEMINI_CHUNK, _GEMINI_LAST]),
+    "gemini": ("", GEMINI_USAGE, GEMINI_STREAM, GEMINI_BODY),
 }
 AUTH = {"claude": "x-api-key", "qwen": "bearer", "codex": "bearer", "gemini": "x-goog-api-key"}
 
@@ -275,7 +277,7 @@ async def test_live_records_exactly_the_usage_the_upstream_sent(tmp_path: Path, 
         path, plain = _without_stream(cli, sim.side_request())
         answered = await client.post(path, json=plain, headers=headers)
         assert answered.status_code == 200
-        assert parse_answer(sim.dialect, body=answered.json()).text in ("Hi", "Hi!")
+        assert parse_answer(sim.dialect, body=answered.json()).text == "Hi"
     assert logged_usage(log) == [(False, usage), (True, usage)]
     assert handle.usage == UsageTotals(conversation=usage, side=usage, answers=2, unreported=0)
     assert (handle.generation_requests, handle.tool_requests) == (2, 1)
