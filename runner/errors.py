@@ -11,7 +11,8 @@ use it.
   3   an unknown harness, case, condition or behaviour (:class:`UnknownName`)
   4   a harness profile that cannot be used; the message names the file and field (:class:`ProfileProblem`)
   5   infrastructure: no engine, an engine that keeps failing a call, an image that cannot be built, a
-      container that cannot start, an output directory that cannot take the files (:class:`InfrastructureError`)
+      container that cannot start, an output directory that cannot take the files or that another live run holds
+      (:class:`InfrastructureError`)
   130 interrupted (Ctrl-C or SIGTERM); every container the run started has been removed
 """
 

@@ -6,8 +6,9 @@ was verified): a non-root user, in the ``docker`` group (its engine answers on t
 passwordless ``sudo``, a HOME of its own, the job's Python from ``actions/setup-python`` first on PATH, and an
 Ubuntu system without this machine's Debian extras. What is done here to match it:
 
-- the user :data:`USER` (created once, in the ``docker`` group, with a passwordless sudoers entry and no
-  subordinate ids: the column job's Prepare step adds them, as it would on a runner that lacks them);
+- the user :data:`USER` (created once, with GitHub's uid :data:`UID`, in the ``docker`` group, with a passwordless
+  sudoers entry and no subordinate ids: the column job's Prepare step adds them, as it would on a runner that lacks
+  them);
 - a PATH of its own (:attr:`HostedRunner.path`): links to every program on this machine's system PATH except
   :data:`EXTRAS`, the Debian extras an Ubuntu runner does not have. There is no Ubuntu mirror here, so nothing
   pretends to be Ubuntu: a restricted PATH is the stand-in for a system without them. A step that installs one of
@@ -36,6 +37,7 @@ from pathlib import Path
 import pytest
 
 USER = "ghrunner"  # GitHub's is called `runner`: another name here, so no message mistakes it for the tool
+UID = 1001  # GitHub's (ubuntu-latest): not 1000, the images' own uid, which hides what another uid would meet
 EXTRAS = {"mmdebstrap": "mmdebstrap", "socat": "socat"}  # program: the Debian package that brings it
 SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # GitHub's `shell: bash`
@@ -135,8 +137,8 @@ def _ensure_user() -> pwd.struct_passwd:
     try:
         entry = pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--groups", docker_group.gr_name, USER],
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--uid", str(UID), "--groups",
+                        docker_group.gr_name, USER], check=True, capture_output=True, timeout=60)
         entry = pwd.getpwnam(USER)
     if USER not in docker_group.gr_mem:
         subprocess.run(["usermod", "-aG", docker_group.gr_name, USER], check=True, capture_output=True, timeout=60)

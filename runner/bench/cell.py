@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
-from runner.bench.process import escalated_exec, run_measured, runner_command, turn_dir
+from runner.bench.process import escalated_exec, give_socket, run_measured, runner_command, turn_dir
 from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
@@ -43,6 +43,7 @@ async def floor_cell(client: EngineClient, image_id: str, run_id: str, index: in
     from runner.mcp.server import serve_mcp
     from runner.sandbox.container import CELL_LABEL, RUN_LABEL, create_kwargs, remove_labelled
     from runner.sandbox.interface import ContainerSpec
+    from runner.sandbox.lease import lease_labels
     from runner.turn.turndir import container_home, placeholder_values
 
     case = get_case("escalation")
@@ -58,7 +59,7 @@ async def floor_cell(client: EngineClient, image_id: str, run_id: str, index: in
         os.chmod(script, 0o644)
         kwargs = create_kwargs(ContainerSpec(
             image_id=image_id, argv=profile.render_argv(values), turn_dir=turn,
-            labels={RUN_LABEL: run_id, CELL_LABEL: cell},
+            labels={RUN_LABEL: run_id, CELL_LABEL: cell, **lease_labels(run_id)},
             env={**profile.render_env(values), "HOME": container_home(profile)},
         ))
         kwargs.pop("log_config")  # containers.run reads the output back through the engine's log
@@ -69,6 +70,7 @@ async def floor_cell(client: EngineClient, image_id: str, run_id: str, index: in
             return client.containers.run(**kwargs, remove=True, stdout=True, stderr=False)
 
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions):
+            give_socket(turn / "mcp.sock")
             started = time.perf_counter()
             try:
                 with anyio.fail_after(120):

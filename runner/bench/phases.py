@@ -293,6 +293,7 @@ def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id:
     from runner.sandbox.container import RUN_LABEL, create_kwargs, remove_labelled
     from runner.sandbox.images import current_keys, load_harness_recipe, read_build, repo_root
     from runner.sandbox.interface import ContainerSpec
+    from runner.sandbox.lease import lease_labels
 
     image = find_profile(harness).image
     record = read_build(image, images, current_keys(client, image, images).build_key)
@@ -300,7 +301,8 @@ def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id:
     if record is None or not recipe.version_command:
         raise BenchError(f"{harness}: no built image or no version command to boot")
     kwargs = create_kwargs(ContainerSpec(record.image_id, list(recipe.version_command), Path("/nonexistent"),
-                                         {RUN_LABEL: run_id, "runner.cell": f"bench.boot.{harness}"}))
+                                         {RUN_LABEL: run_id, "runner.cell": f"bench.boot.{harness}",
+                                          **lease_labels(run_id)}))
     kwargs["mounts"], kwargs["stdin_open"] = [], False
     container: Any = client.containers.create(**kwargs)
     try:

@@ -93,9 +93,21 @@ def runner_command() -> list[str]:
 
 
 def turn_dir() -> Path:
+    """A bench turn's directory, as a turn's is made: runner's, passable by the container's uid alone
+    (runner.sandbox.ownership); what the container reads in it is written ``0644``, and its socket handed to that
+    uid (:func:`give_socket`)."""
+    from runner.sandbox.ownership import close_turn_dir, container_user
+
     path = Path(tempfile.mkdtemp(prefix="runner-bench-"))
-    os.chmod(path, 0o755)  # uid 1000 in the container needs search permission to reach the socket
+    close_turn_dir(path, container_user())
     return path
+
+
+def give_socket(path: Path) -> None:
+    """Hand a bench turn's socket (bound by serve_mcp, this uid's alone) to the container's uid."""
+    from runner.sandbox.ownership import container_user, give
+
+    give(path, container_user())
 
 
 class Container(Protocol):

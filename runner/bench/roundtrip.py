@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from runner.bench.figures import BenchError, Figure
 from runner.bench.plan import Plan
-from runner.bench.process import run_container, turn_dir
+from runner.bench.process import give_socket, run_container, turn_dir
 from runner.bench.stats import ratio, summarise
 from runner.bench.world import baseline_authority
 from runner.core.outcomes import JsonValue
@@ -65,6 +65,7 @@ async def real_roundtrip(
     from runner.mcp.server import serve_mcp
     from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess
     from runner.sandbox.interface import ContainerSpec
+    from runner.sandbox.lease import lease_labels
     from runner.sandbox.stream_transport import StreamSandboxedProcess
 
     catalogue, latch, instructions = baseline_authority(warmup + calls + 1)
@@ -79,10 +80,12 @@ async def real_roundtrip(
             argv=["/opt/venv/bin/python", f"{TURN_MOUNT}/{CONTAINER_CLIENT}", str(warmup), str(calls),
                   ROUNDTRIP_TOOL, json.dumps(ROUNDTRIP_ARGUMENTS), transport],
             turn_dir=turn,
-            labels={RUN_LABEL: run_id, CELL_LABEL: f"bench.mcp-roundtrip-{transport}-{engine_transport}"},
+            labels={RUN_LABEL: run_id, CELL_LABEL: f"bench.mcp-roundtrip-{transport}-{engine_transport}",
+                    **lease_labels(run_id)},
             env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
         async with serve_mcp(turn / "mcp.sock", catalogue, latch, instructions=instructions) as handle:
+            give_socket(turn / "mcp.sock")
             kind = StreamSandboxedProcess if engine_transport == "stream" else SandboxedProcess
             code, out, err = await run_container(kind(client, spec), timeout=120)
             server_calls = handle.calls

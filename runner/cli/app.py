@@ -20,7 +20,7 @@ from runner.cli.turn import exec_, gc
 EPILOG = (
     "Exit codes: 0 done; 1 a verdict of no (the report's gate, a repro with another grade); 2 usage; "
     "3 unknown harness, case or behaviour; 4 unusable profile; 5 infrastructure (engine, image, container, "
-    "output directory); 130 interrupted."
+    "output directory unwritable, full, or held by another live run); 130 interrupted."
 )
 
 # help fits a terminal; written to a pipe or a file it is never folded (nor its command summaries cut short)

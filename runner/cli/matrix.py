@@ -92,7 +92,7 @@ def run(
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, runtime=runtime,
                                protocol=protocol)
-    check_out(out_dir, False)
+    check_out(out_dir, False, run_id)
     with reported():
         plans = with_trials(plan_cells(chosen, options), trials)
     # no turn to run: no engine needed
@@ -229,7 +229,7 @@ def repro(
         recorded = load_result(directory / RESULT)
         plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
-    check_out(target, as_json)
+    check_out(target, as_json, run_id)
     client = connect_engine(as_json)
     ended = interruptible(lambda: unraised(run_cell(client, plan, target)), client, run_id, False, as_json)
     if isinstance(ended, RunnerError):

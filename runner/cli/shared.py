@@ -59,12 +59,17 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def check_out(path: Path, as_json: bool) -> None:
-    """Refuse to start when the output directory cannot take the artifacts (nothing half-written)."""
-    from runner.turn.preflight import check_output_dir
+def check_out(path: Path, as_json: bool, run_id: str) -> None:
+    """Refuse to start when the output directory cannot take the artifacts (nothing half-written) or another live run
+    holds it (exit 5); else take it, and the run's lease, for the life of this process (runner.turn.preflight,
+    runner.sandbox.lease)."""
+    from runner.sandbox.lease import hold_run
+    from runner.turn.preflight import check_output_dir, hold_output_dir
 
     with reported(as_json):
         check_output_dir(path)
+        hold_output_dir(path, run_id)
+        hold_run(run_id)
 
 
 def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> EngineClient:

@@ -103,7 +103,7 @@ def exec_(
         shown = f"; fault {plan.model.fault.spec}" if plan.model.fault else ""
         shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
-    check_out(target, as_json)
+    check_out(target, as_json, run_id)
     client = connect_engine(as_json, options.runtime)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
@@ -191,16 +191,42 @@ def raise_on_problem(results: list[CellResult]) -> None:
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
 
 
-def gc(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Remove every container a runner run left behind (found by label), e.g. after a SIGKILL."""
-    from runner.sandbox.container import OWNER_LABEL, remove_labelled
+def gc(
+    runs: Annotated[list[str] | None, typer.Option("--run", metavar="ID", help=(
+        "Remove this run's containers and turn dirs (repeatable) whatever gc can tell of it, unless its runner is "
+        "live on this host: for a run of another machine sharing the engine, or of an older runner."))] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+) -> None:
+    """Remove what runs that are gone left behind (after a SIGKILL, a crash): their containers, and their turn dirs in
+    the temporary directory ($TMPDIR). A run is gone when its runner no longer holds its lease on this host; a live
+    run's, another host's and an unmarked container are left alone, and said so.
 
+    Example: runner gc --json · runner gc --run 20261206T050500Z-1a2b3c
+    """
+    from collections import Counter
+
+    from runner.sandbox.leftovers import collect
+    from runner.turn.turndir import sweep_turn_dirs
+
+    named = set(runs) if runs else None
     client = connect_engine(as_json)
     with reported(as_json):
-        removed = remove_labelled(client, f"{OWNER_LABEL}=runner")
+        engine = collect(client, named)
+    swept = sweep_turn_dirs(runs=named)  # after the containers: nothing of a dead run writes there any more
     if as_json:
-        print_json(json.dumps({"removed": removed}))
-    else:
-        out().print(f"removed {len(removed)} container(s)")
+        print_json(json.dumps({
+            "removed": [c.id for c in engine.removed], "containers": [c.to_json() for c in engine.removed],
+            "kept": [c.to_json() for c in engine.kept], "turnDirs": {"removed": swept.removed, "left": swept.left},
+            "leases": swept.leases,
+        }, ensure_ascii=False))
+        return
+    kept = Counter(c.verdict.value for c in engine.kept)
+    left = f"; left {len(engine.kept)} alone ({', '.join(f'{n} {why}' for why, n in sorted(kept.items()))})"
+    out().print(f"removed {len(engine.removed)} container(s) of runs that are gone{left if engine.kept else ''}; "
+                f"removed {len(swept.removed)} turn dir(s) from the temporary directory", markup=False,
+                highlight=False)
+    for path, why in swept.left.items():
+        if why != "live":
+            err().print(f"[yellow]runner:[/] {escape(f'left {path}: {why}')}", highlight=False)
 
 

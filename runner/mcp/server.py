@@ -102,8 +102,8 @@ async def serve_mcp(
     ``protocol``: the SharedOS epoch its messages speak (:mod:`runner.mcp.epoch`).
 
     ``sock``: that path's socket, already bound and listening (the turn binds it before the CLI's container starts,
-    so a client that connects while this process is still importing the SDK waits in the backlog); it is taken over
-    and closed here."""
+    so a client that connects while this process is still importing the SDK waits in the backlog, and made reachable
+    by the container's uid); it is taken over and closed here. A socket bound here is this process's uid's alone."""
     service = _Service(McpServerHandle(socket_path), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
     service.epoch = protocol
@@ -112,7 +112,8 @@ async def serve_mcp(
     else:
         listener = await anyio.create_unix_listener(socket_path)
     try:
-        os.chmod(socket_path, 0o666)  # a non-root, capability-less container user connects through a bind mount
+        if sock is None:
+            os.chmod(socket_path, 0o600)  # this uid's alone; a client of another uid is handed a socket made for it
         async with anyio.create_task_group() as tg:
             tg.start_soon(service.accept_loop, listener, tg)
             try:

@@ -265,7 +265,7 @@ def _unix_socket(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))
-        os.chmod(path, 0o666)  # a non-root container user connects through the bind mount
+        os.chmod(path, 0o600)  # this uid's alone; a client of another uid is handed a socket made for it
     except BaseException:
         sock.close()
         raise

@@ -1,6 +1,7 @@
 """The hardened container a CLI runs in, driven with docker-py (blocking calls; the turn runs them in threads).
 
-Every container is: a non-root user, all capabilities dropped, ``no-new-privileges``, a read-only
+Every container is: a non-root user (:mod:`runner.sandbox.ownership`: uid 1000, or runner's own when runner is
+not root), all capabilities dropped, ``no-new-privileges``, a read-only
 root with tmpfs for HOME and /tmp, pids and memory limits, network ``none``, an init process, and
 labels naming the run and the cell. Under the ``mount`` transport (:class:`SandboxedProcess`) the only
 host path it sees is the per-turn directory, mounted at ``/run/runner``: it holds the MCP socket, which
@@ -43,7 +44,6 @@ from runner.sandbox.engine import EngineError, call_with_retry
 from runner.sandbox.interface import HOME, ContainerSpec, DiskLook, OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"
-USER = "1000:1000"
 OWNER_LABEL = "runner.owner"
 RUN_LABEL = "runner.run"
 CELL_LABEL = "runner.cell"
@@ -90,7 +90,7 @@ def create_kwargs(spec: ContainerSpec) -> CreateArgs:
     kwargs: CreateArgs = {
         "image": spec.image_id,
         "command": spec.argv,
-        "user": USER,
+        "user": str(spec.user),
         "working_dir": spec.workdir,
         "environment": {"HOME": HOME, "TINI_KILL_PROCESS_GROUP": "1", **spec.env},
         "network_mode": "none",
@@ -99,7 +99,7 @@ def create_kwargs(spec: ContainerSpec) -> CreateArgs:
         "read_only": True,
         "tmpfs": {
             "/tmp": f"{tmpfs_opts},size={spec.limits.tmp_size},mode=1777",
-            HOME: f"rw,nosuid,nodev,size={spec.limits.home_size},uid=1000,gid=1000,mode=0700",
+            HOME: f"rw,nosuid,nodev,size={spec.limits.home_size},uid={spec.user.uid},gid={spec.user.gid},mode=0700",
         },
         "pids_limit": spec.limits.pids_for(spec.runtime),
         "mem_limit": spec.limits.memory,
@@ -122,6 +122,10 @@ def create_kwargs(spec: ContainerSpec) -> CreateArgs:
 
 class ContainerStartError(EngineError):
     """The engine could not create or start the container: the CLI never started."""
+
+
+class ContainerRemoved(EngineError):
+    """Someone else removed the container while its turn ran: an infrastructure error, never the CLI's conduct."""
 
 
 class SandboxedProcess(Sandbox):
@@ -191,8 +195,18 @@ class SandboxedProcess(Sandbox):
             on_output(stream, data)
 
     def wait(self) -> int | None:
-        """Block until the container exits; its exit code (None when the engine does not say)."""
-        result = call_with_retry(self.container.wait)  # idempotent: a dropped wait is simply asked again
+        """Block until the container exits; its exit code (None when the engine does not say).
+        :class:`ContainerRemoved` when someone else removed it meanwhile: the engine then answers with the kill's
+        code (137), which is not the CLI's doing."""
+        removed = (f"container {self.id} was removed from the engine while its turn ran (by `runner gc --run`, or by "
+                   "hand): how the CLI would have ended is unknown")
+        try:
+            result = call_with_retry(self.container.wait)  # idempotent: a dropped wait is simply asked again
+            call_with_retry(self.container.reload)  # runner removes it only after this returns
+        except docker.errors.NotFound as err:
+            raise ContainerRemoved(removed) from err
+        if self.container.status == "removing":  # the engine flags a removal before it kills the container
+            raise ContainerRemoved(removed)
         code = result.get("StatusCode")
         return int(code) if code is not None else None
 
@@ -237,8 +251,11 @@ class SandboxedProcess(Sandbox):
         cell = [f"{key}={self.spec.labels[key]}" for key in (RUN_LABEL, CELL_LABEL) if key in self.spec.labels]
         try:
             if self.container is not None:
-                with contextlib.suppress(docker.errors.NotFound):
+                try:
                     call_with_retry(self.container.remove, force=True, v=True)
+                except docker.errors.APIError as err:
+                    if err.status_code not in (404, 409):  # gone already, or removed by someone else right now
+                        raise
             if len(cell) == 2:
                 remove_labelled(self.client, cell)
         except EngineError as err:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree
+from runner.sandbox.ownership import ContainerUser, container_user
 
 STDOUT, STDERR = 1, 2  # the stream numbers a sandbox hands its output with (those of Docker's multiplexed stream)
 OutputSink = Callable[[int, bytes], None]  # (STDOUT or STDERR, chunk)
@@ -118,8 +119,8 @@ class DiskLook:
 @dataclass(frozen=True)
 class ContainerSpec:
     """Everything a sandbox is made from (a :data:`SandboxFactory` takes it): the image, the CLI's command line, the
-    per-turn directory, labels, environment, stdin, limits and OCI runtime. What the engine is asked for from it is
-    :func:`runner.sandbox.container.create_kwargs`."""
+    per-turn directory, labels, environment, stdin, limits, OCI runtime and user. What the engine is asked for from
+    it is :func:`runner.sandbox.container.create_kwargs`."""
 
     image_id: str
     argv: list[str]
@@ -131,6 +132,8 @@ class ContainerSpec:
     limits: ResourceLimits = ResourceLimits()
     workdir: str = HOME
     runtime: Runtime = Runtime.RUNC  # runc: the engine's default runtime; runsc: gVisor (the engine must have it)
+    # who the CLI runs as: the images' 1000:1000 when runner is root, else runner's own (runner.sandbox.ownership)
+    user: ContainerUser = field(default_factory=container_user)
 
 
 class Sandbox(ABC):

@@ -6,11 +6,11 @@ no host path at all; the container keeps network ``none``:
 
 - **Files in**: ``/run/runner`` is an anonymous volume (removed with the container). Before start,
   the archive API (``put_archive``) fills it with the turn directory's files (``script.json``, HOME
-  with the rendered config files, owned by uid 1000), the relay, and two symlinks, ``mcp.sock`` and
+  with the rendered config files, owned by the container's uid), the relay, and two symlinks, ``mcp.sock`` and
   ``model.sock``, pointing at the relay's sockets in ``/tmp/.runner-relay/`` (the volume's root is
-  the engine's, not writable by uid 1000; connect() follows symlinks, so the CLIs' paths are unchanged).
+  the engine's, not writable by the container's uid; connect() follows symlinks, so the CLIs' paths are unchanged).
 - **Connections**: after start, an exec runs the relay (:mod:`runner/sandbox/relay`, node or python3,
-  whichever the image has) as uid 1000. It listens on those sockets and carries every connection
+  whichever the image has) as the container's uid. It listens on those sockets and carries every connection
   over the exec's hijacked stream, multiplexed in frames (see relay.py). Here each channel it opens
   becomes a connection to the host-side socket in the turn directory, where the MCP server and the
   model endpoint listen exactly as under the mount transport: their counts, the latch and the
@@ -51,7 +51,6 @@ from docker.types import Mount
 from runner.intake.files import DEFAULT_BOUNDS, BoundedStream, IntakeBounds, Tree, extract_tar, read_bounded, walk
 from runner.sandbox.container import (
     TURN_MOUNT,
-    USER,
     ContainerStartError,
     SandboxedProcess,
     create_kwargs,
@@ -59,6 +58,7 @@ from runner.sandbox.container import (
 )
 from runner.sandbox.engine import call_with_retry
 from runner.sandbox.interface import ContainerSpec, DiskLook, Transport
+from runner.sandbox.ownership import ContainerUser
 
 HEADER = struct.Struct(">BII")
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
@@ -69,7 +69,6 @@ MAX_FRAME = 1024 * 1024  # a relay's DATA frame carries one recv() of at most 64
 MAX_CHANNELS = 64  # connections open at once over one relay (a CLI opens one or two: MCP, the model)
 ARCHIVE_OVERHEAD = 4096  # tar bytes per member besides its content, at most (header, padding, long-name records)
 TURN_FILES = IntakeBounds(bytes=64 * 1024 * 1024, entries=1000)  # what runner puts in a turn dir (config files, script)
-UID = 1000
 WAIT = (
     f"i=0; until [ -e {RELAY_DIR}/ready ]; do i=$((i+1)); "
     '[ "$i" -le 400 ] || { echo "runner: the stream relay never came up" >&2; exit 125; }; sleep 0.05; done; '
@@ -100,13 +99,13 @@ class StreamSandboxedProcess(SandboxedProcess):
         kwargs["command"] = ["sh", "-c", WAIT, "runner-wait", *self.spec.argv]
         container = call_with_retry(self.client.containers.create, **kwargs)
         self.container = container  # so that a failure below still removes it
-        call_with_retry(container.put_archive, TURN_MOUNT, turn_archive(self.spec.turn_dir))
+        call_with_retry(container.put_archive, TURN_MOUNT, turn_archive(self.spec.turn_dir, self.spec.user))
         return container
 
     def start(self) -> None:
         super().start()  # create and fill, attach, start, hand over stdin (the CLI waits for the relay)
         try:
-            self.bridge = Bridge.start(self.client, self.container, self.spec.turn_dir)
+            self.bridge = Bridge.start(self.client, self.container, self.spec.turn_dir, self.spec.user)
         except Exception as err:
             raise ContainerStartError(f"the stream relay could not be started: {err}") from err
 
@@ -149,8 +148,9 @@ class StreamSandboxedProcess(SandboxedProcess):
         super().remove()
 
 
-def turn_archive(turn_dir: Path) -> bytes:
-    """The turn dir's files (sockets left out), the relay, and the socket symlinks: a tar owned by uid 1000.
+def turn_archive(turn_dir: Path, user: ContainerUser) -> bytes:
+    """The turn dir's files (sockets left out), the relay, and the socket symlinks: a tar owned by the container's
+    ``user``.
 
     The turn dir is runner's own (made for this turn, never mounted into a container under this transport), and
     still read as the CLI's files are, from its descriptor, links not followed, bounded: a directory the host
@@ -158,7 +158,7 @@ def turn_archive(turn_dir: Path) -> bytes:
     buf = io.BytesIO()
 
     def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = UID
+        info.uid, info.gid = user.uid, user.gid
         info.uname = info.gname = ""
         return info
 
@@ -208,11 +208,11 @@ class Bridge:
         self._reader.start()
 
     @classmethod
-    def start(cls, client: docker.DockerClient, container: Container, turn_dir: Path) -> Bridge:
-        """Run the relay in ``container`` (an exec as the CLI's uid) and bridge its stream."""
+    def start(cls, client: docker.DockerClient, container: Container, turn_dir: Path, user: ContainerUser) -> Bridge:
+        """Run the relay in ``container`` (an exec as the CLI's ``user``) and bridge its stream."""
         exec_id = call_with_retry(
             client.api.exec_create, container.id, ["sh", "-c", RELAY_COMMAND, "relay", RELAY_DIR, *SOCKETS],
-            stdin=True, stdout=True, stderr=True, user=USER,
+            stdin=True, stdout=True, stderr=True, user=str(user),
         )["Id"]
         return cls(client.api.exec_start(exec_id, socket=True), turn_dir)
 

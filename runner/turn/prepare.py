@@ -31,6 +31,8 @@ from runner.model.settings import ModelMode
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
+from runner.sandbox.lease import lease_labels
+from runner.sandbox.ownership import container_user
 from runner.turn.model_choice import ModelChoice
 from runner.turn.settings import TurnSettings
 from runner.turn.timeline import TimelineFile, open_timeline, start_clock
@@ -164,7 +166,7 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
     script: dict[str, JsonValue] = {"harness": profile.id, "server": profile.mcp_server_name, "actions": [*actions]}
     model_id = _model_id(profile, req.model)
     values = placeholder_values(profile, prompt, model_id, profile.model.placeholder_key if profile.model else None)
-    turn_dir = create_turn_dir(profile, script, values)
+    turn_dir = create_turn_dir(profile, script, values, req.run_id, container_user())
     timeline, timeline_file = open_timeline(req.out_dir, scrubber, clock)
     timeline.record(TimelineEvent.TURN_STARTED, clock.started)
     return PreparedTurn(
@@ -197,10 +199,13 @@ def _container_spec(
         argv=profile.render_argv(values),
         env=env,
         turn_dir=turn_dir.host,
-        labels={RUN_LABEL: req.run_id, CELL_LABEL: execution_id, "runner.harness": profile.id},
+        # the run's lease says whether it is live, for `runner gc` (runner.sandbox.lease)
+        labels={RUN_LABEL: req.run_id, CELL_LABEL: execution_id, "runner.harness": profile.id,
+                **lease_labels(req.run_id)},
         stdin=_stdin_for(profile, prompt, values),
         keep_stdin_open=profile.prompt.keep_stdin_open,
         workdir=turn_dir.workdir,
+        user=turn_dir.user,
     )
 
 

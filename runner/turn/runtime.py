@@ -30,7 +30,6 @@ The turn runs on one clock (:func:`runner.turn.timeline.start_clock`), started f
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 from collections.abc import Callable, Iterator
@@ -50,6 +49,7 @@ from runner.core.timeline import TimelineEvent, TurnClock, wind_down_seconds
 from runner.harnesses.interpreters import get_session_reader
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
+from runner.sandbox.ownership import ContainerUser, give
 from runner.turn.collect import SESSION_LIMITS, copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive, start_cli
 from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
@@ -211,8 +211,9 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
     req, profile = turn.req, turn.profile
     progress(f"starting {profile.label} in {req.image.image_id[:19]} ({req.model.mode} model)")
     async with AsyncExitStack() as stack:
-        mcp_sock = stack.enter_context(_listening(turn.turn_dir.mcp_socket))
-        model_sock = stack.enter_context(_listening(turn.turn_dir.model_socket)) if profile.model else None
+        user = turn.turn_dir.user
+        mcp_sock = stack.enter_context(_listening(turn.turn_dir.mcp_socket, user))
+        model_sock = stack.enter_context(_listening(turn.turn_dir.model_socket, user)) if profile.model else None
         tasks = await stack.enter_async_context(anyio.create_task_group())
         started: list[str | None] = []
         ready, under_way = anyio.Event(), anyio.Event()
@@ -248,16 +249,16 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
 
 
 @contextmanager
-def _listening(path: Path) -> Iterator[socket.socket]:
-    """A unix socket bound at ``path`` and listening, reachable by the container's uid (its server takes it over);
-    closed and unlinked on the way out."""
+def _listening(path: Path, user: ContainerUser) -> Iterator[socket.socket]:
+    """A unix socket bound at ``path`` and listening, reachable by the container's ``user`` and runner alone (its
+    server takes it over); closed and unlinked on the way out."""
     with suppress(FileNotFoundError):
         if stat.S_ISSOCK(path.lstat().st_mode):
             path.unlink()  # a stale socket from an earlier run in the same directory
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.bind(str(path))
-        os.chmod(path, 0o666)  # a non-root, capability-less container user connects through the bind mount
+        sock.bind(str(path))  # in the turn dir, which nobody else may pass through
+        give(path, user)  # 0600, the container's: connecting takes write permission on the socket
         sock.listen(128)
         yield sock
     finally:

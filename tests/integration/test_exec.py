@@ -16,7 +16,10 @@ import pytest
 
 from runner.conformance.behaviours import FLOOD_BYTES
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON
+from runner.sandbox.container import RUN_LABEL
 from runner.sandbox.images import ImageRecord
+from runner.sandbox.lease import run_token
+from runner.turn.turndir import token_of_turn_dir
 from tests.support import meta, no_containers_left, peak_mib, record_of, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -211,7 +214,8 @@ def test_inside_the_container_the_turn_dir_is_the_only_host_path_and_its_sockets
         [mount] = attrs["Mounts"]
         assert (mount["Type"], mount["Destination"], mount["RW"]) == ("bind", "/run/runner", True)
         turn_host = Path(mount["Source"])
-        assert turn_host.parent == tmp_path / "tmp" and turn_host.name.startswith("runner-turn-")
+        assert turn_host.parent == tmp_path / "tmp"
+        assert token_of_turn_dir(turn_host.name) == run_token(attrs["Config"]["Labels"][RUN_LABEL]), "named for its run"
         assert not attrs["HostConfig"].get("Binds") and not attrs["HostConfig"].get("VolumesFrom")
     finally:
         container.remove(force=True)

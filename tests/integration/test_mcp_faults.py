@@ -45,6 +45,7 @@ from runner.mcp.unix_client import UnixTransport, unix_client
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess, remove_labelled
 from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
+from runner.sandbox.ownership import give
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -446,7 +447,7 @@ async def test_a_dropped_call_from_inside_the_container(
 ) -> None:
     """The same drop and reconnect, by the SDK client in the reference image through its socat relay."""
     turn_dir = Path(tempfile.mkdtemp(prefix="runner-faults-"))
-    os.chmod(turn_dir, 0o755)  # the container's uid 1000 reaches the socket and the program
+    os.chmod(turn_dir, 0o755)  # the container's uid reaches the socket and the program
     (turn_dir / "drop.py").write_text(DROP_AND_RECONNECT)
     run_label = f"pytest-faults-{uuid.uuid4().hex[:12]}"
     spec = ContainerSpec(
@@ -462,6 +463,7 @@ async def test_a_dropped_call_from_inside_the_container(
         # the read is held until the program reconnects: the relay's kill surely lands while it is in flight
         async with served(turn_dir, on_start=lambda: (turn_dir / STARTED_MARK).touch(),
                           held_until_connection=2) as turn:
+            give(turn_dir / "mcp.sock", spec.user)  # serve_mcp's socket is this uid's alone: the container's too
             with anyio.fail_after(60):
                 await anyio.to_thread.run_sync(proc.start)
                 await anyio.to_thread.run_sync(

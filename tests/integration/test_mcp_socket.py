@@ -119,7 +119,7 @@ def text(result: types.CallToolResult) -> str:
 
 async def test_initialize_and_list(tmp_path: Path) -> None:
     async with served(tmp_path) as turn:
-        assert stat.S_IMODE(os.stat(turn.handle.path).st_mode) == 0o666
+        assert stat.S_IMODE(os.stat(turn.handle.path).st_mode) == 0o600  # this uid's alone
         async with unix_client(turn.handle.path) as t, ClientSession(t.read, t.write, client_info=CLIENT) as s:
             with anyio.fail_after(5):
                 init = await s.initialize()

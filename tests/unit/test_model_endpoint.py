@@ -100,7 +100,7 @@ def expected_calls(cli: str) -> list[str]:
 async def test_full_scripted_conversation(tmp_path: Path, cli: str) -> None:
     sock, log = tmp_path / "model.sock", tmp_path / "exchanges.jsonl"
     async with serve_model(sock, scripted(escalation_actions()), log) as handle:
-        assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o666
+        assert stat.S_ISSOCK(sock.stat().st_mode) and stat.S_IMODE(sock.stat().st_mode) == 0o600  # this uid's alone
         async with uds_client(sock) as client:
             sim = SimulatedCli(cli, TOOLS)
             reached, text = await converse(client, sim)

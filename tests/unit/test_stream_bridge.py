@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.sandbox.ownership import ContainerUser
 from runner.sandbox.stream_transport import (
     CLOSE,
     DATA,
@@ -167,7 +168,7 @@ def test_the_turn_archive_carries_runners_files_and_follows_no_link(tmp_path: Pa
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(turn_dir / "mcp.sock"))
     try:
-        archive = turn_archive(turn_dir)
+        archive = turn_archive(turn_dir, ContainerUser(1003, 1004))
     finally:
         listener.close()
     assert b"host-secret" not in archive
@@ -177,4 +178,4 @@ def test_the_turn_archive_carries_runners_files_and_follows_no_link(tmp_path: Pa
     assert sorted(members) == [".relay/relay.js", ".relay/relay.py", "home", "home/.config", "home/.config/cli.json",
                                "mcp.sock", "model.sock", "script.json"]
     assert members["mcp.sock"].issym() and members["mcp.sock"].linkname == "/tmp/.runner-relay/mcp.sock"
-    assert all(m.uid == 1000 for m in members.values())
+    assert {(m.uid, m.gid) for m in members.values()} == {(1003, 1004)}, "made for the container's user"
