@@ -19,6 +19,7 @@ kind                     cause      retried  counts  when
 engine_unavailable       engine     yes      no      no engine answered
 engine_call_failed       engine     yes      no      an engine call kept failing (also mid-turn)
 container_not_started    engine     yes      no      the engine could not create or start the container
+container_removed        engine     yes      no      someone else removed the container while its turn ran
 wiring_failed            engine     yes      no      the wiring probe: mounts, relay, hardening, runtime, limits
 image_build_failed       image      yes      no      the column's image could not be built
 image_unavailable        image      yes      no      the image is missing, unlocked, or its archive unreadable
@@ -99,6 +100,7 @@ KINDS: dict[str, Kind] = _kinds(
     ("engine_unavailable", Cause.ENGINE, True, False, "no engine answered"),
     ("engine_call_failed", Cause.ENGINE, True, False, "an engine call kept failing"),
     ("container_not_started", Cause.ENGINE, True, False, "the engine could not create or start the container"),
+    ("container_removed", Cause.ENGINE, True, False, "someone else removed the container while its turn ran"),
     ("wiring_failed", Cause.ENGINE, True, False, "the wiring probe found the engine unable to give the turn its box"),
     ("image_build_failed", Cause.IMAGE, True, False, "the column's image could not be built"),
     ("image_unavailable", Cause.IMAGE, True, False, "the column's image is missing, unlocked or unreadable"),
@@ -135,6 +137,7 @@ INFRASTRUCTURE_KINDS: dict[str, str] = {
     "EngineError": "engine_call_failed",
     "EngineCallFailed": "engine_call_failed",
     "ContainerStartError": "container_not_started",
+    "ContainerRemoved": "container_removed",
     "WiringError": "wiring_failed",
     "MountsNotVisible": "wiring_failed",
     "RelayMissing": "wiring_failed",

@@ -34,6 +34,8 @@ CASES: dict[str, TurnEvidence] = {
     "engine_call_failed": TurnEvidence(infrastructure_kind="engine_failed", infrastructure_detail="wait: 500"),
     "container_not_started": TurnEvidence(infrastructure_kind="container_not_started",
                                           infrastructure_detail="OCI runtime create failed"),
+    "container_removed": TurnEvidence(infrastructure_kind="ContainerRemoved",
+                                      infrastructure_detail="the container was removed while its turn ran"),
     "wiring_failed": TurnEvidence(infrastructure_kind="MountsNotVisible", infrastructure_detail="the mount is empty"),
     "image_build_failed": TurnEvidence(infrastructure_kind="ImageBuildError", infrastructure_detail="npm ERR!"),
     "image_unavailable": TurnEvidence(infrastructure_kind="ImageMissing", infrastructure_detail="runner/x:abc"),
