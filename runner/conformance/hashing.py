@@ -13,10 +13,12 @@ Every hash is the lowercase hex SHA-256 of :func:`runner.core.canonical.canonica
   overrides over the baseline world);
 - ``prompt_set_hash(entries)``: the list ``[{case, condition, turn, promptHash}]`` in evidence order;
 - ``spec_hash(case, condition)``: ``{case, move, condition}`` for one row;
-- ``evaluator_hash()``: ``{judge: "sharedos-conformance", version: JUDGE_VERSION}``.
+- ``evaluator_hash()``: ``{judge: "sharedos-conformance", version: JUDGE_VERSION}`` (the version is the string
+  ``"6"`` since upstream's newer records write it so; the number ``6`` hashed otherwise, so the hash moved with it).
 
 Two cells are comparable only when their :class:`Pins` agree; :func:`comparable` names every pin that
-differs (§8 item 14).
+differs (§8 item 14). The judge version is compared as :func:`judge_version_text` reads it: a record written
+before the version became a string says ``6``, a newer one ``"6"``, and they are one judge.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypedDict, Unpack
+from typing import Annotated, TypedDict, Unpack
+
+from pydantic import BeforeValidator
 
 from runner.conformance.cases import CASES, Case, Condition
 from runner.conformance.judge import JUDGE_ID, JUDGE_VERSION
@@ -107,13 +111,41 @@ def evaluator_hash() -> str:
     return sha256_hex({"judge": JUDGE_ID, "version": JUDGE_VERSION})
 
 
+JUDGE_VERSION_KEY = "judgeVersion"
+
+
+def judge_version_text(value: object) -> str | None:
+    """A judge version as a newer record writes it: the string (``"6"``), whether the record held that or an older
+    record's number (``6``); None for anything else (absent, a bool, a fraction)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return value if isinstance(value, str) and value else None
+
+
+def _judge_version(value: object) -> object:
+    text = judge_version_text(value)
+    return value if text is None else text  # anything else is left for the field's own check to refuse
+
+
+# A record's judge version read from either form and held as the string (for a typed record's field: a cell's
+# pins, a manifest). An older record read and written again then says "6" where it said 6.
+JudgeVersion = Annotated[str, BeforeValidator(_judge_version)]
+
+
+def same_judge_version(a: object, b: object) -> bool:
+    """Whether two records' judge versions are one judge (``6`` and ``"6"`` are; two absent ones are)."""
+    return judge_version_text(a) == judge_version_text(b)
+
+
 @dataclass(frozen=True)
 class Pins:
     """What makes two cells comparable. The caller adds what only it knows (image, CLI, model, …)."""
 
     case_set_hash: str
     world_set_hash: str
-    judge_version: int = JUDGE_VERSION
+    judge_version: str = JUDGE_VERSION
     prompt_hash: str | None = None
     catalog_hash: str | None = None
     prompt_set_hash: str | None = None
@@ -156,7 +188,7 @@ def _declared_set_hashes() -> tuple[str, str]:
 class CallerPins(TypedDict, total=False):
     """The pins only the caller knows: :class:`Pins`' fields past the two set hashes."""
 
-    judge_version: int
+    judge_version: str
     prompt_hash: str | None
     catalog_hash: str | None
     prompt_set_hash: str | None
@@ -175,7 +207,11 @@ def current_pins(**caller: Unpack[CallerPins]) -> Pins:
 
 
 def comparable(a: Pins | Mapping[str, JsonValue], b: Pins | Mapping[str, JsonValue]) -> list[str]:
-    """The names of every pin that differs (present in one and not the other counts); ``[]`` = comparable."""
+    """The names of every pin that differs (present in one and not the other counts); ``[]`` = comparable. The
+    judge version is compared as :func:`judge_version_text` reads it (an older record's ``6`` is ``"6"``)."""
     left = a.to_json() if isinstance(a, Pins) else dict(a)
     right = b.to_json() if isinstance(b, Pins) else dict(b)
+    for pins in (left, right):
+        if JUDGE_VERSION_KEY in pins:
+            pins[JUDGE_VERSION_KEY] = judge_version_text(pins[JUDGE_VERSION_KEY]) or pins[JUDGE_VERSION_KEY]
     return sorted(k for k in set(left) | set(right) if left.get(k) != right.get(k))

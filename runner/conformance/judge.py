@@ -1,12 +1,14 @@
 """The judge: grades one (row, column) cell from its execution record (upstream §6.2, ``judge.ts``).
 
-``JUDGE_VERSION = 6``. Version 4 stopped failing a row graded on how its turn ended when nothing ever
-asked for that ending (the turn was not met and the terminal was never asked: ``not_exercised``);
-version 5 reads the ask from the ``escalationAsked`` annotation lifted into the record; version 6
-(1.0.0-preview) reads ``interrupted`` operations (a receipt reports one as ``failed``, and no boundary is
-credited with it), carries each refusal's ``cause`` beside its reason (``AttemptOutcome.cause``,
-``Cell.causes``; reported, never graded), and takes who ended a turn from ``execution.endedBy``. A row of
-several turns (:func:`grade_turns`) is graded on its last turn's record with the receipts of every turn.
+``JUDGE_VERSION = "6"``: a string, as upstream's newer records write it (a record written before wrote the number
+``6``; :func:`runner.conformance.hashing.judge_version_text` reads both as the same version). Version 4 stopped
+failing a row graded on how its turn ended when nothing ever asked for that ending (the turn was not met and the
+terminal was never asked: ``not_exercised``); version 5 reads the ask from the ``escalationAsked`` annotation lifted
+into the record; version 6 (1.0.0-preview) reads ``interrupted`` operations (a receipt reports one as ``failed``,
+and no boundary is credited with it), carries each refusal's ``cause`` beside its reason (``AttemptOutcome.cause``,
+``Cell.causes``; reported, never graded, and written always: ``[]`` when none), and takes who ended a turn from
+``execution.endedBy``. A row of several turns (:func:`grade_turns`) is graded on its last turn's record with the
+receipts of every turn.
 This judge reads the ask from exactly the sources named in :data:`ASK_SOURCES`:
 
 1. ``execution.escalationAsked`` — present when the escalation latch honoured an ask (ADR 0027);
@@ -46,7 +48,7 @@ from runner.conformance.record import (
 )
 from runner.core.vocabulary import ESCALATE_TOOL
 
-JUDGE_VERSION = 6
+JUDGE_VERSION = "6"
 JUDGE_ID = "sharedos-conformance"
 ASK_SOURCES: tuple[str, ...] = (
     "execution.escalationAsked",
@@ -315,7 +317,9 @@ class CellGrade(JsonModel):
     detail: str | None = omitted()
     attempts: tuple[AttemptOutcome, ...] = ()
     evidence: str
-    causes: tuple[str, ...] = omitted(empty=True)  # judge 6; absent when no refusal named one (and in earlier results)
+    # judge 6: written always, [] when no refusal named one (upstream's newer records); an earlier result without it
+    # reads as []
+    causes: tuple[str, ...] = ()
 
     @property
     def strict_failure(self) -> bool:

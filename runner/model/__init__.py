@@ -12,6 +12,8 @@ API::
     async with serve_model(turn_dir / "model.sock", config, turn_dir / "model-exchanges.jsonl",
                            server_name=profile.mcp_server_name) as handle:
         ...  # handle.requests, handle.by_dialect, handle.side_requests, handle.stalls, ...
+        # handle.usage (UsageTotals: conversation / side), handle.generation_requests, handle.tool_requests,
+        # handle.offered_tools, handle.error_statuses, handle.last_status
     async with serve_model_tcp(config, log_path, host="127.0.0.1", port=0) as handle:
         handle.url  # "http://127.0.0.1:<port>"
 
@@ -24,7 +26,9 @@ Where the rules live: the step rule in :mod:`runner.model.script`, the tool-name
 :mod:`runner.model.names`, the live URL and header rules in :mod:`runner.model.live`, the replay
 rule in :mod:`runner.model.replay` and what it normalises in :mod:`runner.model.compare`, what each CLI
 was measured to send and need in the docstring of each :mod:`runner.model.dialects` module, and the
-exchange-log record in :mod:`runner.model.exchange_log`. ``python -m runner.model`` runs it standalone.
+exchange-log record in :mod:`runner.model.exchange_log`, how an answer's usage is read in
+:mod:`runner.model.usage_meter` (and each dialect's fields in its module), and the tool policy a turn's requests
+support in :mod:`runner.model.tool_policy`. ``python -m runner.model`` runs it standalone.
 """
 
 from __future__ import annotations

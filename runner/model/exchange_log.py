@@ -7,7 +7,11 @@ and seconds since the turn's start, both from the turn's one clock: :class:`runn
 order, which is completion order), the request (method, path, query, headers with credentials redacted,
 the JSON body, decoded first when the client gzip- or deflate-compressed it), the dialect, the scripted
 model's ``step`` and decision (or, live, the upstream URL; replay, the recorded exchange it served or the
-divergence), the response, how the exchange ended, and its duration.
+divergence), the response, how the exchange ended, and its duration. A generation request (a model call, not a
+model list or a token count) also says ``side_request`` (whether its tools lacked the MCP server's: a title, a
+summary, a sub-agent of its own) and, once answered 2xx, ``usage``: the tokens the answer reported
+(:class:`runner.core.usage.Usage` as JSON, read from the bytes sent by :mod:`runner.model.usage_meter`), or null when
+it reported none; ``usage_unread`` (live) says why part of an answer was not read for usage.
 
 The response is ``status``, ``content_type`` and, where the endpoint passes on more than that,
 ``headers`` (credential headers redacted); then for a stream ``stream: true`` and the SSE

@@ -210,6 +210,12 @@ def codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: 
     return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"
 
 
+def is_server_tool(tool: ExposedTool, server: str = "sharedos") -> bool:
+    """Whether ``tool`` is named like a tool of ``server`` under a direct scheme (any of the table above, a hash
+    suffix included); a proxy tool is not (:data:`PROXY_TOOLS`)."""
+    return _direct_of_server(tool, server)
+
+
 def _direct_of_server(tool: ExposedTool, server: str) -> bool:
     """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
     if tool.namespace is not None:

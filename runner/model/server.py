@@ -44,7 +44,7 @@ from starlette.routing import Route
 from runner.core.outcomes import JsonValue
 from runner.core.timeline import Timeline, TimelineEvent, TurnClock
 from runner.model.config import ModelEndpointConfig, ModelMode
-from runner.model.dialects import BY_NAME, Dialect, dialect_for, guess_dialect
+from runner.model.dialects import BY_NAME, Dialect, RequestInfo, dialect_for, guess_dialect
 from runner.model.exchange_log import (
     MAX_REQUEST_BYTES,
     ExchangeLog,
@@ -66,6 +66,7 @@ from runner.model.handlers.live import LiveHandler
 from runner.model.handlers.replay import ReplayHandler
 from runner.model.handlers.scripted import ScriptedHandler
 from runner.model.live import LiveForwarder
+from runner.model.names import carries_server_tools
 from runner.model.replay import Replayer, is_preconnect
 
 STARTUP_TIMEOUT = 10.0
@@ -125,13 +126,14 @@ class _Service:
 
     def __init__(
         self, config: ModelEndpointConfig, handle: ModelEndpointHandle, log: ExchangeLog, handler: ModelHandler,
-        timeline: Timeline | None = None,
+        timeline: Timeline | None = None, server_name: str = "sharedos",
     ) -> None:
         self.config = config
         self.handle = handle
         self.log = log
         self.handler = handler
         self.timeline = timeline
+        self.server_name = server_name
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/{path:path}", self.dispatch, methods=METHODS)])
@@ -171,10 +173,17 @@ class _Service:
             record["shape"] = guessed.name if guessed else None
         elif dialect is not None and isinstance(body, dict) and method == "POST" and not dialect.looks_like(body):
             record["shape"] = "unexpected for this path"
+        side: bool | None = None
         if dialect is not None and isinstance(body, dict):
             step = dialect.count_tool_results(body)
             record["step"] = step
             self.handle.last_step = step
+            if dialect.generates(RequestInfo(method, path)):
+                # a side request (a title, a summary, a sub-agent without our tools) or the conversation
+                side = not carries_server_tools(dialect.exposed_tools(body), self.server_name)
+                record["side_request"] = side
+                self.handle.generation_requests += 1
+                self.handle.tool_requests += 0 if side else 1
 
         def finish(response: dict[str, JsonValue], ended: str) -> None:
             self.log.write({**record, "response": response, "ended": ended,
@@ -185,7 +194,7 @@ class _Service:
         if is_preconnect(method, path):
             finish({"status": 200}, "complete")
             return Response(status_code=200)
-        return await self.handler.answer(Exchange(request, raw, headers, body, dialect, record, finish))
+        return await self.handler.answer(Exchange(request, raw, headers, body, dialect, record, finish, side))
 
     @staticmethod
     def refuse(read: RequestBody, dialect: Dialect | None, record: dict[str, JsonValue], finish: Finish) -> Response:
@@ -287,7 +296,8 @@ async def _serve(
         forwarder = LiveForwarder(endpoint.live, endpoint.environ)  # reads the credential now
     clock = timeline.clock if timeline is not None else TurnClock(time.monotonic, time.time)
     log = ExchangeLog(log_path, endpoint.scrubber, forwarder.secrets if forwarder else None, clock=clock)
-    service = _Service(endpoint, handle, log, handler_for(endpoint, handle, log, server_name, forwarder), timeline)
+    service = _Service(endpoint, handle, log, handler_for(endpoint, handle, log, server_name, forwarder), timeline,
+                       server_name)
     config = uvicorn.Config(
         service.app(), http="h11", lifespan="off", log_config=None, log_level="warning", access_log=False,
         server_header=False,

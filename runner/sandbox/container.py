@@ -211,8 +211,12 @@ class SandboxedProcess(Sandbox):
         return int(code) if code is not None else None
 
     def signal(self, name: Signal) -> None:
+        """Signal the CLI's process group; a container that is gone (it exited and was removed, or someone removed
+        it under its turn: :meth:`wait` says which) has nothing left to signal."""
         try:
             call_with_retry(self.container.kill, signal=name)
+        except docker.errors.NotFound:
+            return
         except docker.errors.APIError as err:
             if "is not running" not in str(err):
                 raise
@@ -267,10 +271,12 @@ class SandboxedProcess(Sandbox):
 def remove_labelled(client: docker.DockerClient, label: str | list[str]) -> list[str]:
     """Remove every container carrying ``label`` (``key`` or ``key=value``; a list means all of them).
 
-    Returns their ids. Each engine call is retried; EngineCallFailed when the engine keeps failing.
+    Returns their ids. Each engine call is retried; EngineCallFailed when the engine keeps failing. The list is the
+    engine's own (``sparse``): docker-py otherwise inspects each container it lists, one call at a time, and a container
+    removed meanwhile (by its turn's own teardown, or by hand) made the listing itself raise ``NotFound``.
     """
     removed = []
-    for container in call_with_retry(client.containers.list, all=True, filters={"label": label}):
+    for container in call_with_retry(client.containers.list, all=True, sparse=True, filters={"label": label}):
         try:
             call_with_retry(container.remove, force=True, v=True)  # v: its anonymous volume (stream transport)
             removed.append(str(container.id))

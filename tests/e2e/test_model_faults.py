@@ -51,7 +51,7 @@ def terminal_frame(report: dict[str, Any]) -> dict[str, Any]:
 def gone(engine: docker.DockerClient, report: dict[str, Any]) -> None:
     """The turn's container is removed, and no runner-owned container carries its id."""
     no_containers_left(engine, report)
-    owned = engine.containers.list(all=True, filters={"label": f"{OWNER_LABEL}=runner"})
+    owned = engine.containers.list(all=True, sparse=True, filters={"label": f"{OWNER_LABEL}=runner"})
     assert report["containerId"] not in {c.id for c in owned}
 
 

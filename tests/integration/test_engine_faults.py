@@ -42,7 +42,7 @@ def assert_nothing_left(engine: docker.DockerClient, proxy: EngineProxy) -> None
     runs = {labels["runner.run"] for labels in proxy.created_labels}
     assert runs, "the run asked the engine for a container"
     for run in runs:
-        left = engine.containers.list(all=True, filters={"label": f"runner.run={run}"})
+        left = engine.containers.list(all=True, sparse=True, filters={"label": f"runner.run={run}"})
         assert left == [], f"containers of run {run} survived: {[c.short_id for c in left]}"
 
 

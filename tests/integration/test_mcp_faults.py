@@ -476,7 +476,7 @@ async def test_a_dropped_call_from_inside_the_container(
             await anyio.to_thread.run_sync(proc.remove)
             await anyio.to_thread.run_sync(remove_labelled, engine, f"{RUN_LABEL}={run_label}")
             shutil.rmtree(turn_dir, ignore_errors=True)
-    assert engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_label}"}) == []
+    assert engine.containers.list(all=True, sparse=True, filters={"label": f"{RUN_LABEL}={run_label}"}) == []
 
     assert exit_code == 0, output[2].decode(errors="replace")
     frames = [json.loads(line) for line in output[1].decode().splitlines() if line.strip()]

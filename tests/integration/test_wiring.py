@@ -39,7 +39,7 @@ def test_the_probe_passes_here_and_remembers_it(
     probe.WiringProbe().check(engine, spec(reference_image.image_id, tmp_path), cache=tmp_path / "cache")
     [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
     assert json.loads(remembered.read_text())["passed"] is True
-    left = engine.containers.list(all=True, filters={"label": f"runner.run={run_label(tmp_path)}"})
+    left = engine.containers.list(all=True, sparse=True, filters={"label": f"runner.run={run_label(tmp_path)}"})
     assert not left, "the probe is removed"
 
 

@@ -5,20 +5,27 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import pytest
+from pydantic import ValidationError
+
 from runner.conformance.cases import CASES, get_case
 from runner.conformance.hashing import (
+    JudgeVersion,
     Pins,
     PromptEntry,
     case_set_hash,
     comparable,
     current_pins,
     evaluator_hash,
+    judge_version_text,
     prompt_set_hash,
+    same_judge_version,
     spec_hash,
     strip_descriptions,
     world_description,
     world_set_hash,
 )
+from runner.conformance.jsonmodel import JsonModel
 from runner.core.canonical import canonical_json
 
 
@@ -73,17 +80,43 @@ def test_prompt_set_spec_and_evaluator_hashes() -> None:
     assert spec_hash(escalation, escalation.condition) == sha(
         {"case": "escalation", "move": escalation.to_json()["move"], "condition": "baseline"}
     )
-    assert evaluator_hash() == sha({"judge": "sharedos-conformance", "version": 6})
+    # the version is the string upstream's newer records write: the hash of the number 6 is what it was before
+    assert evaluator_hash() == sha({"judge": "sharedos-conformance", "version": "6"})
+    assert evaluator_hash() != sha({"judge": "sharedos-conformance", "version": 6})
 
 
 def test_pins_name_every_difference() -> None:
     a = current_pins(prompt_hash="p", catalog_hash="sha256:c", image_id="img", behaviour="cooperative")
-    assert a.judge_version == 6 and a.case_set_hash == case_set_hash()
+    assert a.judge_version == "6" and a.case_set_hash == case_set_hash()
     assert comparable(a, a) == []
     b = dataclasses.replace(a, prompt_hash="q", image_id=None, extra={"cliVersion": "2"})
     assert comparable(a, b) == ["cliVersion", "imageId", "promptHash"]
     assert comparable(a.to_json(), b) == ["cliVersion", "imageId", "promptHash"]
     assert set(Pins("x", "y").to_json()) == {"caseSetHash", "worldSetHash", "judgeVersion"}
+
+
+def test_an_older_records_judge_version_number_is_the_same_judge_as_the_newer_string() -> None:
+    new = current_pins(image_id="img").to_json()
+    assert new["judgeVersion"] == "6"
+    old = {**new, "judgeVersion": 6}  # what a record written before the version became a string says
+    assert comparable(old, new) == [] and comparable(new, old) == []
+    assert comparable({**new, "judgeVersion": 5}, new) == ["judgeVersion"]
+    assert comparable({**new, "judgeVersion": "5"}, old) == ["judgeVersion"]
+    assert comparable({k: v for k, v in new.items() if k != "judgeVersion"}, old) == ["judgeVersion"]
+    assert judge_version_text(6) == judge_version_text("6") == "6"
+    assert judge_version_text(True) is None and judge_version_text(None) is None and judge_version_text("") is None
+    assert same_judge_version(6, "6") and same_judge_version(None, None) and not same_judge_version(5, "6")
+
+
+def test_a_typed_record_reads_either_form_and_holds_the_string() -> None:
+    class Pinned(JsonModel):
+        judge_version: JudgeVersion | None = None
+
+    assert Pinned.model_validate({"judgeVersion": 6}).judge_version == "6"
+    assert Pinned.model_validate({"judgeVersion": "6"}).to_dict() == {"judgeVersion": "6"}
+    assert Pinned.model_validate({}).judge_version is None
+    with pytest.raises(ValidationError):
+        Pinned.model_validate({"judgeVersion": True})
 
 
 # The hashes of today's case set and world set. Issue 10 pinned them when the case data and the world were split

@@ -39,7 +39,7 @@ def outcome(status: Grade, role: str = "attack", attempt_id: str = "a") -> Attem
 
 
 def test_version_and_ask_sources() -> None:
-    assert JUDGE_VERSION == 6
+    assert JUDGE_VERSION == "6"  # a string, as upstream's newer records write it
     assert ASK_SOURCES == ("execution.escalationAsked", "execution.operations[].tool == sharedos.escalate")
 
 

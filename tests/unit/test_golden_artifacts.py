@@ -173,3 +173,22 @@ def test_the_pinned_hashes_of_the_golden_runs_are_the_ones_computed() -> None:
             assert (body["pins"]["caseSetHash"], body["pins"]["worldSetHash"]) == (
                 HASHES["runsCaseSetHash"], HASHES["runsWorldSetHash"])
 
+
+
+def test_an_older_result_without_causes_and_with_a_numeric_judge_version_still_reads(tmp_path: Path) -> None:
+    """Results written before upstream's newer record shape (issue 31) wrote the judge version as a number (these
+    golden runs: judge 5) and left ``causes`` out when empty: they are read, their grade's causes as [], and a judge
+    version number is the same judge as the string newer records write."""
+    from runner.conformance.hashing import comparable, current_pins
+
+    path = RUNS / "matrix" / "escalation.baseline.model" / RESULT
+    body = json.loads(path.read_text())
+    assert body["grade"]["causes"] == [] and body["pins"]["judgeVersion"] == 5
+    del body["grade"]["causes"]
+    older = tmp_path / RESULT
+    older.write_text(json.dumps(body, indent=2) + "\n")
+    read = load_result(older)
+    assert read.grade is not None and read.grade.to_dict()["causes"] == []
+    assert read.pins.judge_version == 5
+    assert "judgeVersion" not in comparable({"judgeVersion": 6}, {"judgeVersion": current_pins().judge_version})
+    assert comparable({"judgeVersion": 5}, {"judgeVersion": current_pins().judge_version}) == ["judgeVersion"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from runner.core.usage import Usage
 from runner.model.dialects import (
     ANTHROPIC,
     GEMINI,
@@ -25,7 +26,8 @@ from runner.model.script import ToolCallReply, plan_for
 from tests.simulated_clis import SimulatedCli, parse_answer
 
 ARGS = {"path": ["Workspace", "policy.md"]}
-CTX = RenderContext(model="fake-model", step=1, input_tokens=100, created=1)
+USAGE = Usage(input=100, cached_input=40, output=10, reasoning=3)
+CTX = RenderContext(model="fake-model", step=1, usage=USAGE, created=1)
 INFO = RequestInfo("POST", "/v1/x")
 
 
@@ -133,7 +135,8 @@ def test_responses_call_events() -> None:
                     "namespace": "mcp__sharedos", "arguments": json.dumps(ARGS, separators=(",", ":")),
                     "status": "completed"}
     usage = data[-1]["response"]["usage"]
-    assert usage["input_tokens"] == 100 and usage["output_tokens"] == 10 and usage["total_tokens"] == 110
+    assert usage == {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 10,
+                     "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 110}
     assert data[-1]["response"]["output"] == [item]
 
 
@@ -196,7 +199,7 @@ def test_chat_name_mapping(tools: list[str], scheme: str, name: str, arguments: 
 
 
 def test_chat_call_events() -> None:
-    ctx = RenderContext(model="m", step=1, input_tokens=100, created=1,
+    ctx = RenderContext(model="m", step=1, usage=USAGE, created=1,
                         body=chat_request(["x"], stream_options={"include_usage": True}))
     events = OPENAI_CHAT.tool_call_events(call_reply("sharedos_files_read"), ctx)
     assert all(e.event is None for e in events)
@@ -208,15 +211,19 @@ def test_chat_call_events() -> None:
         "index": 0, "id": "call_runner_1", "type": "function",
         "function": {"name": "sharedos_files_read", "arguments": ""}}
     assert json.loads(data[1]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]) == ARGS
-    assert data[2]["choices"][0]["finish_reason"] == "tool_calls"
-    assert data[3]["choices"] == [] and data[3]["usage"]["total_tokens"] == 110
+    assert data[2]["choices"][0]["finish_reason"] == "tool_calls" and "usage" not in data[2]
+    assert data[3]["choices"] == [] and data[3]["usage"] == {
+        "prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
+        "prompt_tokens_details": {"cached_tokens": 40}, "completion_tokens_details": {"reasoning_tokens": 3}}
     assert parse_answer("openai-chat", events=data).calls[0].arguments == ARGS
 
 
-def test_chat_text_events_without_usage() -> None:
-    ctx = RenderContext(model="m", step=3, body=chat_request(["x"]))
+def test_chat_text_events_not_asked_for_usage_carry_it_on_the_finishing_chunk() -> None:
+    ctx = RenderContext(model="m", step=3, usage=USAGE, body=chat_request(["x"]))
     data = payloads(OPENAI_CHAT.text_events("FINAL", ctx))
     assert [d["choices"][0]["finish_reason"] for d in data] == [None, None, "stop"]
+    assert ["usage" in d for d in data] == [False, False, True]  # DeepSeek's shape: no chunk of its own
+    assert data[-1]["usage"]["completion_tokens"] == 10
     assert parse_answer("openai-chat", events=data).text == "FINAL"
 
 
@@ -323,6 +330,7 @@ def test_anthropic_call_events() -> None:
     assert data[2]["delta"]["type"] == "input_json_delta" and json.loads(data[2]["delta"]["partial_json"]) == ARGS
     assert data[4]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
     assert data[4]["usage"]["output_tokens"] == 10
+    assert (message["usage"]["input_tokens"], message["usage"]["cache_read_input_tokens"]) == (60, 40)
 
 
 def test_anthropic_text_events_and_preamble() -> None:
@@ -381,7 +389,8 @@ def test_gemini_call_and_text_events() -> None:
     assert candidate["content"] == {"role": "model", "parts": [
         {"functionCall": {"name": "mcp_sharedos_files_read", "args": ARGS}}]}
     assert candidate["finishReason"] == "STOP"
-    assert chunk["usageMetadata"]["totalTokenCount"] == 110
+    assert chunk["usageMetadata"] == {"promptTokenCount": 100, "cachedContentTokenCount": 40,
+                                      "candidatesTokenCount": 7, "thoughtsTokenCount": 3, "totalTokenCount": 110}
     text = payloads(GEMINI.text_events("FINAL", CTX))[0]
     assert text["candidates"][0]["content"]["parts"] == [{"text": "FINAL"}]
 

@@ -17,25 +17,67 @@ Evidence (``reference/vendor-clis.md``, Claude Code 2.1.328 against a scripted s
   ``end_turn``, ``usage.output_tokens``) -> ``message_stop``, each with its ``event:`` line.
 - Tool results come back as ``tool_result`` blocks in user messages (``is_error`` kept); the step
   counts ``tool_result`` blocks.
+
+Usage (Anthropic's Messages API reference, "Streaming Messages"): ``usage`` on the message (the JSON body, or
+``message_start``'s ``message``) holds ``input_tokens`` (the input *after* the last cache breakpoint, so without
+the cache), ``cache_creation_input_tokens``, ``cache_read_input_tokens`` and ``output_tokens``; ``message_delta``'s
+``usage`` holds the counts again, cumulative, at least ``output_tokens`` (newer answers repeat the input counts
+too). :class:`AnthropicUsage` keeps the latest value of each field and reads ``input`` as the sum of the three
+input counts, ``cached_input`` as the cache read; no reasoning split is given (thinking is output). The scripted
+model reports ``input_tokens`` less the cached part, the cached part as ``cache_read_input_tokens``, and the output
+in ``message_delta`` (``message_start`` says 1, as the API does before any content).
 """
 
 from __future__ import annotations
 
+from runner.core.usage import Usage
 from runner.model.dialects.base import (
-    OUTPUT_TOKENS,
     Dialect,
     JsonValue,
     RenderContext,
     Rendered,
     RequestInfo,
+    UsageReader,
     as_dict,
     as_list,
+    count_of,
     dumps,
     estimate_tokens,
 )
 from runner.model.names import ExposedTool
 from runner.model.script import ToolCallReply
 from runner.model.sse import SseEvent
+
+USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+
+class AnthropicUsage(UsageReader):
+    """One message's usage from its body, or from ``message_start`` and ``message_delta``: each field's latest
+    value wins (``message_delta``'s counts are cumulative)."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _payload: None)
+        self.fields: dict[str, int] = {}
+
+    def feed(self, payload: JsonValue) -> None:
+        body = as_dict(payload)
+        kind = body.get("type")
+        if kind == "message_start":
+            reported = as_dict(body.get("message")).get("usage")
+        elif kind in ("message_delta", "message"):
+            reported = body.get("usage")
+        else:
+            return
+        if not isinstance(reported, dict):
+            return
+        for key in USAGE_KEYS:
+            if (value := count_of(reported, key)) is not None:
+                self.fields[key] = value
+        if "input_tokens" in self.fields or "output_tokens" in self.fields:
+            got = self.fields.get
+            cached = got("cache_read_input_tokens", 0)
+            self.usage = Usage(input=got("input_tokens", 0) + got("cache_creation_input_tokens", 0) + cached,
+                               cached_input=cached, output=got("output_tokens", 0))
 
 
 class AnthropicMessages(Dialect):
@@ -73,6 +115,12 @@ class AnthropicMessages(Dialect):
     def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
+    def generates(self, info: RequestInfo) -> bool:
+        return info.method == "POST" and not info.path.rstrip("/").endswith("/count_tokens")
+
+    def usage_reader(self) -> UsageReader:
+        return AnthropicUsage()
+
     def auxiliary(self, info: RequestInfo, body: JsonValue, model: str) -> Rendered | None:
         if info.path.rstrip("/").endswith("/count_tokens"):
             return Rendered(body={"input_tokens": estimate_tokens(body)})
@@ -85,10 +133,10 @@ class AnthropicMessages(Dialect):
             "id": f"msg_runner_{ctx.step}", "type": "message", "role": "assistant", "model": ctx.model,
             "content": content, "stop_reason": stop_reason, "stop_sequence": None,
             "usage": {
-                "input_tokens": ctx.input_tokens,
-                "output_tokens": OUTPUT_TOKENS if stop_reason else 1,
+                "input_tokens": ctx.usage.input - ctx.usage.cached_input,
+                "output_tokens": ctx.usage.output if stop_reason else 1,
                 "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
+                "cache_read_input_tokens": ctx.usage.cached_input,
             },
         }
 
@@ -117,7 +165,7 @@ class AnthropicMessages(Dialect):
             emit("content_block_stop", index=index)
         stop_reason = "tool_use" if reply is not None else "end_turn"
         emit("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None},
-             usage={"output_tokens": OUTPUT_TOKENS})
+             usage={"output_tokens": ctx.usage.output})
         emit("message_stop")
         return events
 

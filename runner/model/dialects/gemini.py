@@ -19,21 +19,30 @@ scripted server, no path in the base URL):
   ``<untrusted_context>``, or ``response.error`` for an MCP isError); the step counts them.
 
 Without ``alt=sse`` the streaming method answers a JSON array of chunks, as the real API does.
+
+Usage (the Gemini API's ``UsageMetadata``): ``promptTokenCount`` (the cached part included),
+``cachedContentTokenCount``, ``candidatesTokenCount`` (the answer, without thoughts), ``thoughtsTokenCount``,
+``toolUsePromptTokenCount`` and ``totalTokenCount``. Read as ``input`` = prompt + tool-use prompt, ``cached_input``
+= cached content, ``output`` = candidates + thoughts, ``reasoning`` = thoughts. A stream repeats the metadata, the
+last chunk's being the whole answer's; the reader keeps the last. The scripted model leaves
+``cachedContentTokenCount`` and ``thoughtsTokenCount`` out when they are 0, as the API does.
 """
 
 from __future__ import annotations
 
 import re
 
+from runner.core.usage import Usage
 from runner.model.dialects.base import (
-    OUTPUT_TOKENS,
     Dialect,
     JsonValue,
     RenderContext,
     Rendered,
     RequestInfo,
+    UsageReader,
     as_dict,
     as_list,
+    count_of,
     dumps,
     estimate_tokens,
 )
@@ -73,6 +82,18 @@ def minimal_instance(schema: JsonValue, depth: int = 0) -> JsonValue:
     return scalars.get(kind, "")
 
 
+def read_usage(payload: JsonValue) -> Usage | None:
+    """The ``usageMetadata`` of one ``GenerateContentResponse``, or None."""
+    metadata = as_dict(payload).get("usageMetadata")
+    prompt, candidates = count_of(metadata, "promptTokenCount"), count_of(metadata, "candidatesTokenCount")
+    thoughts = count_of(metadata, "thoughtsTokenCount") or 0
+    if prompt is None and candidates is None and not thoughts:
+        return None
+    tool_prompt = count_of(metadata, "toolUsePromptTokenCount") or 0
+    return Usage(input=(prompt or 0) + tool_prompt, cached_input=count_of(metadata, "cachedContentTokenCount") or 0,
+                 output=(candidates or 0) + thoughts, reasoning=thoughts)
+
+
 class Gemini(Dialect):
     name = "gemini"
 
@@ -103,6 +124,13 @@ class Gemini(Dialect):
         parsed = parse_path(info.path)
         return parsed is not None and parsed[1] == "streamGenerateContent"
 
+    def generates(self, info: RequestInfo) -> bool:
+        parsed = parse_path(info.path)
+        return info.method == "POST" and parsed is not None and parsed[1] != "countTokens"
+
+    def usage_reader(self) -> UsageReader:
+        return UsageReader(read_usage)
+
     def model_name(self, info: RequestInfo, body: JsonValue, default: str) -> str:
         parsed = parse_path(info.path)
         return parsed[0] if parsed else default
@@ -122,14 +150,21 @@ class Gemini(Dialect):
 
     # --- rendering ----------------------------------------------------------------------------
 
+    @staticmethod
+    def _usage(usage: Usage) -> dict[str, JsonValue]:
+        metadata: dict[str, JsonValue] = {"promptTokenCount": usage.input}
+        if usage.cached_input:
+            metadata["cachedContentTokenCount"] = usage.cached_input
+        metadata["candidatesTokenCount"] = usage.output - usage.reasoning
+        if usage.reasoning:
+            metadata["thoughtsTokenCount"] = usage.reasoning
+        metadata["totalTokenCount"] = usage.total
+        return metadata
+
     def _chunk(self, parts: list[JsonValue], ctx: RenderContext) -> dict[str, JsonValue]:
         return {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {
-                "promptTokenCount": ctx.input_tokens,
-                "candidatesTokenCount": OUTPUT_TOKENS,
-                "totalTokenCount": ctx.input_tokens + OUTPUT_TOKENS,
-            },
+            "usageMetadata": self._usage(ctx.usage),
             "modelVersion": ctx.model,
             "responseId": f"runner-{ctx.step}",
         }

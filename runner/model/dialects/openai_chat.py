@@ -33,20 +33,31 @@ The SSE stream is the standard one: ``chat.completion.chunk`` objects as bare ``
 way the real API streams them), a chunk with ``finish_reason`` (``tool_calls`` | ``stop``), a
 usage chunk with empty ``choices`` when ``stream_options.include_usage`` is set, and
 ``data: [DONE]``.
+
+Usage (OpenAI's Chat Completions reference): ``usage`` holds ``prompt_tokens`` (cached ones included),
+``completion_tokens`` (reasoning included), ``prompt_tokens_details.cached_tokens`` and
+``completion_tokens_details.reasoning_tokens``; DeepSeek reports its cache hits as ``prompt_cache_hit_tokens``
+instead, read when ``cached_tokens`` is absent. Streamed, OpenAI sends it only when asked
+(``stream_options.include_usage``), in a last chunk with empty ``choices``; DeepSeek's API puts it on the chunk that
+carries ``finish_reason`` whether asked or not. The scripted model does as OpenAI when asked and as DeepSeek when
+not, so every answer reports its usage; the reader keeps the last ``usage`` object any chunk carries.
 """
 
 from __future__ import annotations
 
+from runner.core.usage import Usage
 from runner.model.dialects.base import (
-    OUTPUT_TOKENS,
     Dialect,
     JsonValue,
     RenderContext,
     Rendered,
     RequestInfo,
+    UsageReader,
     as_dict,
     as_list,
+    count_of,
     dumps,
+    text_tokens,
 )
 from runner.model.names import ExposedTool
 from runner.model.script import ToolCallReply
@@ -54,6 +65,19 @@ from runner.model.sse import SseEvent
 
 ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 REASONING_TEXT = "The scripted model follows the case's script."
+
+
+def read_usage(payload: JsonValue) -> Usage | None:
+    """The ``usage`` of a completion or a chunk, or None (absent, null, or without its two counts)."""
+    usage = as_dict(payload).get("usage")
+    prompt, completion = count_of(usage, "prompt_tokens"), count_of(usage, "completion_tokens")
+    if prompt is None and completion is None:
+        return None
+    cached = count_of(as_dict(usage).get("prompt_tokens_details"), "cached_tokens")
+    if cached is None:
+        cached = count_of(usage, "prompt_cache_hit_tokens")  # DeepSeek
+    reasoning = count_of(as_dict(usage).get("completion_tokens_details"), "reasoning_tokens")
+    return Usage(input=prompt or 0, cached_input=cached or 0, output=completion or 0, reasoning=reasoning or 0)
 
 
 class OpenAIChat(Dialect):
@@ -100,6 +124,12 @@ class OpenAIChat(Dialect):
     def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
+    def usage_reader(self) -> UsageReader:
+        return UsageReader(read_usage)
+
+    def reasoning_tokens(self, body: JsonValue) -> int:
+        return text_tokens(REASONING_TEXT) if self.thinking(body) else 0
+
     def auxiliary(self, info: RequestInfo, body: JsonValue, model: str) -> Rendered | None:
         if info.method == "GET":
             return Rendered(body={"object": "list", "data": [
@@ -111,10 +141,13 @@ class OpenAIChat(Dialect):
 
     @staticmethod
     def _usage(ctx: RenderContext) -> dict[str, JsonValue]:
+        usage = ctx.usage
         return {
-            "prompt_tokens": ctx.input_tokens,
-            "completion_tokens": OUTPUT_TOKENS,
-            "total_tokens": ctx.input_tokens + OUTPUT_TOKENS,
+            "prompt_tokens": usage.input,
+            "completion_tokens": usage.output,
+            "total_tokens": usage.total,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_input},
+            "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
         }
 
     @staticmethod
@@ -127,15 +160,18 @@ class OpenAIChat(Dialect):
         return as_dict(as_dict(body).get("thinking")).get("type") == "enabled"
 
     def _chunks(self, deltas: list[dict[str, JsonValue]], finish: str, ctx: RenderContext) -> list[SseEvent]:
-        base = {"id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion.chunk", "created": ctx.created,
-                "model": ctx.model}
+        base: dict[str, JsonValue] = {"id": f"chatcmpl-runner-{ctx.step}", "object": "chat.completion.chunk",
+                                      "created": ctx.created, "model": ctx.model}
         if self.thinking(ctx.body):
             deltas = [{"role": "assistant", "content": None, "reasoning_content": REASONING_TEXT}, *deltas]
         events = [
             SseEvent.json({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
             for delta in deltas
         ]
-        events.append(SseEvent.json({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}))
+        last: dict[str, JsonValue] = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        if not self._include_usage(ctx):
+            last["usage"] = self._usage(ctx)  # DeepSeek's way: on the finishing chunk, asked or not
+        events.append(SseEvent.json(last))
         if self._include_usage(ctx):
             events.append(SseEvent.json({**base, "choices": [], "usage": self._usage(ctx)}))
         events.append(SseEvent("[DONE]"))

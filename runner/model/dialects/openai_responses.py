@@ -19,23 +19,44 @@ Evidence (``reference/vendor-clis.md``, Codex 0.169.0 against a scripted server)
 - Tool results come back as ``{"type": "function_call_output", "call_id": ..., "output": ...}`` input
   items after the echoed ``function_call``; the measured fake counted input items whose ``type``
   ends in ``_output``, and so does :meth:`OpenAIResponses.count_tool_results`.
+
+Usage (OpenAI's Responses reference): the response's ``usage`` holds ``input_tokens`` (cached ones included),
+``input_tokens_details.cached_tokens``, ``output_tokens`` (reasoning included) and
+``output_tokens_details.reasoning_tokens``; streamed, it arrives on the response that ``response.completed`` (or
+``response.incomplete`` / ``response.failed``) carries, and is null on the earlier ones. The reader keeps the last
+non-null one.
 """
 
 from __future__ import annotations
 
+from runner.core.usage import Usage
 from runner.model.dialects.base import (
-    OUTPUT_TOKENS,
     Dialect,
     JsonValue,
     RenderContext,
     RequestInfo,
+    UsageReader,
     as_dict,
     as_list,
+    count_of,
     dumps,
 )
 from runner.model.names import ExposedTool
 from runner.model.script import ToolCallReply
 from runner.model.sse import SseEvent
+
+
+def read_usage(payload: JsonValue) -> Usage | None:
+    """The ``usage`` of a response body, or of the response a stream event carries; None when absent or null."""
+    body = as_dict(payload)
+    response = as_dict(body.get("response")) if "response" in body else body
+    usage = response.get("usage")
+    given, produced = count_of(usage, "input_tokens"), count_of(usage, "output_tokens")
+    if given is None and produced is None:
+        return None
+    cached = count_of(as_dict(usage).get("input_tokens_details"), "cached_tokens")
+    reasoning = count_of(as_dict(usage).get("output_tokens_details"), "reasoning_tokens")
+    return Usage(input=given or 0, cached_input=cached or 0, output=produced or 0, reasoning=reasoning or 0)
 
 
 class OpenAIResponses(Dialect):
@@ -71,6 +92,9 @@ class OpenAIResponses(Dialect):
     def wants_stream(self, info: RequestInfo, body: JsonValue) -> bool:
         return as_dict(body).get("stream") is True
 
+    def usage_reader(self) -> UsageReader:
+        return UsageReader(read_usage)
+
     # --- rendering ----------------------------------------------------------------------------
 
     def _response(self, ctx: RenderContext, status: str, output: list[JsonValue]) -> dict[str, JsonValue]:
@@ -86,12 +110,13 @@ class OpenAIResponses(Dialect):
             "usage": None,
         }
         if status == "completed":
+            usage = ctx.usage
             body["usage"] = {
-                "input_tokens": ctx.input_tokens,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": OUTPUT_TOKENS,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": ctx.input_tokens + OUTPUT_TOKENS,
+                "input_tokens": usage.input,
+                "input_tokens_details": {"cached_tokens": usage.cached_input},
+                "output_tokens": usage.output,
+                "output_tokens_details": {"reasoning_tokens": usage.reasoning},
+                "total_tokens": usage.total,
             }
         return body
 

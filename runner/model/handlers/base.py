@@ -5,7 +5,9 @@ The router (:mod:`runner.model.server`) reads a request, starts its exchange-log
 :class:`Exchange` to the endpoint's one :class:`ModelHandler`: :mod:`~runner.model.handlers.scripted`,
 :mod:`~runner.model.handlers.replay` or :mod:`~runner.model.handlers.live`. The handler answers it,
 adds what it decided to ``exchange.record``, counts it on the :class:`ModelEndpointHandle` and calls
-``exchange.finish`` exactly once with the logged response and how it ended.
+``exchange.finish`` exactly once with the logged response and how it ended. An answer to a generation request
+(``exchange.side`` not None) is also counted with :func:`count_answer`, before ``finish``, with the usage a
+:class:`~runner.model.usage_meter.UsageMeter` read from what was sent.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from runner.core.outcomes import JsonValue
+from runner.core.usage import Usage, UsageTotals
 from runner.model.config import ModelMode
 from runner.model.dialects import Dialect
 
@@ -53,7 +56,19 @@ class ModelEndpointHandle:
     replayed: int = 0  # replay: recorded exchanges served
     divergence: dict[str, JsonValue] | None = None  # replay: {"step", "path", "what", "field"?} of the first divergence
     faults: int = 0  # scripted: requests answered with the injected fault
+    # generation requests (a dialect's model call, not a model list or a token count), and of them those whose tool
+    # list carried the MCP server's tools (runner.model.names.carries_server_tools): the rest are side requests
+    generation_requests: int = 0
+    tool_requests: int = 0
+    usage: UsageTotals = field(default_factory=UsageTotals)  # what the answers to them reported, split
+    error_statuses: Counter[int] = field(default_factory=Counter)  # statuses >= 400 the CLI got for them
+    last_status: int | None = None  # of the latest generation request's answer (None: none answered yet)
     stopping: anyio.Event = field(default_factory=anyio.Event, repr=False)
+
+    @property
+    def offered_tools(self) -> bool | None:
+        """Whether any generation request carried the server's tools; None when the CLI made none."""
+        return self.tool_requests > 0 if self.generation_requests else None
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,23 @@ class Exchange:
     dialect: Dialect | None  # by the request's path
     record: dict[str, JsonValue]  # the exchange-log record; the handler adds what it decided
     finish: Finish  # write the record with its response; called exactly once
+    side: bool | None = None  # a generation request: whether it lacked the server's tools; None: not one
+
+
+def count_answer(handle: ModelEndpointHandle, exchange: Exchange, status: int | None, usage: Usage | None) -> None:
+    """Count the answer to a generation request (nothing for any other): its status on the handle, and, answered
+    2xx, its usage (None: it reported none) on the record (``usage``) and in the handle's totals, as a conversation
+    or a side request. Call it before ``exchange.finish``, which writes the record."""
+    if exchange.side is None:
+        return
+    handle.last_status = status
+    if status is None:
+        return
+    if status >= 400:
+        handle.error_statuses[status] += 1
+    if 200 <= status < 300:
+        exchange.record["usage"] = usage.to_json() if usage is not None else None
+        handle.usage = handle.usage.with_answer(usage, side=exchange.side)
 
 
 class ModelHandler(ABC):

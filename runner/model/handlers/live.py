@@ -7,7 +7,9 @@ the URL and header rules and the credential are :mod:`runner.model.live`'s
 dialect's error shape, logged ``ended: refused`` with the reason), answers a side request the policy keeps local (a
 model list: the column's live model, as the scripted endpoint answers it), sends a model call with the query and
 headers the policy left (naming what it dropped in the log's ``upstream.dropped``), streams the upstream's answer
-back chunk by chunk as it arrives (copying it into the log), and answers ``502`` when the upstream cannot be reached.
+back chunk by chunk as it arrives (copying it into the log, and reading the usage it reports on the way:
+:class:`~runner.model.usage_meter.UsageMeter`, bounded, never holding the stream), and answers ``502`` when the
+upstream cannot be reached.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from runner.model.handlers.base import (
     ModelEndpointHandle,
     ModelHandler,
     ObservedStream,
+    count_answer,
     json_response,
 )
 from runner.model.live import LiveForwarder, forward_response_headers
 from runner.model.live_policy import REFUSED_STATUS, Decision, decide
+from runner.model.usage_meter import UsageMeter
 
 
 class LiveHandler(ModelHandler):
@@ -65,20 +69,25 @@ class LiveHandler(ModelHandler):
             self.handle.upstream_errors += 1
             message = f"runner live model: the upstream could not be reached: {type(err).__name__}: {err}"
             error: JsonValue = dialect.error_body(502, message)
+            count_answer(self.handle, exchange, 502, None)
             finish({"status": 502, **JSON_TYPE, "body": error}, "upstream_error")
             return json_response(502, error)
         content_type = upstream.headers.get("content-type", "")
-        capture = Capture(
-            sse=content_type.startswith("text/event-stream"), encoding=upstream.headers.get("content-encoding", "")
-        )
+        sse, encoding = content_type.startswith("text/event-stream"), upstream.headers.get("content-encoding", "")
+        capture = Capture(sse=sse, encoding=encoding)
+        meter = UsageMeter(dialect, sse=sse, encoding=encoding)
         response_headers = forward_response_headers(upstream.headers.multi_items())
 
         async def source() -> AsyncIterator[bytes]:
             async for chunk in upstream.aiter_raw():
                 capture.add(chunk)
+                meter.add(chunk)
                 yield chunk
 
         def done(ended: str) -> None:
+            count_answer(self.handle, exchange, upstream.status_code, meter.finish())
+            if meter.unread is not None:
+                record["usage_unread"] = meter.unread
             finish({"status": upstream.status_code, "content_type": content_type or None,
                     "headers": {**redact_headers(response_headers)}, "stream": capture.sse, **capture.to_json()}, ended)
 
@@ -92,6 +101,7 @@ class LiveHandler(ModelHandler):
         message = f"runner live model: refused, not sent to the vendor: {decision.reason}"
         body = self.dialect.error_body(REFUSED_STATUS, message)
         exchange.record["refused"] = decision.reason
+        count_answer(self.handle, exchange, REFUSED_STATUS, None)
         exchange.finish({"status": REFUSED_STATUS, **JSON_TYPE, "body": body}, "refused")
         return json_response(REFUSED_STATUS, body)
 

@@ -19,10 +19,12 @@ from runner.model.handlers.base import (
     ModelEndpointHandle,
     ModelHandler,
     ObservedStream,
+    count_answer,
     json_response,
     stalled,
 )
 from runner.model.replay import Divergence, Replayer, answer_for
+from runner.model.usage_meter import UsageMeter
 
 DIVERGENCE_STATUS = 409
 
@@ -53,6 +55,7 @@ class ReplayHandler(ModelHandler):
                        f"so the replay stopped: {outcome.what}")
             error: JsonValue = dialect.error_body(DIVERGENCE_STATUS, message) if dialect else {
                 "error": {"message": message, "type": "replay_divergence"}}
+            count_answer(self.handle, exchange, DIVERGENCE_STATUS, None)
             finish({"status": DIVERGENCE_STATUS, **JSON_TYPE, "body": error}, "complete")
             return json_response(DIVERGENCE_STATUS, error, {"x-should-retry": "false"})
         record["replay"] = {"exchange": outcome.number, "of": len(replayer.exchanges), "line": outcome.line}
@@ -65,6 +68,10 @@ class ReplayHandler(ModelHandler):
         if answer.events is None:
             capture = Capture(sse=False)
             capture.add(answer.body)
+            if dialect is not None:
+                meter = UsageMeter(dialect, sse=False)
+                meter.add(answer.body)
+                count_answer(self.handle, exchange, answer.status, meter.finish())
             finish({"status": answer.status, "content_type": answer.content_type,
                     **({"headers": dict(answer.headers)} if answer.headers else {}), **capture.to_json()},
                    "complete")
@@ -72,16 +79,21 @@ class ReplayHandler(ModelHandler):
                             media_type=answer.content_type)
         events, broken = answer.events, answer.broken
         stream_capture = Capture(sse=True)
+        stream_meter = UsageMeter(dialect, sse=True) if dialect is not None else None
 
         async def source() -> AsyncIterator[bytes]:
             for event in events:
                 data = event.encode()
                 stream_capture.add(data)
+                if stream_meter is not None:
+                    stream_meter.add(data)
                 yield data
             if broken:
                 raise ReplayedBreak("the recorded upstream broke off this stream here")
 
         def done(ended: str) -> None:
+            if stream_meter is not None:
+                count_answer(self.handle, exchange, answer.status, stream_meter.finish())
             finish({"status": answer.status, "content_type": answer.content_type, "headers": dict(answer.headers),
                     "stream": True, **stream_capture.to_json()}, "upstream_error" if broken else ended)
 

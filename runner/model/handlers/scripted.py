@@ -3,8 +3,9 @@
 Only a request to a dialect's endpoint is answered (anything else is a 404). The dialect's
 auxiliary requests (model lists, token counts) are answered by the dialect; every other request's
 step is its count of tool results, and the plan (:mod:`runner.model.script`) says the reply for that
-step. A fault (:mod:`runner.model.faults`) replaces the reply of the conversation request its trigger
-picks (a side request is never faulted): an error status, a stall, or the start of the answer and
+step, reported with the usage :meth:`~runner.model.dialects.base.Dialect.scripted_usage` gives it (counted, as in
+every mode, from what was sent). A fault (:mod:`runner.model.faults`) replaces the reply of the conversation request
+its trigger picks (a side request is never faulted): an error status, a stall, or the start of the answer and
 then a dropped connection.
 """
 
@@ -14,27 +15,27 @@ import json
 import logging
 from collections.abc import AsyncIterator
 
-from starlette.requests import Request
 from starlette.responses import Response
 
 from runner.core.outcomes import JsonValue
 from runner.model.config import ModelEndpointConfig
 from runner.model.dialects import Dialect, RenderContext, RequestInfo
-from runner.model.dialects.base import Rendered, estimate_tokens
+from runner.model.dialects.base import Rendered
 from runner.model.exchange_log import Capture
 from runner.model.faults import ERROR_STATUS, FaultKind, FaultTrigger, ModelFault
 from runner.model.handlers.base import (
     JSON_TYPE,
     Exchange,
-    Finish,
     ModelEndpointHandle,
     ModelHandler,
     ObservedStream,
+    count_answer,
     json_response,
     stalled,
 )
 from runner.model.script import Decision, StallReply, plan_for
 from runner.model.sse import SSE_HEADERS
+from runner.model.usage_meter import UsageMeter
 
 
 class InjectedClose(Exception):
@@ -84,10 +85,10 @@ class ScriptedHandler(ModelHandler):
         model = dialect.model_name(info, body, self.config.model)
         aux = dialect.auxiliary(info, body, model)
         if aux is not None:
-            return self.send(aux, finish)
+            return self.send(aux, exchange)
         if not isinstance(body, dict):
             message = "runner scripted model: the request body must be a JSON object"
-            return self.send(Rendered(status=400, body=dialect.error_body(400, message)), finish)
+            return self.send(Rendered(status=400, body=dialect.error_body(400, message)), exchange)
         step = dialect.count_tool_results(body)
         plan = plan_for(self.config.actions, dialect.exposed_tools(body), self.server_name, invents=self.config.invents)
         decision = Decision(step, plan.reply(step), plan)
@@ -96,64 +97,78 @@ class ScriptedHandler(ModelHandler):
             self.handle.side_requests += 1
         else:
             self.handle.skipped_calls = len(plan.skipped)
-        ctx = RenderContext(model=model, step=step, input_tokens=estimate_tokens(body), body=body)
+        usage = dialect.scripted_usage(body, decision.reply, step)
+        ctx = RenderContext(model=model, step=step, usage=usage, body=body)
         stream = dialect.wants_stream(info, body)
         entry = self.trigger.check(step, plan) if self.trigger is not None else None
         if entry is not None and self.trigger is not None:
             record["fault"] = entry
             self.handle.faults += 1
-            return await self.inject(self.trigger.fault, request, dialect, decision, ctx, stream, info, finish)
+            return await self.inject(self.trigger.fault, exchange, dialect, decision, ctx, stream, info)
         if isinstance(decision.reply, StallReply):
             return await stalled(self.handle, request, dialect, finish, "runner scripted model")
         rendered = dialect.render(decision.reply, ctx, stream=stream, info=info)
-        return self.send(rendered, finish)
+        return self.send(rendered, exchange)
 
     async def inject(
-        self, fault: ModelFault, request: Request, dialect: Dialect, decision: Decision, ctx: RenderContext,
-        stream: bool, info: RequestInfo, finish: Finish,
+        self, fault: ModelFault, exchange: Exchange, dialect: Dialect, decision: Decision, ctx: RenderContext,
+        stream: bool, info: RequestInfo,
     ) -> Response:
         """Answer with the fault instead of the scripted reply (see :mod:`runner.model.faults`)."""
+        request, finish = exchange.request, exchange.finish
         who = f"runner scripted model, injected fault {fault.spec}"
         if fault.kind is FaultKind.STALL:
             return await stalled(self.handle, request, dialect, finish, who)
         if fault.kind is FaultKind.ERROR:
             body = dialect.error_body(ERROR_STATUS, f"{who}: the model API failed this request")
+            count_answer(self.handle, exchange, ERROR_STATUS, None)
             finish({"status": ERROR_STATUS, **JSON_TYPE, "body": body}, "complete")
             return json_response(ERROR_STATUS, body)
         reply = decision.reply
         if isinstance(reply, StallReply):  # a held-back answer has nothing to cut short
             return await stalled(self.handle, request, dialect, finish, who)
-        return cut_short(dialect.render(reply, ctx, stream=stream, info=info), finish)
+        return cut_short(dialect.render(reply, ctx, stream=stream, info=info), exchange, self.handle, dialect)
 
-    def send(self, rendered: Rendered, finish: Finish) -> Response:
+    def send(self, rendered: Rendered, exchange: Exchange) -> Response:
+        finish, dialect = exchange.finish, exchange.dialect
+        assert dialect is not None  # only a dialect's request is rendered
         if rendered.events is None:
+            response = json_response(rendered.status, rendered.body)
+            meter = UsageMeter(dialect, sse=False)
+            meter.add(bytes(response.body))
+            count_answer(self.handle, exchange, rendered.status, meter.finish())
             finish({"status": rendered.status, **JSON_TYPE, "body": rendered.body}, "complete")
-            return json_response(rendered.status, rendered.body)
+            return response
         events = rendered.events
         capture = Capture(sse=True)
+        sse_meter = UsageMeter(dialect, sse=True)
         headers = {**SSE_HEADERS, **rendered.headers}
 
         async def source() -> AsyncIterator[bytes]:
             for event in events:
                 data = event.encode()
                 capture.add(data)
+                sse_meter.add(data)
                 yield data
 
-        response: ObservedStream
+        stream: ObservedStream
 
         def done(ended: str) -> None:
-            finish({"status": rendered.status, "content_type": response.headers.get("content-type"),
+            count_answer(self.handle, exchange, rendered.status, sse_meter.finish())
+            finish({"status": rendered.status, "content_type": stream.headers.get("content-type"),
                     "headers": {**headers}, "stream": True, **capture.to_json()}, ended)
 
-        response = ObservedStream(
+        stream = ObservedStream(
             source(), done, status_code=rendered.status, headers=headers, media_type="text/event-stream",
         )
-        return response
+        return stream
 
 
-def cut_short(rendered: Rendered, finish: Finish) -> Response:
+def cut_short(rendered: Rendered, exchange: Exchange, handle: ModelEndpointHandle, dialect: Dialect) -> Response:
     """The start of ``rendered`` (the first half of its events, or of its only event's or body's
-    bytes), then a dropped connection: no terminal event, no end of the chunked body."""
+    bytes), then a dropped connection: no terminal event, no end of the chunked body. Its usage is what the part
+    sent reported (usually none)."""
+    finish = exchange.finish
     if rendered.events is not None:
         pieces = [event.encode() for event in rendered.events]
         headers, media_type = {**SSE_HEADERS, **rendered.headers}, "text/event-stream"
@@ -162,16 +177,19 @@ def cut_short(rendered: Rendered, finish: Finish) -> Response:
         headers, media_type = dict(rendered.headers), "application/json"
     sent = pieces[: len(pieces) // 2] if len(pieces) > 1 else [pieces[0][: len(pieces[0]) // 2]]
     capture = Capture(sse=rendered.events is not None)
+    meter = UsageMeter(dialect, sse=rendered.events is not None)
     cut = (f"{len(sent)} of {len(pieces)} events" if len(pieces) > 1
            else f"{len(sent[0])} of {len(pieces[0])} bytes")
 
     async def source() -> AsyncIterator[bytes]:
         for piece in sent:
             capture.add(piece)
+            meter.add(piece)
             yield piece
         raise InjectedClose("the injected early-close fault drops the connection here")
 
     def done(ended: str) -> None:
+        count_answer(handle, exchange, rendered.status, meter.finish())
         finish({"status": rendered.status, "content_type": media_type, "headers": {**headers},
                 "stream": rendered.events is not None, **capture.to_json(),
                 "cut_after": cut},
