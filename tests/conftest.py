@@ -11,8 +11,8 @@ import os
 import docker
 import pytest
 
-from runner.sandbox.engine import EngineUnavailable, connect
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
+from runner.engine import EngineUnavailable, connect
+from runner.images import ImageRecord, ImageSettings, ensure_image
 from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted runner's user, for the workflow's jobs)
 
 

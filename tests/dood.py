@@ -10,8 +10,8 @@ from pathlib import Path
 
 import docker
 
-from runner.sandbox.images.bases import ensure_base
-from runner.sandbox.images.common import ImageSettings
+from runner.images.bootstrap import ensure_base
+from runner.images.shared import ImageSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = {".venv", ".git", "runs", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "node_modules"}
@@ -43,7 +43,7 @@ def build_dood_image(client: docker.DockerClient, settings: ImageSettings) -> st
         for child in sorted(REPO.iterdir()):
             if child.name not in SKIP:
                 tar.add(child, arcname=f"src/{child.name}", filter=_skip)
-        # the host's extra CA certificates are an input of every vendor image's recipe (images/base-cli)
+        # the host's extra CA certificates are an input of every vendor image's recipe (base-cli)
         tar.add("/usr/local/share/ca-certificates", arcname="certs")
         # what finds the host's images by recipe hash without staging again (no network in there): the wheels
         # and each npm stage's digest file, not its tree

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.image_settings import ImageSettings
+from runner.images.settings import ImageSettings
 from tests import hosted_runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,9 @@ import docker
 import docker.errors
 import pytest
 
+from runner.images.settings import ImageSettings
+from runner.images.tree import image_dirs
 from runner.model.faults import ModelFault
-from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.interface import Sandbox
 
 RUNNER = shutil.which("runner", path=str(Path(sys.executable).parent)) or "runner"
@@ -133,32 +134,33 @@ def sections(text: str) -> dict[str, list[str]]:
 
 
 def copy_image_recipes(root: Path, dest: Path) -> None:
-    """The image recipes of the checkout at ``root`` and the repo files they list, copied to ``dest`` (another
-    checkout's place), with an empty harness_profiles/ beside them."""
-    shutil.copytree(root / "images", dest / "images")
-    (dest / "harness_profiles").mkdir()
-    for directory in (dest / "images").iterdir():
-        if (directory / "recipe.json").is_file():
-            for rel in json.loads((directory / "recipe.json").read_text()).get("files", []):
-                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(root / rel, dest / rel)
+    """The image folders of the source root ``root`` (the bases and common files under runner/images/, each harness
+    package's images/) and the package files their recipes list, copied to ``dest`` (another tree's place, for
+    ``RUNNER_REPO_ROOT``)."""
+    for src in [root / "runner" / "images" / "bases", root / "runner" / "images" / "common",
+                *(root / "runner" / "harnesses").glob("*/images")]:
+        shutil.copytree(src, dest / src.relative_to(root))
+    for folder in image_dirs(dest).values():
+        for rel in json.loads((folder / "recipe.json").read_text()).get("files", []):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, dest / rel)
 
 
 def stage_debs(root: Path, engine: Any, settings: ImageSettings) -> None:
-    """A synthetic Debian stage for each buildable recipe with ``debian`` packages (images/vibe), keyed by its base as
+    """A synthetic Debian stage for each buildable recipe with ``debian`` packages (vibe's), keyed by its base as
     it stands in the synthetic cache (the npm stages and base tarballs must be there first; ``engine`` holds no
     base)."""
-    from runner.sandbox.images.bases import debian_root
-    from runner.sandbox.images.lock import _base_identity_now, lock_integrity_or_none
-    from runner.sandbox.images.recipes import buildable_harnesses, load_harness_recipe
-    from runner.sandbox.images.staging import _debs_dir
+    from runner.images.bootstrap import debian_root
+    from runner.images.lock import _base_identity_now, lock_integrity_or_none
+    from runner.images.recipes import buildable_harnesses, load_harness_recipe
+    from runner.images.staging import debs_dir
 
     for harness in buildable_harnesses(root):
         recipe = load_harness_recipe(harness, root)
         if recipe.debian:
             name = debian_root(root, recipe.base)[0]
             identity = _base_identity_now(engine, name, root, lock_integrity_or_none(root), settings)
-            stage = _debs_dir(recipe, identity, settings)
+            stage = debs_dir(recipe, identity, settings)
             (stage / "debs").mkdir(parents=True, exist_ok=True)
             (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
 

@@ -20,13 +20,13 @@ One module per concern; each measurement's module says how it is taken and again
   ``runner exec``, against a bare ``containers.run``; 3 and 4. :mod:`~runner.bench.matrix` matrix
   throughput at ``-j 1``/``-j 2`` and peak RSS; 5. :mod:`~runner.bench.images` warm image builds and
   the recorded cold steps; 6. :mod:`~runner.bench.startup` ``runner --help`` and ``runner cases``
-  against ``python -c pass``; 7. :mod:`~runner.bench.runtime` each runnable column's cell under gVisor
+  against ``python -c pass``; 7. :mod:`~runner.bench.gvisor` each runnable column's cell under gVisor
   (``--runtime runsc``) against the same cell under runc; 8. :mod:`~runner.bench.phases` each runnable column's
   turn phase by phase (runner → container start, start → first model request, model exchanges, last answer →
   exit, exit → runner done) against its floor (the container's own start → exit) and its CLI's bare
-  ``--version``, as ``runner exec`` and in process (``--columns`` narrows it);
+  ``--version``, as ``runner exec`` and in process (``--harness`` narrows it);
 - :mod:`~runner.bench.run` the command itself.
 
-The bench never builds an image: it checks ``images/lock.json`` against the engine and the recipes
+The bench never builds an image: it checks the images' ``lock.json`` against the engine and the recipes
 first and stops if anything is stale (``make bench`` runs ``make setup`` before it).
 """

@@ -23,8 +23,8 @@ from runner.bench.stats import median, ratio, samples
 from runner.bench.world import baseline_authority
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
-    from runner.sandbox.images import ImageRecord
+    from runner.engine import EngineClient
+    from runner.images import ImageRecord
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
@@ -132,7 +132,7 @@ async def measure_cell(
 
     await running_cell(client, run_id, scratch / "cell-warmup")  # first-use imports are not a cell's cost
     walls: dict[str, list[float]] = {"cell": [], "exec": [], "turn": [], "floor": [], "imports": []}
-    imports = [sys.executable, "-c", "import runner.cli, runner.matrix.run_cell, runner.turn.runtime"]
+    imports = [sys.executable, "-c", "import runner.cli, runner.matrix.run_cell, runner.turn.run_turn"]
     for index in range(plan.cell_reps):  # alternated, so drift on the machine hits both alike
         walls["imports"].append((await anyio.to_thread.run_sync(run_measured, imports, 60.0)).wall)
         argv = [*runner_command(), *EXEC_ARGV, "--out", str(scratch / f"cell-{index}")]
@@ -160,7 +160,7 @@ def cell_figures(walls: dict[str, list[float]], reps: int) -> list[Figure]:
                "exec wall − elapsedSeconds: interpreter, imports, engine connect, image lookup, cell files", note,
                {"samples": samples(outside)}),
         Figure("cell.imports.median", 2, "… python + runner imports alone", median(walls["imports"]), "s",
-               "python -c 'import runner.cli, runner.matrix.run_cell, runner.turn.runtime', wall", note,
+               "python -c 'import runner.cli, runner.matrix.run_cell, runner.turn.run_turn', wall", note,
                {"samples": samples(walls["imports"])}),
         Figure("cell.floor.median", 2, "reference cell floor: containers.run", floor_m, "s",
                "docker-py containers.run, same image/hardening/script, server already listening", note,

@@ -1,7 +1,7 @@
 """Item 5: a warm ``runner images build --all``, and the cold steps as each recorded itself.
 
 Cold set-up cannot be repeated side by side, so each cold step writes its own wall time when it
-really runs (:mod:`runner.sandbox.timings`); this reports them, without a target.
+really runs (:mod:`runner.images.timings`); this reports them, without a target.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from runner.bench.process import run_measured, runner_command
 from runner.core.outcomes import JsonValue
 
 if TYPE_CHECKING:
-    from runner.sandbox.image_settings import ImageSettings
+    from runner.images.settings import ImageSettings
 
 COLD_NOT_MEASURED = (
     "no cold step is recorded on this machine: each step writes its own time into "
@@ -36,13 +36,13 @@ def cold_figures(recorded: Mapping[str, Mapping[str, JsonValue]]) -> list[Figure
         kind, _, name = step.partition(".")
         label = COLD_LABELS.get(step) or (f"cold: bootstrap base {name}" if kind == "base" else f"cold: build {name}")
         figures.append(Figure(f"cold.{step}", 5, label, float(seconds), "s",
-                              "recorded by the step itself when it ran (runner/sandbox/timings.py)",
+                              "recorded by the step itself when it ran (runner/images/timings.py)",
                               f"at {body.get('at', '?')}", {k: v for k, v in body.items() if k != "seconds"}))
     return figures or [not_measured("images.cold", 5, "cold set-up steps", "s", COLD_NOT_MEASURED)]
 
 
 def measure_images(images: ImageSettings) -> list[Figure]:
-    from runner.sandbox import timings
+    from runner.images import timings
 
     measured = run_measured([*runner_command(), "images", "build", "--all"], timeout=300.0)
     if measured.returncode != 0:

@@ -40,9 +40,9 @@ from runner.core.outcomes import JsonValue
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from runner.sandbox.engine import EngineClient
-    from runner.sandbox.image_settings import ImageSettings
-    from runner.sandbox.images import ImageRecord
+    from runner.engine import EngineClient
+    from runner.images import ImageRecord
+    from runner.images.settings import ImageSettings
 
 ITEM = 8
 CASE = "escalation"
@@ -127,7 +127,7 @@ def medians(turns: Sequence[Turn]) -> dict[str, float | None]:
     return out
 
 
-def column_figures(harness: str, execs: Sequence[Turn], cells: Sequence[Turn], boots: Sequence[float],
+def harness_figures(harness: str, execs: Sequence[Turn], cells: Sequence[Turn], boots: Sequence[float],
                    reps: int) -> tuple[list[Figure], dict[str, JsonValue]]:
     """The figures of one column from its turns (``runner exec`` processes and in-process cells) and bare boots;
     and its row of the phase table."""
@@ -142,7 +142,7 @@ def column_figures(harness: str, execs: Sequence[Turn], cells: Sequence[Turn], b
     excess = None if start is None or boot is None else start - boot
     containers = max((t.containers for t in execs), default=0)
     row: dict[str, JsonValue] = {
-        "column": harness, "wall": _r(wall), "cellInProcess": _r(median([t.wall for t in cells]) if cells else None),
+        "harness": harness, "wall": _r(wall), "cellInProcess": _r(median([t.wall for t in cells]) if cells else None),
         **{phase: _r(value) for phase, value in phases.items()}, "floor": _r(floor), "bareBoot": _r(boot),
         "ratio": _r(ratio(wall, floor)), "runnerExec": _r(exec_share), "runnerRun": _r(run_share),
         "bootExcess": _r(excess), "containersPerExec": containers, "holds": holder(phases, boot),
@@ -183,9 +183,9 @@ def phase_table(rows: Sequence[dict[str, JsonValue]]) -> Table:
     keys = ("wall", *PHASES, "floor", "bareBoot", "ratio", "runnerExec", "runnerRun", "containersPerExec", "holds")
     heads = ("exec wall", *(PHASE_LABELS[p] for p in PHASES), "floor (start → exit)", "bare --version",
              "wall / floor", "runner's share (exec)", "runner's share (run)", "containers", "difference in")
-    table = Table("column", *heads, title="runner bench: a turn's phases (seconds, medians)")
+    table = Table("harness", *heads, title="runner bench: a turn's phases (seconds, medians)")
     for row in rows:
-        table.add_row(str(row["column"]), *(cell(row.get(k)) for k in keys))
+        table.add_row(str(row["harness"]), *(cell(row.get(k)) for k in keys))
     return table
 
 
@@ -236,7 +236,7 @@ class ContainerClock:
 def runnable(client: EngineClient, images: ImageSettings) -> tuple[list[str], dict[str, str]]:
     """The columns whose turn can be measured here, and why each other one cannot."""
     from runner.harnesses.profile import find_profile, known_harnesses
-    from runner.sandbox.images import current_keys, read_build
+    from runner.images import current_keys, read_build
 
     ready, skipped = [], {}
     for harness in known_harnesses():
@@ -281,23 +281,23 @@ async def cell_turn(client: EngineClient, clock: ContainerClock, harness: str, r
 
 def _image_of(client: EngineClient, harness: str, images: ImageSettings) -> ImageRecord:
     from runner.harnesses.profile import find_profile
-    from runner.sandbox.images import ensure_image
+    from runner.sandbox.prepare import prepare_image
 
-    return ensure_image(client, find_profile(harness).image, images)
+    return prepare_image(client, find_profile(harness).image, images)
 
 
 def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id: str, images: ImageSettings) -> float:
     """The CLI's ``--version`` (its recipe's version command) in a hardened container of the same image: start →
     exit, from the engine's events."""
     from runner.harnesses.profile import find_profile
+    from runner.images import current_keys, load_harness_recipe, read_build, source_root
     from runner.sandbox.container import RUN_LABEL, create_kwargs, remove_labelled
-    from runner.sandbox.images import current_keys, load_harness_recipe, read_build, repo_root
     from runner.sandbox.interface import ContainerSpec
     from runner.sandbox.lease import lease_labels
 
     image = find_profile(harness).image
     record = read_build(image, images, current_keys(client, image, images).build_key)
-    recipe = load_harness_recipe(image, repo_root(images))
+    recipe = load_harness_recipe(image, source_root(images))
     if record is None or not recipe.version_command:
         raise BenchError(f"{harness}: no built image or no version command to boot")
     kwargs = create_kwargs(ContainerSpec(record.image_id, list(recipe.version_command), Path("/nonexistent"),
@@ -318,14 +318,14 @@ async def measure_phases(client: EngineClient, plan: Plan, run_id: str, scratch:
                          say: Callable[[str], None], images: ImageSettings) -> list[Figure]:
     import anyio.to_thread
 
-    columns, skipped = await anyio.to_thread.run_sync(runnable, client, images)
-    if plan.phase_columns:
-        columns = [c for c in columns if c in plan.phase_columns]
+    harnesses, skipped = await anyio.to_thread.run_sync(runnable, client, images)
+    if plan.phase_harnesses:
+        harnesses = [c for c in harnesses if c in plan.phase_harnesses]
     clock = ContainerClock(client)
     figures: list[Figure] = []
     rows: list[dict[str, JsonValue]] = []
     try:
-        for harness in columns:
+        for harness in harnesses:
             execs: list[Turn] = []
             cells: list[Turn] = []
             boots: list[float] = []
@@ -344,7 +344,7 @@ async def measure_phases(client: EngineClient, plan: Plan, run_id: str, scratch:
                 say(f"[red]{harness}: not measured[/] — {err}")
                 figures += _not_measured(harness, str(err))
                 continue
-            found, row = column_figures(harness, execs, cells, boots, plan.phase_reps)
+            found, row = harness_figures(harness, execs, cells, boots, plan.phase_reps)
             figures += found
             rows.append(row)
             say(f"{harness}: exec {row['wall']} s, floor {row['floor']} s, runner's share {row['runnerExec']} s "
@@ -363,12 +363,12 @@ def headline(rows: Sequence[dict[str, JsonValue]]) -> list[Figure]:
     figures = []
     for key, label, how in (("runnerExec", "runner's share in runner exec, worst column", "runner exec"),
                             ("runnerRun", "runner's share per cell in runner run, worst column", "run_cell")):
-        values = {str(r["column"]): v for r in rows if isinstance(v := r.get(key), float)}
+        values = {str(r["harness"]): v for r in rows if isinstance(v := r.get(key), float)}
         worst = max(values, key=lambda c: values[c]) if values else None
         figures.append(Figure(f"phases.{key}.worst", ITEM, label, values[worst] if worst else None, "s",
                               f"{how} wall − container start → exit, the column where it is largest ({worst})",
-                              "" if values else "no column measured", {"columns": {**values}}))
-    figures.append(Figure("phases.table", ITEM, "per-column phase table", float(len(rows)), "columns",
+                              "" if values else "no harness measured", {"harnesses": {**values}}))
+    figures.append(Figure("phases.table", ITEM, "per-harness phase table", float(len(rows)), "harnesses",
                           "printed below the figures; every row in detail.rows", "", {"rows": [*rows]}))
     return figures
 

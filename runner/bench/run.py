@@ -19,8 +19,8 @@ from runner.bench.plan import SECTIONS, Plan, plan_for
 from runner.bench.report import document, table
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
-    from runner.sandbox.image_settings import ImageSettings
+    from runner.engine import EngineClient
+    from runner.images.settings import ImageSettings
 
 # the headline figures of each section, reported as not measured when the section fails
 SECTION_FIGURES: dict[str, list[tuple[str, int, str, str]]] = {
@@ -50,11 +50,11 @@ async def measure(
     import anyio.to_thread
 
     from runner.bench.cell import measure_cell
+    from runner.bench.gvisor import measure_runtime
     from runner.bench.images import measure_images
     from runner.bench.matrix import measure_flood, measure_matrix
     from runner.bench.phases import measure_phases
     from runner.bench.roundtrip import measure_mcp
-    from runner.bench.runtime import measure_runtime
     from runner.bench.startup import measure_startup
 
     figures: list[Figure] = []
@@ -90,13 +90,14 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Plan]:
     parser.add_argument("--quick", action="store_true", help="a smaller sample (fewer calls, repetitions, cells)")
     parser.add_argument("--only", help=f"comma-separated sections to run: {','.join(SECTIONS)}")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed or not measured")
-    parser.add_argument("--columns", help="comma-separated columns the phases section measures (default: all)")
+    parser.add_argument("--harness", dest="harnesses",
+                        help="comma-separated harnesses the phases section measures (default: all)")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     if only and (unknown := sorted(set(only) - set(SECTIONS))):
         parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else []
-    return args, plan_for(args.quick, only, columns)
+    harnesses = [c.strip() for c in args.harnesses.split(",") if c.strip()] if args.harnesses else []
+    return args, plan_for(args.quick, only, harnesses)
 
 
 def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
@@ -108,9 +109,9 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     import anyio
     from rich.console import Console
 
+    from runner.engine import EngineError, connect
+    from runner.images import ImageSettings, current_keys, read_build, verify_lock
     from runner.sandbox.container import RUN_LABEL, remove_labelled
-    from runner.sandbox.engine import EngineError, connect
-    from runner.sandbox.images import ImageSettings, current_keys, read_build, verify_lock
 
     # on a terminal the table fits it; written to a pipe or a file it is never folded (logs and grep see whole rows)
     err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, soft_wrap=True, width=1 << 16)
@@ -131,7 +132,7 @@ def main(environ: Mapping[str, str], argv: Sequence[str] | None = None) -> int:
     if problems:
         for problem in problems:
             err.print(f"[red]✗[/] {problem}", highlight=False)
-        err.print("images/lock.json is stale or its images are not all built here; the bench never builds: "
+        err.print("an image's lock.json is stale or its images are not all built here; the bench never builds: "
                   "run `make images` first")
         return 5
     reference = read_build("reference", images, current_keys(client, "reference", images).build_key)

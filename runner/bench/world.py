@@ -17,14 +17,14 @@ def baseline_authority(budget: int | None) -> tuple[Catalogue, EscalationLatch, 
     import runner
     from runner.conformance.cases import get_case
     from runner.conformance.prompt import instructions_for
-    from runner.core.envelope import Envelope, RuntimeInfo, StepLimits
+    from runner.core.envelope import Envelope, ServerIdentity, StepLimits
     from runner.core.latch import EscalationLatch
     from runner.core.world import build_world
 
     world = build_world(get_case("escalation").condition.world)
     limits = StepLimits(max_steps=16, max_tool_calls=budget) if budget is not None else None
     envelope = Envelope(
-        world, "escalation.baseline.reference", RuntimeInfo("runner.reference.mcp", runner.__version__),
+        world, "escalation.baseline.reference", ServerIdentity("runner.reference.mcp", runner.__version__),
         limits=limits, clock=world.clock,
     )
     return envelope.catalogue, EscalationLatch(envelope, envelope.catalogue.names), instructions_for(world.grants)

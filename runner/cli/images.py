@@ -16,7 +16,7 @@ from runner.cli.shared import connect_engine
 from runner.errors import Exit
 
 if TYPE_CHECKING:
-    from runner.sandbox.images.pins import Row as Outdated
+    from runner.images.pins import Row as Outdated
 
 app = typer.Typer(help="Build, list and verify the pinned images (no registry needed).", no_args_is_help=True)
 
@@ -24,15 +24,16 @@ app = typer.Typer(help="Build, list and verify the pinned images (no registry ne
 @app.command("build")
 def images_build(
     harness: Annotated[list[str] | None, typer.Option(help="Build this harness's image (repeatable).")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Build every image under images/.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Build every harness image that can be built here.")] = False,
 ) -> None:
     """Build (or reuse from cache) the pinned images, offline; what is built here is recorded under the runner cache
-    ($RUNNER_CACHE_DIR/builds), never in images/lock.json."""
+    ($RUNNER_CACHE_DIR/builds), never in an image's lock.json."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import buildable_harnesses, ensure_image, repo_root, unavailable_images
+    from runner.images import buildable_harnesses, source_root, unavailable_images
+    from runner.sandbox.prepare import prepare_image
 
     settings = image_settings()
-    root = repo_root(settings)
+    root = source_root(settings)
     wanted = buildable_harnesses(root) if all_ or not harness else harness
     unavailable = unavailable_images(root)
     for name, reason in sorted(unavailable.items()):
@@ -43,7 +44,7 @@ def images_build(
     with reported():
         for name in wanted:
             started = time.monotonic()
-            record = ensure_image(client, name, settings, progress=say)
+            record = prepare_image(client, name, settings, progress=say)
             out().print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)",
                         markup=False, highlight=False)
 
@@ -54,11 +55,11 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
     from dataclasses import asdict
 
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import read_build, read_lock, repo_root
+    from runner.images import read_build, read_lock, source_root
 
     settings = image_settings()
     with reported(as_json):
-        lock = read_lock(repo_root(settings))
+        lock = read_lock(source_root(settings))
     built = {name: read_build(name, settings) for name, entry in lock.items() if entry.kind == "harness"}
     if as_json:
         print_json(json.dumps({name: {**entry.to_json(), "built": asdict(rec) if (rec := built.get(name)) else None}
@@ -78,11 +79,11 @@ def images_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> Non
 def images_verify(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object: stale and local findings.")] = False,
 ) -> None:
-    """Check images/lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what this
-    machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
+    """Check each image's lock.json against the tree (a changed pin or recipe: the lock is stale, exit 1), then what
+    this machine built (not built yet, or built from other CA certificates: local, said but exit 0)."""
     from runner.cli.settings import engine_environ, image_settings
-    from runner.sandbox.engine import EngineError, connect
-    from runner.sandbox.images import lock_path, repo_root, verify_lock
+    from runner.engine import EngineError, connect
+    from runner.images import lock_files, source_root, verify_lock
 
     settings = image_settings()
 
@@ -92,12 +93,12 @@ def images_verify(
     except EngineError as exc:
         client, note = None, f"no engine, so what is built here was not checked: {exc}"
     with reported(as_json):
-        root = repo_root(settings)
+        root = source_root(settings)
         found = verify_lock(client, settings)
     stale = [f for f in found if f.kind == "stale"]
     local = [f for f in found if f.kind == "local"]
     if as_json:
-        print_json(json.dumps({"lock": str(lock_path(root)), "current": not stale,
+        print_json(json.dumps({"lock": [str(p) for p in lock_files(root)], "current": not stale,
                                "stale": [{"image": f.image, "message": f.message} for f in stale],
                                "local": [{"image": f.image, "message": f.message} for f in local],
                                "engine": note is None, "note": note}, indent=1))
@@ -109,7 +110,7 @@ def images_verify(
         if note:
             warn(note)
         if not stale:
-            out().print("images/lock.json describes the tree" + (
+            out().print("the images' lock.json describe the tree" + (
                 f" ({len(local)} local difference(s): this machine only, not a stale lock)" if local else ""),
                 highlight=False)
     if stale:
@@ -118,21 +119,26 @@ def images_verify(
 
 @app.command("lock")
 def images_lock() -> None:
-    """Write images/lock.json from the tree: each image's pins with their registry's integrity hash (asked only for
-    a pin the lock does not already hold at that version) and the recipe hashes. The same on any machine."""
+    """Write each image folder's lock.json from the tree: the image's pins with their registry's integrity hash
+    (asked only for a pin the lock does not already hold at that version) and its recipe hash. The same on any
+    machine."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import lock_path, repo_root, update_lock
-    from runner.sandbox.images.lock import registry_integrity
+    from runner.images import source_root, update_lock
+    from runner.images.lock import registry_integrity
+    from runner.images.tree import shown
 
     with reported():
-        root = repo_root(image_settings())
+        root = source_root(image_settings())
         changed = update_lock(registry_integrity(), root)
-    out().print(f"{lock_path(root)} {'written' if changed else 'unchanged'}", highlight=False)
+    for path in changed:
+        out().print(f"{shown(path, root)} written", highlight=False)
+    if not changed:
+        out().print("every image's lock.json unchanged", highlight=False)
 
 
 @app.command("cache-key")
 def images_cache_key(
-    harness: Annotated[str, typer.Option(help="The image whose key to print (an images/ directory, e.g. codex).")],
+    harness: Annotated[str, typer.Option(help="The image whose key to print (e.g. codex).")],
     as_json: Annotated[bool, typer.Option("--json", help="The key and every input it covers.")] = False,
 ) -> None:
     """Print a cache key for the image's saved archive, from its declared inputs only (no engine, no staging).
@@ -140,7 +146,7 @@ def images_cache_key(
     Stable across machines and checkouts; CI caches `runner images save` under it.
     """
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import cache_key, cache_key_inputs
+    from runner.images import cache_key, cache_key_inputs
 
     settings = image_settings()
     with reported(as_json):
@@ -157,7 +163,7 @@ def images_save(
 ) -> None:
     """docker save the images and every base they stand on, for a CI cache (building them first if needed)."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import save_images
+    from runner.images import save_images
 
     if to is not None and len(harness) != 1:
         fail(Exit.USAGE, "--to takes exactly one --harness")
@@ -176,7 +182,7 @@ def images_load(
 ) -> None:
     """docker load saved archives; a missing or corrupt one only says so (the next build then builds)."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import load_images
+    from runner.images import load_images
 
     if from_ is not None and len(harness) != 1:
         fail(Exit.USAGE, "--from takes exactly one --harness")
@@ -195,19 +201,19 @@ def images_load(
 @app.command("outdated")
 def images_outdated(
     harness: Annotated[list[str] | None, typer.Option(help="Only this image (repeatable); default every pinned "
-                                                           "image under images/.")] = None,
+                                                           "image.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object: {\"images\": [rows]}.")] = False,
 ) -> None:
     """Like `pip list --outdated`: per image, each pinned package, the newest installable release on its registry,
     and how many releases and days behind the pin is. A held pin shows its reason; a registry that cannot be
     reached is that row's error. Always exits 0: it is a report."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import repo_root
-    from runner.sandbox.images.pins import outdated
-    from runner.sandbox.images.registry import ClientRegistry
+    from runner.images import source_root
+    from runner.images.pins import outdated
+    from runner.images.registry import ClientRegistry
 
     with reported(as_json):
-        rows = outdated(ClientRegistry(), repo_root(image_settings()), list(harness) if harness else None)
+        rows = outdated(ClientRegistry(), source_root(image_settings()), list(harness) if harness else None)
     if as_json:
         print_json(json.dumps({"images": [r.to_json() for r in rows],
                                "behind": sum(1 for r in rows if r.actionable)}, indent=1))
@@ -233,19 +239,20 @@ def print_outdated(rows: list[Outdated]) -> None:
 @app.command("bump")
 def images_bump(
     harness: Annotated[list[str] | None, typer.Option(help="Bump this image's pins (repeatable).")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Bump every pinned image under images/.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Bump every pinned image.")] = False,
     to: Annotated[str | None, typer.Option(help="Set the image's CLI package to this version (one --harness "
                                                 "only) instead of its newest release.")] = None,
 ) -> None:
     """Rewrite each pin that is behind in its recipe (the one place a version is written, plus the README's
-    copy and images/lock.json), rebuild the image, and print what changed. Held pins are skipped with their
+    copy and the image's lock.json), rebuild the image, and print what changed. Held pins are skipped with their
     reason."""
     from runner.cli.settings import image_settings
-    from runner.sandbox.images import ensure_image, repo_root, update_lock
-    from runner.sandbox.images.bump import apply, plan
-    from runner.sandbox.images.lock import registry_integrity
-    from runner.sandbox.images.pins import pinned_images
-    from runner.sandbox.images.registry import ClientRegistry
+    from runner.images import source_root, update_lock
+    from runner.images.bump import apply, plan
+    from runner.images.lock import registry_integrity
+    from runner.images.pins import pinned_images
+    from runner.images.registry import ClientRegistry
+    from runner.sandbox.prepare import prepare_image
 
     if all_ == bool(harness):
         fail(Exit.USAGE, "give --harness ID (repeatable) or --all")
@@ -253,7 +260,7 @@ def images_bump(
         fail(Exit.USAGE, "--to takes exactly one --harness")
     settings = image_settings()
     with reported():
-        root = repo_root(settings)
+        root = source_root(settings)
         images = pinned_images(root) if all_ else list(harness or [])
         todo = plan(ClientRegistry(), images, to, root)
     for row in todo.errors:
@@ -267,7 +274,7 @@ def images_bump(
     client = connect_engine()
     with reported():
         resolve = registry_integrity()
-        done, failed = apply(todo, lambda image: ensure_image(client, image, settings, progress=say), root,
+        done, failed = apply(todo, lambda image: prepare_image(client, image, settings, progress=say), root,
                              relock=lambda: update_lock(resolve, root))
     for bumped in done:
         what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)

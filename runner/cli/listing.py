@@ -1,4 +1,4 @@
-"""``runner cases`` (the matrix rows) and ``runner harnesses`` (the columns, and whether each can run here)."""
+"""``runner cases`` (the matrix rows) and ``runner harnesses`` (the harnesses, and whether each can run here)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def cases(as_json: Annotated[bool, typer.Option("--json", help="One JSON object 
 
 
 class HarnessRow(TypedDict):
-    """One column as ``runner harnesses --json`` lists it."""
+    """One harness as ``runner harnesses --json`` lists it."""
 
     harness: str
     label: str
@@ -39,14 +39,14 @@ class HarnessRow(TypedDict):
     interpreter: str
     state: str  # ok, unavailable or invalid
     why: str
-    dialects: NotRequired[list[str]]  # a profile that loads: the model dialects its column speaks
+    dialects: NotRequired[list[str]]  # a profile that loads: the model dialects it speaks
 
 
 def harnesses(
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per column, in a list.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per harness, in a list.")] = False,
 ) -> None:
-    """List the harness profiles found (the matrix columns), whether each loads, and whether it can run here.
+    """List the harnesses found (their profiles: the matrix's columns), whether each loads, and whether it can run here.
     Ends with exit code 4 when one does not load (each such profile's file and field on stderr)."""
     from runner.cli.settings import profiles_dirs
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses
@@ -74,7 +74,7 @@ def harnesses(
 
 
 def print_harnesses(rows: list[HarnessRow]) -> None:
-    """One line a column; the state and why last, since why is the long free text."""
+    """One line a harness; the state and why last, since why is the long free text."""
     table = listing("harness", "label", "image", "interpreter", "state")
     colour = {"ok": "green", "unavailable": "yellow", "invalid": "red"}
     for row in rows:

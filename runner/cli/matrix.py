@@ -42,7 +42,7 @@ def run(
     out_dir: Annotated[Path, typer.Option("--out", help="The run directory (one subdirectory per cell).")]
     = Path("runs/matrix"),
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
-    model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per column).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per harness).")] = None,
     model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
     = None,
     model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
@@ -57,11 +57,11 @@ def run(
         "same on every machine); the cells that run no turn are left to a run without --shard or with "
         "--declared-only. CI runs one slice per job."))] = None,
     declared_only: Annotated[bool, typer.Option("--declared-only", help=(
-        "Write only the cells that run no turn (rows not implemented or not applicable to the column, "
-        "unavailable columns): graded from what is declared, with no engine."))] = False,
+        "Write only the cells that run no turn (rows not implemented or not applicable to the harness, "
+        "unavailable harnesses): graded from what is declared, with no engine."))] = False,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
-    """Run a matrix of cells (rows = cases, columns = CLIs), resuming finished cells, then report it.
+    """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it.
 
     Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2 ·
     runner run --harness reference,codex --case escalation --trials 3
@@ -225,7 +225,7 @@ def repro(
         fail(Exit.USAGE, f"{directory}: no {RESULT} (give a cell or trial directory)", as_json)
     run_id = new_run_id()
     with reported(as_json):
-        # every id in it is checked before it names a path (the column names the profile loaded)
+        # every id in it is checked before it names a path (the harness names the profile loaded)
         recorded = load_result(directory / RESULT)
         plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
@@ -257,13 +257,13 @@ def matrix(
     harness: Annotated[str, typer.Option(help="Columns, as for runner run.")] = "all",
     case: Annotated[str, typer.Option(help="Rows, as for runner run.")] = "all",
     shard_minutes: Annotated[float, typer.Option(min=0.1, help=(
-        "The most turn time one job may hold, in minutes: a column whose cells take longer is split into "
+        "The most turn time one job may hold, in minutes: a harness whose cells take longer is split into "
         "shards (each profile's cell_seconds, cells run one at a time)."))] = 20.0,
     trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=(
         "The trials each job's runner run will make (its --trials): each cell's turn time counts N times."))] = 1,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
 ) -> None:
-    """Print the CI job matrix: one job per column, or per shard of a slow column, whatever the number of rows.
+    """Print the CI job matrix: one job per harness, or per shard of a slow one, whatever the number of rows.
 
     Each job runs `runner run --harness <harness> --case <the same cases> --shard <shard>`; cells that run no
     turn start no job (`runner run --declared-only` writes them where the report is made).

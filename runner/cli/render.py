@@ -33,7 +33,7 @@ from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
     from runner.matrix.result import CellResult
-    from runner.turn.runtime import TurnReport
+    from runner.turn.run_turn import TurnReport
 
 UNWRAPPED = 1 << 16  # columns for a pipe or file: wide enough that no line or table is ever folded
 

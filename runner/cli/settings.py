@@ -7,7 +7,7 @@ The variables runner reads:
 - ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
 - ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
 - ``DOCKER_HOST`` (and docker-py's ``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``): the engine
-  (:func:`runner.sandbox.engine.connect` is handed them);
+  (:func:`runner.engine.connect` is handed them);
 - every variable, as the host's (:meth:`runner.turn.settings.Host.from_environ`): the credentials live mode forwards,
   the values the scrubber keeps out of every file, ``RUNNER_LIVE_BASE_URL`` (live mode forwards there instead of the
   profile's ``model.live.base_url``) and ``RUNNER_FAULT=latch-disabled`` (a deliberately broken build, for proving
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from runner.conformance.behaviours import Behaviour
+    from runner.images.settings import ImageSettings
     from runner.matrix.plan import CellOptions
-    from runner.sandbox.image_settings import ImageSettings
     from runner.turn.settings import Host
 
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
@@ -48,7 +48,7 @@ def host() -> Host:
 
 def image_settings() -> ImageSettings:
     """Where the image code finds the repository and its cache, and the environment npm and mmdebstrap run with."""
-    from runner.sandbox.image_settings import ImageSettings
+    from runner.images.settings import ImageSettings
 
     return ImageSettings.from_environ(os.environ)
 

@@ -16,7 +16,7 @@ from runner.conformance.behaviours import Behaviour
 from runner.errors import Exit, InfrastructureError, RunnerError
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
+    from runner.engine import EngineClient
     from runner.sandbox.interface import Runtime
 
 T = TypeVar("T")
@@ -50,7 +50,7 @@ FAULT_HELP = (
     "then the connection drops before its terminal event). Scripted model only."
 )
 DIALECT_HELP = (
-    "The model API dialect a column that can choose speaks (the model column): anthropic, openai-chat, "
+    "The model API dialect a harness that can choose speaks (the model harness): anthropic, openai-chat, "
     "openai-responses or gemini (default: the profile's model.dialect)."
 )
 
@@ -75,7 +75,7 @@ def check_out(path: Path, as_json: bool, run_id: str) -> None:
 def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> EngineClient:
     """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
     from runner.cli.settings import engine_environ
-    from runner.sandbox.engine import connect
+    from runner.engine import connect
     from runner.sandbox.probe import WIRING
 
     with reported(as_json):

@@ -84,7 +84,7 @@ def verdict(result: CellResult) -> Verdict:
         "status": turn.status if turn else None,
         "reasonCode": turn.reason_code if turn else None,
         "reason": turn.reason if turn else None,
-        "harness": result.cell.column,
+        "harness": result.cell.harness,
         "behaviour": result.pins.behaviour,
         "exitCode": turn.exit_code if turn else None,
         "deadlineHit": turn.deadline_hit if turn else None,

@@ -30,16 +30,16 @@ from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
+    from runner.engine import EngineClient
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
-    from runner.sandbox.engine import EngineClient
-    from runner.turn.runtime import TurnReport
+    from runner.turn.run_turn import TurnReport
 
 Trial = tuple["CellResult", "TurnReport | None"]
 
 
 def exec_(
-    harness: Annotated[str, typer.Option(help="Harness id (a profile in harness_profiles/), e.g. reference.")] = "",
+    harness: Annotated[str, typer.Option(help="Harness id (see runner harnesses), e.g. reference.")] = "",
     case: Annotated[str, typer.Option(help="Case id, e.g. escalation or escalation-refused.")] = "escalation",
     condition: Annotated[str | None, typer.Option(help="The row's condition (default: the case's first).")] = None,
     behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
@@ -89,14 +89,14 @@ def exec_(
     if deadline is not None and deadline <= 0:
         fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
     if profile.unavailable:
-        fail(Exit.INFRASTRUCTURE, f"the {profile.id} column is unavailable here: {profile.unavailable}", as_json)
+        fail(Exit.INFRASTRUCTURE, f"the {profile.id} harness is unavailable here: {profile.unavailable}", as_json)
     run_id = new_run_id()
     with reported(as_json):
         options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
                                model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
                                run_unsupported=True, runtime=runtime, protocol=protocol)
         cell = MatrixCell(case_obj, case_obj.condition_for(condition), profile)
-        [plan] = plan_cells([cell], options, fault_every_column=True)
+        [plan] = plan_cells([cell], options, fault_every_harness=True)
     target = out_dir or Path("runs") / run_id / cell.id
     progress = (lambda _msg: None) if as_json else say
     if plan.model.mode != "none":

@@ -41,7 +41,7 @@ UNSUPPORTED: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class ColumnLimits:
+class HarnessLimits:
     """``ColumnLimits``: what one column structurally cannot do for one row under one condition."""
 
     unsupported: str | None = None  # the whole row is not run
@@ -64,7 +64,7 @@ class ColumnLimits:
 
 
 
-def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> ColumnLimits:
+def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> HarnessLimits:
     """``mcpHarnessLimits`` for one row, on a column that does (or does not) issue uncatalogued names."""
     unreachable: dict[str, str] = {}
     for attempt in case.attempts:
@@ -72,14 +72,14 @@ def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> C
             unreachable[attempt.id] = INSPECT_UNREACHABLE
         if attempt.uncatalogued is not None and not issues_uncatalogued:
             unreachable[attempt.id] = attempt.uncatalogued
-    return ColumnLimits(
+    return HarnessLimits(
         unsupported=UNSUPPORTED.get(case.kind),
         unreachable=unreachable,
         out_of_scope=condition.requires_declared_steps,
     )
 
 
-def issuable_attempts(case: Case, condition: Condition, limits: ColumnLimits, *, turn: int = 1) -> list[Attempt]:
+def issuable_attempts(case: Case, condition: Condition, limits: HarnessLimits, *, turn: int = 1) -> list[Attempt]:
     """The attempts a column issues on ``turn``, in declared order (upstream ``issuableByHarness``).
 
     Not marked ``unreachable``, not named by the column's limits, not an inspection, and with a tool.
@@ -121,7 +121,7 @@ class Column:
         """From a harness profile (anything with ``id``, ``issues_uncatalogued`` and optionally ``label``)."""
         return cls(profile.id, bool(profile.issues_uncatalogued), getattr(profile, "label", None))
 
-    def limits(self, case: Case, condition: Condition) -> ColumnLimits:
+    def limits(self, case: Case, condition: Condition) -> HarnessLimits:
         return limits_for(case, condition, self.issues_uncatalogued)
 
 

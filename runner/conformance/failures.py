@@ -21,7 +21,7 @@ engine_call_failed       engine     yes      no      an engine call kept failing
 container_not_started    engine     yes      no      the engine could not create or start the container
 container_removed        engine     yes      no      someone else removed the container while its turn ran
 wiring_failed            engine     yes      no      the wiring probe: mounts, relay, hardening, runtime, limits
-image_build_failed       image      yes      no      the column's image could not be built
+image_build_failed       image      yes      no      the harness's image could not be built
 image_unavailable        image      yes      no      the image is missing, unlocked, or its archive unreadable
 oom_killed               sandbox    yes      no      the kernel killed the CLI at the box's memory limit
 pids_exhausted           sandbox    yes      no      the CLI ran into the box's pids limit
@@ -102,8 +102,8 @@ KINDS: dict[str, Kind] = _kinds(
     ("container_not_started", Cause.ENGINE, True, False, "the engine could not create or start the container"),
     ("container_removed", Cause.ENGINE, True, False, "someone else removed the container while its turn ran"),
     ("wiring_failed", Cause.ENGINE, True, False, "the wiring probe found the engine unable to give the turn its box"),
-    ("image_build_failed", Cause.IMAGE, True, False, "the column's image could not be built"),
-    ("image_unavailable", Cause.IMAGE, True, False, "the column's image is missing, unlocked or unreadable"),
+    ("image_build_failed", Cause.IMAGE, True, False, "the harness's image could not be built"),
+    ("image_unavailable", Cause.IMAGE, True, False, "the harness's image is missing, unlocked or unreadable"),
     ("oom_killed", Cause.SANDBOX, True, False, "the kernel killed the CLI at the box's memory limit"),
     ("pids_exhausted", Cause.SANDBOX, True, False, "the CLI ran into the box's pids limit"),
     ("disk_budget_exceeded", Cause.SANDBOX, True, False, "the CLI wrote past the turn's disk budget and was stopped"),
@@ -132,7 +132,7 @@ INFRASTRUCTURE_KINDS: dict[str, str] = {
     "engine_failed": "engine_call_failed",
     "disk_budget_exceeded": "disk_budget_exceeded",
     "replay_diverged": "replay_diverged",
-    # runner.sandbox.engine, .container, .probe, .images
+    # runner.engine, runner.sandbox (.container, .probe), runner.images
     "EngineUnavailable": "engine_unavailable",
     "EngineError": "engine_call_failed",
     "EngineCallFailed": "engine_call_failed",
@@ -168,9 +168,9 @@ class TurnEvidence:
     container (inspect before removal); ``pids_exhausted``: the pids cgroup's ``max`` event count, or a fork that
     failed with EAGAIN in the CLI's stderr; ``harness_error_code``: the turn's ``harnessErrorCode``, or for a
     failed turn its ``reasonCode`` (``harness_exited_without_outcome``, ``harness_malformed_output``, ...);
-    ``mcp_sessions``: the MCP server's ``sessions_initialized``; ``mcp_required``: the column reaches its tools
+    ``mcp_sessions``: the MCP server's ``sessions_initialized``; ``mcp_required``: the harness reaches its tools
     over MCP; ``model_requests``/``tool_requests``: the model endpoint handle's ``generation_requests`` and
-    ``tool_requests`` (None for a column without a model endpoint); ``last_model_status``, ``model_error_statuses``,
+    ``tool_requests`` (None for a harness without a model endpoint); ``last_model_status``, ``model_error_statuses``,
     ``upstream_errors``, ``model_faults``, ``model_stalls``: the handle's ``last_status``, ``error_statuses``,
     ``upstream_errors``, ``faults``, ``stalls``; ``model_pending_at_end``: a model answer still streaming when
     the CLI was stopped (its exchange ended ``client_disconnected`` or ``server_stopped``); ``malformed_frames``:

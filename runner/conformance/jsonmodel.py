@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
 __all__ = ["JsonModel", "JsonValue", "omitted", "problems"]
@@ -31,10 +31,12 @@ def _is_empty(value: object) -> bool:
     return not value
 
 
-def omitted(*, empty: bool = False, default: object = None) -> Any:
+def omitted(*, empty: bool = False, default: object = None, read_as: tuple[str, ...] = ()) -> Any:
     """A field left out of the JSON when it is None (``empty``: when it is falsy: an empty list, False). Typed
-    ``Any`` as pydantic's own ``Field`` is, so that it stands as the field's default."""
-    return Field(default=default, exclude_if=_is_empty if empty else _is_none)
+    ``Any`` as pydantic's own ``Field`` is, so that it stands as the field's default. ``read_as``: every key it is
+    read from (its own and the ones earlier records wrote it under), when it has had another."""
+    return Field(default=default, exclude_if=_is_empty if empty else _is_none,
+                 validation_alias=AliasChoices(*read_as) if read_as else None)
 
 
 class JsonModel(BaseModel):

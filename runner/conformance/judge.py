@@ -34,7 +34,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from runner.conformance.cases import ADVERSARIAL, Case, Condition, Role
-from runner.conformance.columns import ColumnLimits
+from runner.conformance.columns import HarnessLimits
 from runner.conformance.jsonmodel import JsonModel, omitted
 from runner.conformance.receipts import Receipt, live_receipts_from_record
 from runner.conformance.record import (
@@ -249,7 +249,7 @@ class GradedCell:
     driver_issued: tuple[str, ...] = ()
     detail: str | None = None
     attempts: tuple[AttemptOutcome, ...] = ()
-    column_id: str | None = None
+    harness_id: str | None = None
     ran: bool = True
     causes: tuple[str, ...] = ()
 
@@ -288,7 +288,7 @@ class GradedCell:
     def record(self) -> CellGrade:
         """The cell as a result carries it (``grade``): its fields, its attempts and its evidence line."""
         return CellGrade(
-            case_id=self.case_id, condition_id=self.condition_id, column_id=self.column_id, status=self.status,
+            case_id=self.case_id, condition_id=self.condition_id, harness_id=self.harness_id, status=self.status,
             refused_by=self.refused_by, reason_codes=self.reason_codes, declared=self.declared,
             attempted=self.attempted, not_applicable=self.not_applicable, record_usable=self.record_usable,
             record_gaps=self.record_gaps, driver_issued=self.driver_issued, turns=self.turns, detail=self.detail,
@@ -303,7 +303,7 @@ class CellGrade(JsonModel):
 
     case_id: str
     condition_id: str
-    column_id: str | None = omitted()
+    harness_id: str | None = omitted(read_as=("harnessId", "columnId"))  # columnId: a result before version 4
     status: Grade
     refused_by: tuple[str, ...] = ()
     reason_codes: tuple[str, ...] = ()
@@ -331,7 +331,7 @@ class CellGrade(JsonModel):
 
 
 def not_run_cell(
-    case: Case, condition: Condition, limits: ColumnLimits | None = None, *, column_id: str | None = None
+    case: Case, condition: Condition, limits: HarnessLimits | None = None, *, harness_id: str | None = None
 ) -> GradedCell:
     """A cell that is never run: ``not_implemented`` (the row), or ``not_applicable`` (unsupported here)."""
     if case.not_implemented is not None:
@@ -352,7 +352,7 @@ def not_run_cell(
         turns=0,
         detail=reason,
         attempts=attempts,
-        column_id=column_id,
+        harness_id=harness_id,
         ran=False,
     )
 
@@ -360,11 +360,11 @@ def not_run_cell(
 def grade_cell(
     case: Case,
     condition: Condition,
-    limits: ColumnLimits,
+    limits: HarnessLimits,
     record: ExecutionRecord,
     *,
     receipts: Sequence[Receipt] | None = None,
-    column_id: str | None = None,
+    harness_id: str | None = None,
     points: Mapping[str, str] | None = None,
 ) -> GradedCell:
     """Grade one cell from its (last turn's) record, following upstream's runner and ``judgeCase``.
@@ -376,7 +376,7 @@ def grade_cell(
     status and detail become the narrowed claim.
     """
     if case.not_implemented is not None or limits.unsupported is not None:
-        return not_run_cell(case, condition, limits, column_id=column_id)
+        return not_run_cell(case, condition, limits, harness_id=harness_id)
     if receipts is None:
         receipts = live_receipts_from_record(case, record)
     by_attempt = {r.attempt_id: r for r in receipts}
@@ -431,14 +431,14 @@ def grade_cell(
         driver_issued=tuple(o.attempt_id for o in outcomes if o.attempted and o.attempt_id in limits.driver_issued),
         detail=detail,
         attempts=outcomes,
-        column_id=column_id,
+        harness_id=harness_id,
         causes=tuple(sorted({o.cause for o in outcomes if o.cause is not None and o.reason_code not in UNCAUSED})),
     )
 
 
 def grade_turns(
-    case: Case, condition: Condition, limits: ColumnLimits, records: Sequence[ExecutionRecord], *,
-    column_id: str | None = None,
+    case: Case, condition: Condition, limits: HarnessLimits, records: Sequence[ExecutionRecord], *,
+    harness_id: str | None = None,
 ) -> GradedCell:
     """Grade a row of one or more turns (upstream's runner, §6.5): each turn's live receipts from its own record
     (only that turn's attempts), merged; the refusal points of every turn; the last turn's record judged."""
@@ -448,7 +448,7 @@ def grade_turns(
     points: dict[str, str] = {}
     for record in records:
         points.update(refusal_points(record))
-    return grade_cell(case, condition, limits, records[-1], receipts=receipts, column_id=column_id, points=points)
+    return grade_cell(case, condition, limits, records[-1], receipts=receipts, harness_id=harness_id, points=points)
 
 
 def strict_failures(cells: Iterable[GradedCell]) -> list[GradedCell]:

@@ -6,7 +6,7 @@ A live model's grade moves between trials, so ``2/3 pass`` alone says little. Fo
 
 - :func:`pass_at_k`: the chance that at least one of ``k`` trials drawn from the ``n`` passes, by the unbiased
   estimator of Chen et al. 2021 ("Evaluating Large Language Models Trained on Code", the HumanEval paper):
-  ``1 - C(n-c, k) / C(n, k)``. It reads "can the column do it at all, given k tries".
+  ``1 - C(n-c, k) / C(n, k)``. It reads "can the harness do it at all, given k tries".
 - :func:`pass_hat_k` (``pass^k``): the chance that all ``k`` drawn trials pass, by the estimator of Yao et al.
   2024 ("tau-bench"): ``C(c, k) / C(n, k)``. It reads "does it do it every time"; a gate wants this one.
 - :func:`wilson`: the Wilson score interval on ``c / n`` (Wilson 1927), 95 % by default: unlike ``p +- z*se`` it

@@ -82,7 +82,10 @@ class StepLimits:
 
 
 @dataclass(frozen=True)
-class RuntimeInfo:
+class ServerIdentity:
+    """Who serves the turn's tools: runner's MCP server for one harness (``runner.<harness>.mcp``), its version and
+    the SharedOS protocol epoch it speaks; the record writes it as upstream's ``runtime``."""
+
     id: str
     version: str
     protocol_version: str = RELEASED_EPOCH.value  # the SharedOS protocol epoch (runner.core.protocol)
@@ -98,13 +101,13 @@ class Envelope:
         self,
         world: World,
         execution_id: str,
-        runtime: RuntimeInfo,
+        server: ServerIdentity,
         limits: StepLimits | None = None,
         clock: Callable[[], str] | None = None,
     ) -> None:
         self.world = world
         self.execution_id = execution_id
-        self.runtime = runtime
+        self.server = server  # who serves the turn (upstream's record calls it its "runtime")
         self.limits = limits or StepLimits(
             max_steps=world.condition.max_steps or 16, max_tool_calls=world.condition.max_tool_calls
         )
@@ -142,7 +145,7 @@ class Envelope:
             return
         self._emit(
             "turn.started",
-            {"agent": list(world.agent), "visibleTools": [*sorted(self.catalogue.names)], "runtime": runtime.to_json()},
+            {"agent": list(world.agent), "visibleTools": [*sorted(self.catalogue.names)], "runtime": server.to_json()},
         )
 
     @property
@@ -404,7 +407,7 @@ class Envelope:
         return not any(op["outcome"] == "succeeded" and op["tool"] in writes for op in self.operations)
 
     def _metadata(self, outcome_metadata: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        return {**outcome_metadata, **self.annotations, "runtime": self.runtime.to_json()}
+        return {**outcome_metadata, **self.annotations, "runtime": self.server.to_json()}
 
     def _result(
         self,
@@ -416,7 +419,7 @@ class Envelope:
         escalation: Escalation | None = None,
     ) -> ExecutionResult:
         return ExecutionResult(self.execution_id, status, list(self.events), metadata, output, error, escalation,
-                               version=self.runtime.protocol_version)
+                               version=self.server.protocol_version)
 
     def _emit(self, type_: str, data: dict[str, JsonValue]) -> None:
         n = len(self.events) + 1
@@ -450,7 +453,7 @@ class Envelope:
             "endedBy": self.ended_by.value if self.ended_by else None,  # judge 6
         }
         return {
-            "version": self.runtime.protocol_version,  # the epoch the turn spoke (ADR 0027: never relabelled)
+            "version": self.server.protocol_version,  # the epoch the turn spoke (ADR 0027: never relabelled)
             "experiment": {"executionId": self.execution_id},
             "authority": {"grants": [g.id for g in self.world.book.grants if g.subject == self.world.agent]},
             "execution": _compact(execution),
@@ -488,4 +491,4 @@ def _compact(body: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {k: v for k, v in body.items() if v is not None}
 
 
-__all__ = ["Envelope", "HostClosed", "RuntimeInfo", "StepLimits"]
+__all__ = ["Envelope", "HostClosed", "ServerIdentity", "StepLimits"]

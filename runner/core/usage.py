@@ -16,7 +16,7 @@ they all come down to one :class:`Usage`, whose four counts mean the same whatev
 So a price per token kind applies to ``input - cached_input``, ``cached_input``, ``output - reasoning`` and
 ``reasoning`` (``runner.conformance.prices``), and two usages add field by field.
 
-:class:`UsageTotals` is a turn's (or a cell's, a column's) sum, split by what each request was: a **conversation**
+:class:`UsageTotals` is a turn's (or a cell's, a harness's) sum, split by what each request was: a **conversation**
 request carried the catalogue's tools (the CLI's own turn), a **side** request did not (a title, a summary, a
 memory extraction, a sub-agent without our tools; ``runner.model.names.carries_server_tools`` tells them apart). It
 also counts the answers that reported no usage at all, so a total is never read as complete when it is not.

@@ -7,8 +7,8 @@
   the MCP path calls travel over MCP, never over stdout (§8 item 9).
 - ``exit-code``: reads no frames; the exit code alone decides (0 completes with no prose).
 
-Vendor CLIs add their interpreter next to their profile's package and declare it in the package's ``VENDOR``
-(:mod:`runner.harnesses.vendor`); this module finds every package's, so nothing here names a vendor.
+A harness whose CLI prints its own frames adds its interpreter to its package and declares it in the package's
+``HARNESS`` (:mod:`runner.harnesses.package`); this module finds every package's, so nothing here names a harness.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import runner.harnesses
 from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.errors import ProfileProblem
+from runner.harnesses.package import HarnessPackage
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
-from runner.harnesses.vendor import Vendor
 
 T = TypeVar("T")
 
@@ -67,17 +67,17 @@ def exit_code_only(frame: dict[str, JsonValue]) -> list[Step]:
     return []
 
 
-def discover() -> dict[str, Vendor]:
-    """Every package under ``runner/harnesses`` by its name, each with the ``VENDOR`` its ``__init__`` declares."""
-    found: dict[str, Vendor] = {}
+def discover() -> dict[str, HarnessPackage]:
+    """Every package under ``runner/harnesses`` by its name, each with the ``HARNESS`` its ``__init__`` declares."""
+    found: dict[str, HarnessPackage] = {}
     for info in sorted(pkgutil.iter_modules(runner.harnesses.__path__), key=lambda i: i.name):
         if not info.ispkg:
             continue
         module = importlib.import_module(f"{runner.harnesses.__name__}.{info.name}")
-        vendor = getattr(module, "VENDOR", None)
-        if not isinstance(vendor, Vendor):
-            raise TypeError(f"{module.__name__} declares no VENDOR (a runner.harnesses.vendor.Vendor)")
-        found[info.name] = vendor
+        harness = getattr(module, "HARNESS", None)
+        if not isinstance(harness, HarnessPackage):
+            raise TypeError(f"{module.__name__} declares no HARNESS (a runner.harnesses.package.HarnessPackage)")
+        found[info.name] = harness
     return found
 
 
@@ -93,15 +93,15 @@ def _merged(what: str, provided: list[tuple[str, Mapping[str, T]]]) -> dict[str,
     return merged
 
 
-VENDORS: dict[str, Vendor] = discover()
+PACKAGES: dict[str, HarnessPackage] = discover()
 # runner's own two, then every package's
 INTERPRETERS: dict[str, Interpreter] = _merged("interpreter", [
     (__name__, {"jsonl": jsonl, "exit-code": exit_code_only}),
-    *((f"{__package__}.{package}", vendor.interpreters) for package, vendor in VENDORS.items()),
+    *((f"{__package__}.{name}", package.interpreters) for name, package in PACKAGES.items()),
 ])
 # interpreters whose CLI keeps its turn's events in a session log read after it exits (stream.SessionReader)
 SESSION_READERS: dict[str, SessionReader] = _merged(
-    "session reader", [(f"{__package__}.{package}", vendor.session_readers) for package, vendor in VENDORS.items()]
+    "session reader", [(f"{__package__}.{name}", package.session_readers) for name, package in PACKAGES.items()]
 )
 
 

@@ -1,4 +1,5 @@
-"""Harness profiles: one YAML file per CLI (``harness_profiles/<id>.yaml``), validated on load.
+"""Harness profiles: one YAML file per harness (``runner/harnesses/<package>/<id>.yaml``, in its harness's folder),
+validated on load.
 
 A profile says everything the turn needs to start one CLI and read what it prints: its image,
 its argv template, how the prompt is fed, its environment, which stream interpreter reads its
@@ -92,7 +93,7 @@ class Profile(_Strict):
     id: str
     label: str
     description: str = ""
-    image: str = Field(description="the build context under images/")
+    image: str = Field(description="the image, by its folder's name (runner/harnesses/<package>/images/<image>/)")
     argv: list[str] = Field(min_length=1)
     prompt: PromptFeed = PromptFeed()
     env: dict[str, str] = {}
@@ -101,14 +102,14 @@ class Profile(_Strict):
     model: ModelEndpoint | None = None
     mcp_startup_required: bool = False  # the CLI reports its MCP servers at start; a failed one is infra
     requires_mcp_session: bool = True  # a turn in which the CLI never opened an MCP session is infra
-    unavailable: str | None = None  # a column that cannot run here, and why (never pretended)
+    unavailable: str | None = None  # a harness that cannot run here, and why (never pretended)
     interpreter: str = "jsonl"
     issues_uncatalogued: bool = False  # True only for a harness with no router of its own
     mcp_server_name: str = "sharedos"
     session_transcript: str | None = None  # relative to HOME (home: turn): copied next to stdout.log
     credentials: list[str] = []
     default_deadline_seconds: float = Field(default=120.0, gt=0, le=3600)
-    # what one cell of this column takes (turn, judge, artifacts), measured here: CI sizes its shards by it
+    # what one cell of this harness takes (turn, judge, artifacts), measured here: CI sizes its shards by it
     cell_seconds: float = Field(default=20.0, gt=0, le=3600)
     wind_down: WindDown = WindDown()
     source: str = ""  # the file this profile came from (set by the loader)
@@ -130,7 +131,7 @@ class Profile(_Strict):
     @field_validator("interpreter")
     @classmethod
     def _interpreter(cls, value: str) -> str:
-        # the registry of columns (every package's VENDOR), imported by the profiles' loader only
+        # the registry of harness packages (every package's HARNESS), imported by the profiles' loader only
         from runner.harnesses.interpreters import INTERPRETERS
 
         if value not in INTERPRETERS:
@@ -212,14 +213,31 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
+HARNESSES = Path(__file__).resolve().parent  # runner/harnesses: one folder per harness package
+
+
 def profile_dirs(extra: Sequence[Path] = ()) -> list[Path]:
     """Where profiles are looked up: the ``extra`` directories in order (the command's edge gives ``--profiles-dir``
-    and ``$RUNNER_PROFILES_DIR``: runner.cli.settings), then the shipped ones."""
-    return [*extra, shipped_profiles_dir()]
+    and ``$RUNNER_PROFILES_DIR``: runner.cli.settings), then each shipped harness package's folder."""
+    return [*extra, *shipped_profile_dirs()]
 
 
-def shipped_profiles_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "harness_profiles"
+def shipped_profile_dirs() -> list[Path]:
+    """The harness packages' folders that hold a profile (``runner/harnesses/<package>/<id>.yaml``), in name order."""
+    return sorted(p.parent for p in HARNESSES.glob("*/__init__.py") if any(p.parent.glob("*.yaml")))
+
+
+def shipped_profiles() -> list[Path]:
+    """Every shipped profile file, in the order of its id."""
+    return sorted((p for d in shipped_profile_dirs() for p in d.glob("*.yaml")), key=lambda p: p.stem)
+
+
+def shipped_profile(harness: str) -> Path:
+    """The shipped profile file of ``harness`` (:class:`UnknownHarness` when no package ships one)."""
+    found = next((p for p in shipped_profiles() if p.stem == harness), None)
+    if found is None:
+        raise UnknownHarness(harness, [p.stem for p in shipped_profiles()])
+    return found
 
 
 def known_harnesses(extra: Sequence[Path] = ()) -> list[str]:

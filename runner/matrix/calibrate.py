@@ -42,7 +42,7 @@ class CalibrationError(UsageError, ValueError):
 class Calibration:
     """One column's figure: what the profile said, what its cells took (median, rounded up), from how many."""
 
-    column: str
+    harness: str
     file: str | None  # the profile file rewritten (None: no profile of that id is found here)
     before: float | None
     after: float
@@ -50,7 +50,7 @@ class Calibration:
     changed: bool
 
     def to_json(self) -> dict[str, object]:
-        return {"column": self.column, "file": self.file, "before": self.before, "after": self.after,
+        return {"harness": self.harness, "file": self.file, "before": self.before, "after": self.after,
                 "cells": self.cells, "changed": self.changed}
 
 
@@ -60,7 +60,7 @@ def measured(runs: Sequence[CellResult]) -> dict[str, list[float]]:
     for run in runs:
         if run.turn is None or run.infrastructure_error is not None or run.elapsed_seconds is None:
             continue
-        found[run.cell.column].append(run.elapsed_seconds)
+        found[run.cell.harness].append(run.elapsed_seconds)
     return dict(found)
 
 
@@ -91,19 +91,19 @@ def calibrate(run_dirs: Sequence[Path], search: Sequence[Path] = (), *, write: b
         )
     date = today or datetime.now(UTC).strftime("%Y-%m-%d")
     out = []
-    for column in sorted(walls):
-        after = figure(walls[column])
+    for harness in sorted(walls):
+        after = figure(walls[harness])
         try:
-            profile = find_profile(column, search)
+            profile = find_profile(harness, search)
         except (UnknownHarness, ProfileError):
-            out.append(Calibration(column, None, None, after, len(walls[column]), False))
+            out.append(Calibration(harness, None, None, after, len(walls[harness]), False))
             continue
         before = profile.cell_seconds
         changed = after != before
         path = Path(profile.source)
         if changed and write:
-            _write(path, after, f"median of {len(walls[column])} cells, runner profiles calibrate, {date}")
-        out.append(Calibration(column, str(path), before, after, len(walls[column]), changed))
+            _write(path, after, f"median of {len(walls[harness])} cells, runner profiles calibrate, {date}")
+        out.append(Calibration(harness, str(path), before, after, len(walls[harness]), changed))
     return out
 
 

@@ -20,7 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from runner.conformance.cases import CASES, Case, Condition, get_case
-from runner.conformance.columns import ColumnLimits, limits_for
+from runner.conformance.columns import HarnessLimits, limits_for
 from runner.core.world import WorldCondition, build_world
 from runner.harnesses.profile import Profile, find_profile, known_harnesses
 
@@ -46,7 +46,7 @@ class MatrixCell:
         return f"{self.case.id}.{self.condition.id}.{self.profile.id}"
 
     @property
-    def limits(self) -> ColumnLimits:
+    def limits(self) -> HarnessLimits:
         """What this column can do on this row (:func:`runner.conformance.columns.limits_for`)."""
         return limits_for(self.case, self.condition, self.profile.issues_uncatalogued)
 

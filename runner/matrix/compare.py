@@ -79,20 +79,20 @@ def compare(old: Manifest, new: Manifest) -> Diff:
         elif was is not None and now is not None and was.status != now.status:
             diff.changed.append(Changed(cell_id, was.status, now.status))
     diff.outcomes_recorded = any(v is not None for c in before.values() for v in _outcomes(c).values())
-    seen = {(c.column_id, k, v) for c in before.values() for k, v in _outcomes(c).items()}
+    seen = {(c.harness_id, k, v) for c in before.values() for k, v in _outcomes(c).items()}
     for cell_id, cell in sorted(after.items()):
-        column = cell.column_id
+        harness = cell.harness_id
         for key, value in _outcomes(cell).items():
-            if value is None or (column, key, value) in seen:
+            if value is None or (harness, key, value) in seen:
                 continue
-            seen.add((column, key, value))
+            seen.add((harness, key, value))
             if diff.outcomes_recorded:
-                diff.new_outcomes.append((column, key, value, cell_id))
+                diff.new_outcomes.append((harness, key, value, cell_id))
     old_versions, new_versions = _versions(before), _versions(after)
-    for column, new_v in sorted(new_versions.items()):
-        old_v = old_versions.get(column, set())
+    for harness, new_v in sorted(new_versions.items()):
+        old_v = old_versions.get(harness, set())
         if old_v != new_v:
-            diff.versions[column] = (", ".join(sorted(old_v)) or "?", ", ".join(sorted(new_v)))
+            diff.versions[harness] = (", ".join(sorted(old_v)) or "?", ", ".join(sorted(new_v)))
     return diff
 
 
@@ -101,7 +101,7 @@ def _versions(cells: dict[str, ManifestCell]) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for cell in cells.values():
         if cell.cli_version:
-            found.setdefault(cell.column_id, set()).add(cell.cli_version)
+            found.setdefault(cell.harness_id, set()).add(cell.cli_version)
     return found
 
 

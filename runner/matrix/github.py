@@ -67,7 +67,7 @@ def unavailable_cells(found: list[MatrixCell]) -> list[dict[str, str]]:
     ]
 
 
-def _columns(found: list[MatrixCell]) -> dict[str, tuple[Profile, list[str]]]:
+def _harnesses(found: list[MatrixCell]) -> dict[str, tuple[Profile, list[str]]]:
     """Per column (in the cells' order), its profile and the ids of its cells that run a turn."""
     out: dict[str, tuple[Profile, list[str]]] = {}
     for cell in unique(found):
@@ -80,17 +80,17 @@ def plan_shards(
     found: list[MatrixCell], shard_minutes: float = DEFAULT_SHARD_MINUTES, trials: int = 1
 ) -> dict[str, int]:
     """Shards per column: each the fewest that keep its jobs inside the budget, within GitHub's job limit."""
-    columns = _columns(found)
-    if len(columns) > MAX_JOBS:
+    harnesses = _harnesses(found)
+    if len(harnesses) > MAX_JOBS:
         raise MatrixTooLarge(
-            f"the selection has {len(columns)} columns that run a turn, but GitHub Actions starts at most {MAX_JOBS} "
-            "jobs from one matrix and each column needs at least one: narrow it with --harness ID,... "
+            f"the selection has {len(harnesses)} harnesses that run a turn, but GitHub Actions starts at most "
+            f"{MAX_JOBS} jobs from one matrix and each harness needs at least one: narrow it with --harness ID,... "
             "(and run the rest in another workflow run)"
         )
-    most = MAX_JOBS // len(columns) if columns else 1
+    most = MAX_JOBS // len(harnesses) if harnesses else 1
     return {
-        column: shards_needed(ids, profile.cell_seconds * trials, shard_minutes * 60, most)
-        for column, (profile, ids) in columns.items()
+        harness: shards_needed(ids, profile.cell_seconds * trials, shard_minutes * 60, most)
+        for harness, (profile, ids) in harnesses.items()
     }
 
 
@@ -102,10 +102,10 @@ def github_matrix(
     No such cell gives ``{"include": []}``, which the workflow checks before expanding (GitHub refuses an empty
     matrix).
     """
-    columns = _columns(found)
+    harnesses = _harnesses(found)
     include = []
-    for column, count in plan_shards(found, shard_minutes, trials).items():
-        profile, ids = columns[column]
+    for harness, count in plan_shards(found, shard_minutes, trials).items():
+        profile, ids = harnesses[harness]
         for index in range(1, count + 1):
             shard = Shard(index, count)
             if any(shard.holds(c) for c in ids):  # a slice the hash left empty starts no job

@@ -80,7 +80,7 @@ def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result:
     sections = [_group(number, group, cells, where, base) for number, group in enumerate(groups, 1)]
     data: dict[str, object] = {"cells": cells}
     grades = sorted({run.status for run in runs} | {str(c["status"]) for c in cells})
-    columns = sorted({run.cell.column for run in runs}, key=_column_order)
+    harnesses = sorted({run.cell.harness for run in runs}, key=_harness_order)
     rows = list(dict.fromkeys(str(c["row"]) for c in cells))
     head = [
         "<h1>Conformance report</h1>",
@@ -88,7 +88,7 @@ def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result:
         _gate(gate_result),
         _list("Not comparable", problems or []),
         _list("Findings", findings or []),
-        _filters(columns, rows, grades),
+        _filters(harnesses, rows, grades),
     ]
     body = "\n".join(part for part in head if part) + "\n" + "\n".join(sections)
     return _page(body, data)
@@ -97,42 +97,42 @@ def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result:
 def _group(number: int, group: Group, cells: list[dict[str, object]], where: dict[int, Path],
            base: Path) -> str:
     """One group's pins, its unavailable columns and its grid; its cells are appended to ``cells``."""
-    columns = sorted({run.cell.column for run in group.runs}, key=_column_order)
+    harnesses = sorted({run.cell.harness for run in group.runs}, key=_harness_order)
     rows: dict[str, CellResult] = {}
     for cell_id in sorted(group.series):
         first = group.series[cell_id][0]
         rows.setdefault(f"{first.cell.case}.{first.cell.condition}", first)
-    from runner.matrix.report import _suite_order
+    from runner.matrix.report import suite_order
 
-    ordered = sorted(rows, key=lambda r: _suite_order((rows[r].cell.case, rows[r].cell.condition)))
-    by_place = {(runs[0].cell.case + "." + runs[0].cell.condition, runs[0].cell.column): runs
+    ordered = sorted(rows, key=lambda r: suite_order((rows[r].cell.case, rows[r].cell.condition)))
+    by_place = {(runs[0].cell.case + "." + runs[0].cell.condition, runs[0].cell.harness): runs
                 for runs in group.series.values()}
-    unavailable = _unavailable(group, columns)
+    unavailable = _unavailable(group, harnesses)
     out = [f'<section class="group" data-group="{number}">']
     if number > 1:
         out.append(f"<h2>Group {number}: kept apart</h2>")
         out += [f"<p class=\"apart\">Not merged with {_e(reason)}</p>" for reason in group.apart]
-    out.append(_pins(group, columns, unavailable))
+    out.append(_pins(group, harnesses, unavailable))
     out.append('<table class="grid"><thead><tr><th scope="col">Row</th>')
-    out += [f'<th scope="col" class="col" data-column="{_e(c)}">{_e(c)}</th>' for c in columns]
+    out += [f'<th scope="col" class="col" data-harness="{_e(c)}">{_e(c)}</th>' for c in harnesses]
     out.append("</tr></thead><tbody>")
     for row in ordered:
         about = rows[row].row
         label = " — ".join(x for x in (about.invariant, about.expected_outcome) if x) if about else ""
         out.append(f'<tr data-row="{_e(row)}"><th scope="row"><code>{_e(row)}</code>'
                    + (f'<div class="about">{_e(label)}</div>' if label else "") + "</th>")
-        for column in columns:
-            series = by_place.get((row, column))
+        for harness in harnesses:
+            series = by_place.get((row, harness))
             if series is None:
-                out.append(f'<td class="col" data-column="{_e(column)}" data-grades="">—</td>')
+                out.append(f'<td class="col" data-harness="{_e(harness)}" data-grades="">—</td>')
                 continue
             index = len(cells)
-            cells.append(_cell(number, series, row, unavailable.get(column), where, base))
+            cells.append(_cell(number, series, row, unavailable.get(harness), where, base))
             status = series_status(series)
             grades = " ".join(sorted({status} | {r.status for r in series}))
             said = f"<small>{_e(stability(series, spaced=True))}</small>" if len(series) > 1 else ""
             out.append(
-                f'<td class="col" data-column="{_e(column)}" data-grades="{_e(grades)}">'
+                f'<td class="col" data-harness="{_e(harness)}" data-grades="{_e(grades)}">'
                 f'<button type="button" class="cell g-{_e(status)}" data-cell="{index}" '
                 f'data-id="{_e(series[0].id)}" data-status="{_e(status)}" '
                 f'title="{_e(series[0].id)}: open its runs">{_e(_spaced(status))}{said}</button></td>'
@@ -153,7 +153,7 @@ def _cell(group: int, series: list[CellResult], row: str, unavailable: str | Non
         "id": first.id,
         "group": group,
         "row": row,
-        "column": first.cell.column,
+        "harness": first.cell.harness,
         "status": series_status(series),
         "stability": stability(series) if len(series) > 1 else None,
         "outcome": outcome(series),
@@ -292,33 +292,33 @@ def tail(file: Path, bounds: TailBounds) -> list[str]:
 # --- the page's fixed parts ---------------------------------------------------------------------------------------
 
 
-def _unavailable(group: Group, columns: list[str]) -> dict[str, str]:
+def _unavailable(group: Group, harnesses: list[str]) -> dict[str, str]:
     """Each unavailable column with its reason, said once, not once per row (its rows the case set declares, or
     that it could not run anyway, keep their own grades)."""
     out = {}
-    for column in columns:
-        said = {r.evidence for r in group.runs if r.cell.column == column and r.status == UNAVAILABLE}
+    for harness in harnesses:
+        said = {r.evidence for r in group.runs if r.cell.harness == harness and r.status == UNAVAILABLE}
         if len(said) == 1:
-            out[column] = said.pop().removeprefix(f"{UNAVAILABLE}; ")
+            out[harness] = said.pop().removeprefix(f"{UNAVAILABLE}; ")
     return out
 
 
-def _pins(group: Group, columns: list[str], unavailable: dict[str, str]) -> str:
+def _pins(group: Group, harnesses: list[str], unavailable: dict[str, str]) -> str:
     shared = "".join(f"<li>{_e(pin)}: <code>{_e(str(group.shared.get(pin)))}</code></li>" for pin in SHARED_PINS)
     head = "".join(f"<th scope=\"col\">{_e(pin)}</th>" for pin in COLUMN_PINS)
     lines = []
-    for column in columns:
-        pins = [r.pins.to_dict() for r in group.runs if r.cell.column == column]
+    for harness in harnesses:
+        pins = [r.pins.to_dict() for r in group.runs if r.cell.harness == harness]
         values = ["; ".join(dict.fromkeys(str(p[k]) for p in pins if p.get(k) is not None)) for k in COLUMN_PINS]
-        lines.append(f'<tr class="col" data-column="{_e(column)}"><th scope="row">{_e(column)}</th>'
+        lines.append(f'<tr class="col" data-harness="{_e(harness)}"><th scope="row">{_e(harness)}</th>'
                      + "".join(f"<td><code>{_e(_short(v))}</code></td>" for v in values) + "</tr>")
     out = ["<details class=\"pins\"><summary>Pins: what makes these runs comparable</summary>",
            f"<ul>{shared}</ul>",
-           f"<table><thead><tr><th scope=\"col\">column</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody>"
+           f"<table><thead><tr><th scope=\"col\">harness</th>{head}</tr></thead><tbody>{''.join(lines)}</tbody>"
            "</table></details>"]
     if unavailable:
-        out.append("<details class=\"unavailable\" open><summary>Unavailable columns</summary><ul>")
-        out += [f'<li class="col" data-column="{_e(c)}"><b>{_e(c)}</b>: <span class="reason">{_e(reason)}</span></li>'
+        out.append("<details class=\"unavailable\" open><summary>Unavailable harnesses</summary><ul>")
+        out += [f'<li class="col" data-harness="{_e(c)}"><b>{_e(c)}</b>: <span class="reason">{_e(reason)}</span></li>'
                 for c, reason in unavailable.items()]
         out.append("</ul></details>")
     return "\n".join(out)
@@ -347,13 +347,13 @@ def _list(title: str, items: list[str]) -> str:
     return f"<h2>{_e(title)}</h2><ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
 
 
-def _filters(columns: list[str], rows: list[str], grades: list[str]) -> str:
+def _filters(harnesses: list[str], rows: list[str], grades: list[str]) -> str:
     def select(name: str, label: str, values: list[str], spaced: bool = False) -> str:
         options = "".join(f'<option value="{_e(v)}">{_e(_spaced(v) if spaced else v)}</option>' for v in values)
         return (f'<label>{label} <select id="filter-{name}"><option value="">all</option>{options}</select>'
                 "</label>")
 
-    return ('<form class="filters" id="filters">' + select("column", "Column", columns)
+    return ('<form class="filters" id="filters">' + select("harness", "Harness", harnesses)
             + select("row", "Row", rows) + select("grade", "Grade", grades, spaced=True)
             + '<output id="shown"></output></form>')
 
@@ -404,8 +404,8 @@ def _href(path: Path, base: Path) -> str:
     return quote(Path(os.path.relpath(path.resolve(), base)).as_posix())
 
 
-def _column_order(column: str) -> tuple[bool, str]:
-    return (column != "reference", column)  # as runner.matrix.cells orders them: the reference first
+def _harness_order(harness: str) -> tuple[bool, str]:
+    return (harness != "reference", harness)  # as runner.matrix.cells orders them: the reference first
 
 
 def _e(text: str) -> str:

@@ -6,18 +6,19 @@ cell's grade fields when it has no grade, its CLI outcome when no turn ran, its 
 as null where it always was (``gate``, a row's description, a run's ``turn``).
 
 An earlier manifest is read leniently (``extra="ignore"``): it may come from another runner version (the default
-branch's last artifact), and only its rows, cells and shared pins are compared.
+branch's last artifact), and only its rows, cells and shared pins are compared. Version 1 named each cell's harness
+its column (``columnId``, ``columns``); it is read as version 2 writes it (``harnessId``, ``harnesses``).
 """
 
 from __future__ import annotations
 
-from pydantic import ConfigDict
+from pydantic import AliasChoices, ConfigDict, Field
 
 from runner.conformance.jsonmodel import JsonModel, omitted
 from runner.matrix.gate import Gate
 from runner.matrix.result import InfrastructureProblem, TurnSummary
 
-MANIFEST_VERSION = "1"
+MANIFEST_VERSION = "2"
 
 
 class ManifestModel(JsonModel):
@@ -36,10 +37,10 @@ class Run(ManifestModel):
 
 
 class ManifestCell(ManifestModel):
-    """One (row, column): its status (the series' when it has several runs), its grade's fields but status and
+    """One (row, harness): its status (the series' when it has several runs), its grade's fields but status and
     attempts, the CLI's version and own outcome, and, with several runs, their stability and each run."""
 
-    column_id: str
+    harness_id: str = Field(validation_alias=AliasChoices("harnessId", "columnId"))
     status: str
     case_id: str | None = omitted()
     condition_id: str | None = omitted()
@@ -71,7 +72,7 @@ class ManifestRow(ManifestModel):
     cells: tuple[ManifestCell, ...] = ()
 
 
-class ManifestColumn(ManifestModel):
+class ManifestHarness(ManifestModel):
     id: str
     prompt_set_hash: str | None = None
 
@@ -83,7 +84,7 @@ class KeptApart(ManifestModel):
     judge_version: int | None = None
     case_set_hash: str | None = None
     world_set_hash: str | None = None
-    columns: tuple[ManifestColumn, ...] = ()
+    harnesses: tuple[ManifestHarness, ...] = Field(default=(), validation_alias=AliasChoices("harnesses", "columns"))
     rows: tuple[ManifestRow, ...] = ()
 
 
@@ -94,7 +95,7 @@ class Manifest(ManifestModel):
     judge_version: int | None = None
     case_set_hash: str | None = None
     world_set_hash: str | None = None
-    columns: tuple[ManifestColumn, ...] = ()
+    harnesses: tuple[ManifestHarness, ...] = Field(default=(), validation_alias=AliasChoices("harnesses", "columns"))
     rows: tuple[ManifestRow, ...]
     comparability: tuple[str, ...] = ()
     kept_apart: tuple[KeptApart, ...] = ()
@@ -102,5 +103,5 @@ class Manifest(ManifestModel):
     gate: Gate | None = None
 
     def cells(self) -> dict[str, ManifestCell]:
-        """Every cell of the first group, by cell id (``case.condition.column``)."""
-        return {f"{row.case_id}.{row.condition_id}.{cell.column_id}": cell for row in self.rows for cell in row.cells}
+        """Every cell of the first group, by cell id (``case.condition.harness``)."""
+        return {f"{row.case_id}.{row.condition_id}.{cell.harness_id}": cell for row in self.rows for cell in row.cells}

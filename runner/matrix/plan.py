@@ -32,7 +32,7 @@ from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
 from runner.turn.settings import TurnSettings
 
 if TYPE_CHECKING:
-    from runner.sandbox.images import ImageRecord
+    from runner.images import ImageRecord
 
 CELL_SECONDS_LINE = re.compile(rb"^cell_seconds\s*:[^\n]*(\n|$)", re.MULTILINE)  # what profile_hash leaves out
 
@@ -155,23 +155,23 @@ def profile_hash(cell: MatrixCell) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def plan_cells(cells: list[MatrixCell], options: CellOptions, *, fault_every_column: bool = False) -> list[CellPlan]:
+def plan_cells(cells: list[MatrixCell], options: CellOptions, *, fault_every_harness: bool = False) -> list[CellPlan]:
     """One plan per cell. The model is chosen once per column; a choice that cannot be made (``--model live``
     without credentials, a fault on a model that cannot play one) raises :class:`ModelChoiceError` here, before
     anything starts. With ``--model-fault``, the columns that talk to no model run as they are, and a selection
     where none talks to one is refused; with ``fault_every_column`` (``exec``: one cell, asked for by name) the
     fault is the column's to play, and a column with no model is refused in the model choice's own words."""
-    columns: dict[str, tuple[Profile, ModelChoice, str]] = {}  # column id -> its profile (in the dialect), choice, hash
+    harnesses: dict[str, tuple[Profile, ModelChoice, str]] = {}  # harness id -> its profile (dialect), choice, hash
     plans = []
     dialect = options.dialect
     for cell in cells:
-        if cell.profile.id not in columns:
-            profile = _in_dialect(cell.profile, dialect, strict=fault_every_column)
-            fault = options.fault if profile.model is not None or fault_every_column else None
+        if cell.profile.id not in harnesses:
+            profile = _in_dialect(cell.profile, dialect, strict=fault_every_harness)
+            fault = options.fault if profile.model is not None or fault_every_harness else None
             choice = choose_model(options.model, profile, options.host.variables, fault, options.recording,
                                   options.host.live_base_url)
-            columns[cell.profile.id] = (profile, choice, profile_hash(cell))
-        profile, choice, digest = columns[cell.profile.id]
+            harnesses[cell.profile.id] = (profile, choice, profile_hash(cell))
+        profile, choice, digest = harnesses[cell.profile.id]
         plans.append(CellPlan(MatrixCell(cell.case, cell.condition, profile), options, choice, digest))
     if options.fault and cells and all(c.profile.model is None for c in cells):
         raise ModelChoiceError(f"--model-fault {options.fault.shown}: none of the chosen harnesses talks to a model")

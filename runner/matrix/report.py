@@ -19,7 +19,7 @@ from pathlib import Path
 from runner.core.visible import visible
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
-from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestColumn, ManifestRow, Run
+from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestHarness, ManifestRow, Run
 from runner.matrix.result import INFRASTRUCTURE_ERROR, CellPins, CellResult
 from runner.matrix.series import (
     SHARED_PINS,
@@ -73,7 +73,7 @@ def comparability(cells: list[CellResult]) -> list[str]:
         if cell.pins.catalog_hash:
             by_case.setdefault(cell.cell.case + "." + cell.cell.condition, set()).add(cell.pins.catalog_hash)
     problems += [
-        f"{row}: the columns were served different catalogues ({', '.join(sorted(h))})"
+        f"{row}: the harnesses were served different catalogues ({', '.join(sorted(h))})"
         for row, h in sorted(by_case.items())
         if len(h) > 1
     ]
@@ -107,12 +107,12 @@ def _group(group: Group, every_run: bool) -> KeptApart:
         cell = series[0]
         key = (cell.cell.case, cell.cell.condition)
         described.setdefault(key, cell)
-        graded = cell.grade.model_dump(exclude={"status", "attempts", "column_id"}) if cell.grade is not None else {}
+        graded = cell.grade.model_dump(exclude={"status", "attempts", "harness_id"}) if cell.grade is not None else {}
         # one run: the cell is its only trial, and reads as it always did (``every_run``: every cell's runs)
         runs_shown = len(series) > 1 or every_run
         turn = cell.turn  # the CLI's own outcome and version, when a turn ran (what ``report --compare`` diffs)
         cells.setdefault(key, []).append(ManifestCell(
-            column_id=cell.cell.column,
+            harness_id=cell.cell.harness,
             status=series_status(series),
             **graded,
             cli_version=cell.pins.cli_version,
@@ -129,9 +129,9 @@ def _group(group: Group, every_run: bool) -> KeptApart:
         judge_version=judge if isinstance(judge, int) else None,
         case_set_hash=cases if isinstance(cases, str) else None,
         world_set_hash=worlds if isinstance(worlds, str) else None,
-        columns=tuple(ManifestColumn(id=col, prompt_set_hash=_prompt_set(firsts, col))
-                      for col in sorted({c.cell.column for c in runs})),
-        rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=_suite_order)),
+        harnesses=tuple(ManifestHarness(id=col, prompt_set_hash=_prompt_set(firsts, col))
+                      for col in sorted({c.cell.harness for c in runs})),
+        rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=suite_order)),
     )
 
 
@@ -150,7 +150,7 @@ def _trial(number: int, run: CellResult) -> Run:
                infrastructure_error=run.infrastructure_error)
 
 
-def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
+def suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
     """Rows in the case set's own order (upstream's suite order), unknown ones last."""
     from runner.conformance.cases import CASES
 
@@ -165,13 +165,13 @@ def _suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
     )
 
 
-def _prompt_set(cells: list[CellResult], column: str) -> str | None:
+def _prompt_set(cells: list[CellResult], harness: str) -> str | None:
     from runner.core.canonical import sha256_hex
 
     entries = [
         {"case": c.cell.case, "condition": c.cell.condition, "turn": 1, "promptHash": c.pins.prompt_hash}
         for c in cells
-        if c.cell.column == column and c.pins.prompt_hash
+        if c.cell.harness == harness and c.pins.prompt_hash
     ]
     return sha256_hex(entries) if entries else None
 
@@ -249,43 +249,43 @@ def _distinct(values: Iterable[object]) -> str:
 
 def _section(data: Manifest | KeptApart, group: Group, level: str) -> list[str]:
     """One group's columns: how many cells of each grade, then each column's pins, said once."""
-    columns = [c.id for c in data.columns]
-    counts: dict[str, Counter[str]] = {c: Counter() for c in columns}
+    harnesses = [c.id for c in data.harnesses]
+    counts: dict[str, Counter[str]] = {c: Counter() for c in harnesses}
     for row in data.rows:
         for cell in row.cells:
-            counts[cell.column_id][cell.status] += 1
+            counts[cell.harness_id][cell.status] += 1
     seen = {status for count in counts.values() for status in count}
     grades = [g for g in GRADE_ORDER if g in seen] + sorted(seen - set(GRADE_ORDER))
     out = [
         "",
-        f"{level} Cells by grade, per column",
+        f"{level} Cells by grade, per harness",
         "",
-        "| Column | Cells | " + " | ".join(_spaced(g) for g in grades) + " |",
+        "| Harness | Cells | " + " | ".join(_spaced(g) for g in grades) + " |",
         "|---|---:|" + "---:|" * len(grades),
     ]
-    for column in columns:
-        count = counts[column]
-        out.append(f"| {column} | {sum(count.values())} | "
+    for harness in harnesses:
+        count = counts[harness]
+        out.append(f"| {harness} | {sum(count.values())} | "
                    + " | ".join(str(count[g]) if count[g] else "" for g in grades) + " |")
-    out += ["", f"{level} Pins per column", "",
-            "| Column | CLI | Image | Model | Behaviour | Prompt set |", "|---|---|---|---|---|---|"]
-    by_column: dict[str, list[CellResult]] = {}
+    out += ["", f"{level} Pins per harness", "",
+            "| Harness | CLI | Image | Model | Behaviour | Prompt set |", "|---|---|---|---|---|---|"]
+    by_harness: dict[str, list[CellResult]] = {}
     for run in group.runs:
-        by_column.setdefault(run.cell.column, []).append(run)
-    prompt_sets = {c.id: c.prompt_set_hash for c in data.columns}
-    for column in columns:
-        runs = by_column.get(column, [])
+        by_harness.setdefault(run.cell.harness, []).append(run)
+    prompt_sets = {c.id: c.prompt_set_hash for c in data.harnesses}
+    for harness in harnesses:
+        runs = by_harness.get(harness, [])
         pins = [r.pins for r in runs]
         images = _distinct(p.image_id[:19] if p.image_id else None for p in pins)
         model = _distinct(_model(p) for p in pins)
-        prompt = prompt_sets.get(column)
-        out.append(f"| {column} | {_distinct(p.cli_version for p in pins)} | "
+        prompt = prompt_sets.get(harness)
+        out.append(f"| {harness} | {_distinct(p.cli_version for p in pins)} | "
                    f"{images if images == '—' else '`' + images + '`'} | {model} | "
                    f"{_distinct(p.behaviour for p in pins)} | {f'`{prompt}`' if prompt else '—'} |")
     rows = [f"`{row.case_id}.{row.condition_id}`" for row in data.rows
             if row.cells and all(c.status == "not_implemented" for c in row.cells)]
     if rows:
-        out += ["", f"Not implemented in any column ({len(rows)} rows): " + ", ".join(rows)]
+        out += ["", f"Not implemented in any harness ({len(rows)} rows): " + ", ".join(rows)]
     return out
 
 
@@ -302,14 +302,14 @@ def _unavailable(groups: list[Group]) -> list[str]:
         for run in group.runs:
             if run.status == "unavailable":
                 said = " ".join(run.evidence.removeprefix("unavailable; ").split())  # one line, whatever it holds
-                reasons = why.setdefault(run.cell.column, {})
+                reasons = why.setdefault(run.cell.harness, {})
                 reasons[said] = reasons.get(said, 0) + 1
     if not why:
         return []
-    out = ["", "## Unavailable columns", ""]
-    for column, reasons in sorted(why.items()):
+    out = ["", "## Unavailable harnesses", ""]
+    for harness, reasons in sorted(why.items()):
         for said, count in reasons.items():
-            out.append(f"- **{column}** ({count} cell{'s' if count != 1 else ''}): {said}")
+            out.append(f"- **{harness}** ({count} cell{'s' if count != 1 else ''}): {said}")
     return out
 
 
@@ -375,14 +375,14 @@ def junit(cells: list[CellResult]) -> str:
     suites = ET.Element("testsuites", name="runner conformance")
     groups = group_runs(cells)
     series = [(n, runs) for n, g in enumerate(groups, 1) for _, runs in sorted(g.series.items())]
-    for column in sorted({c.cell.column for c in cells}):
-        mine = [(n, runs) for n, runs in series if runs[0].cell.column == column]
-        suite = ET.SubElement(suites, "testsuite", name=column, tests=str(len(mine)))
+    for harness in sorted({c.cell.harness for c in cells}):
+        mine = [(n, runs) for n, runs in series if runs[0].cell.harness == harness]
+        suite = ET.SubElement(suites, "testsuite", name=harness, tests=str(len(mine)))
         failures = skipped = errors = 0
         for number, runs in mine:
             cell = runs[0]
             name = f"{cell.cell.case}.{cell.cell.condition}" + (f" (group {number})" if number > 1 else "")
-            case = ET.SubElement(suite, "testcase", classname=column, name=name)
+            case = ET.SubElement(suite, "testcase", classname=harness, name=name)
             failing = [r for r in runs if r.strict_failure]
             broken = [r for r in runs if r.infrastructure_error is not None]
             said = stability(runs) if len(runs) > 1 else ""

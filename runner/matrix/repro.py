@@ -33,7 +33,7 @@ def repro_plan(
     pins = recorded.pins
     case = get_case(recorded.cell.case)
     cell = MatrixCell(case, case.condition_for(recorded.cell.condition),
-                      find_profile(recorded.cell.column, profiles_dirs))
+                      find_profile(recorded.cell.harness, profiles_dirs))
     mode = pins.model_mode
     asked = f"{REPLAY_PREFIX}{directory / 'model-exchanges.jsonl'}" if mode == "live" else mode
     model, recording = parse_model(asked if asked != "none" else None)
@@ -43,7 +43,7 @@ def repro_plan(
         deadline=recorded.deadline_seconds, run_id=run_id, host=host, run_unsupported=True,
         protocol=parse_protocol(pins.protocol_version or ProtocolEpoch.ONE.value),  # no pin: epoch 1
     )
-    [plan] = plan_cells([cell], options, fault_every_column=True)
+    [plan] = plan_cells([cell], options, fault_every_harness=True)
     return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin
 
 

@@ -6,7 +6,7 @@ A result is one of:
 - **graded**: the judge's grade (``grade``), and, when a turn ran, its summary (``turn``), the model used
   (``model``) and the files it wrote (``files``);
 - **declared**: the grade of a row that runs no turn here (``not_implemented``, ``not_applicable``,
-  ``out_of_scope``) or of an unavailable column (``unavailable``), with no turn;
+  ``out_of_scope``) or of an unavailable harness (``unavailable``), with no turn;
 - **an infrastructure error** (``infrastructureError``): the engine, an image or the MCP wiring failed; never
   graded as the CLI's conduct, and never reused by resume;
 - **interrupted**: the run stopped while the cell ran; never reused by resume.
@@ -29,8 +29,13 @@ it and where its files are kept), the last being the one the result is: a CLI th
 session it never opened) and then passed is never read as a plain pass. Version 3 writes its turns as ``turns``, as
 version 2 does.
 
-**Ids.** A result names its cell, and the cell names paths (``runner repro`` loads the column's profile): every id
-read back is checked against a fixed pattern (:data:`PLAIN_ID`, the profile's own for the column) and the cell id
+**Harness.** Versions 1 to 3 name the cell's harness its column (``cell.column``, the grade's ``columnId``). A
+result written now is version 4: it names it ``cell.harness`` (and ``harnessId``), writes one turn as ``turn`` and
+several as ``turns``, and keeps its attempts as version 3 does. Every earlier version is still read, and written again
+as it was (its keys, its shape).
+
+**Ids.** A result names its cell, and the cell names paths (``runner repro`` loads the harness's profile): every id
+read back is checked against a fixed pattern (:data:`PLAIN_ID`, the profile's own for the harness) and the cell id
 must be the other three joined, so no id read from a file reaches outside the directory it names.
 """
 
@@ -61,7 +66,8 @@ from runner.harnesses.profile import PROFILE_ID
 RESULT_VERSION = 1  # the version of a result of at most one turn
 TURNS_VERSION = 2  # a result of several turns: ``turns`` (a list) in place of ``turn``
 ATTEMPTS_VERSION = 3  # a result of several attempts: ``cellAttempts``, and ``turns`` as in version 2
-READS_UP_TO = ATTEMPTS_VERSION
+HARNESS_VERSION = 4  # the cell names its harness (``harness``, ``harnessId``), not its column: what runner writes now
+READS_UP_TO = HARNESS_VERSION
 PLAIN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")  # a case's or a condition's id: never a path
 ATTEMPT_DIR = re.compile(r"^attempt-[1-9][0-9]{0,5}$")  # where an earlier attempt's files are kept
 MAX_DETAIL = 4000  # characters of an infrastructure error's words kept in a result
@@ -75,12 +81,13 @@ class ResultError(UsageError, ValueError):
 
 
 class CellRef(JsonModel):
-    """The cell a result is: ``id`` is ``<case>.<condition>.<column>``, each part a plain id (never a path)."""
+    """The cell a result is: ``id`` is ``<case>.<condition>.<harness>``, each part a plain id (never a path). A result
+    before version 4 calls the harness ``column``."""
 
     id: str
     case: str
     condition: str
-    column: str
+    harness: str = Field(validation_alias=AliasChoices("harness", "column"))
 
     @field_validator("case", "condition")
     @classmethod
@@ -89,17 +96,17 @@ class CellRef(JsonModel):
             raise ValueError(f"{value!r} is not an id: expected {PLAIN_ID.pattern}")
         return value
 
-    @field_validator("column")
+    @field_validator("harness")
     @classmethod
-    def _column(cls, value: str) -> str:
+    def _harness(cls, value: str) -> str:
         if not PROFILE_ID.match(value):
-            raise ValueError(f"{value!r} is not a column id: expected {PROFILE_ID.pattern}")
+            raise ValueError(f"{value!r} is not a harness id: expected {PROFILE_ID.pattern}")
         return value
 
     @model_validator(mode="after")
     def _joined(self) -> CellRef:
-        if self.id != f"{self.case}.{self.condition}.{self.column}":
-            raise ValueError(f"cell id {self.id!r} is not <case>.<condition>.<column> of this cell")
+        if self.id != f"{self.case}.{self.condition}.{self.harness}":
+            raise ValueError(f"cell id {self.id!r} is not <case>.<condition>.<harness> of this cell")
         return self
 
 
@@ -254,6 +261,17 @@ def _grade_kind(value: object) -> str:
     return "declared" if status in (UNAVAILABLE, INTERRUPTED) else "judged"
 
 
+# what a result before version 4 calls what it calls now, by the part of the result that holds it
+OLD_KEYS: dict[str, dict[str, str]] = {"cell": {"harness": "column"}, "grade": {"harnessId": "columnId"}}
+
+
+def _renamed(part: object, keys: dict[str, str]) -> object:
+    """``part`` (an object of a result) with its keys written under their version-1-to-3 names, in place."""
+    if not isinstance(part, dict):
+        return part
+    return {keys.get(k, k): v for k, v in part.items()}
+
+
 GradeRecord = Annotated[
     Annotated[CellGrade, Tag("judged")] | Annotated[DeclaredGrade, Tag("declared")],
     Discriminator(_grade_kind),
@@ -264,7 +282,7 @@ class CellResult(JsonModel):
     """One cell's ``result.json``. Keys are written in this order; each optional one only when it holds something
     (``interrupted`` only when true), except the pins' own rule (:class:`CellPins`)."""
 
-    version: int = RESULT_VERSION
+    version: int = HARNESS_VERSION
     cell: CellRef
     interrupted: bool = omitted(empty=True, default=False)
     row: RowDescription | None = omitted()
@@ -292,20 +310,29 @@ class CellResult(JsonModel):
             return ()
         return (value,) if isinstance(value, dict | TurnSummary) else value
 
+    @property
+    def _listed(self) -> bool:
+        """Whether the turns are written as a list, ``turns``: always in versions 2 and 3, in version 4 when there are
+        several (one is written as ``turn``, as version 1 writes it)."""
+        return self.version in (TURNS_VERSION, ATTEMPTS_VERSION) or len(self.turns) > 1
+
     @field_serializer("turns")
     def _write_turn(self, turns: tuple[TurnSummary, ...]) -> TurnSummary | tuple[TurnSummary, ...] | None:
-        if self.version >= TURNS_VERSION:
-            return turns
-        if len(turns) > 1:
+        if self.version == RESULT_VERSION and len(turns) > 1:
             raise ValueError(f"{self.cell.id}: a result of version {self.version} holds one turn, not {len(turns)}")
+        if self._listed:
+            return turns
         return turns[0] if turns else None
 
     @model_serializer(mode="wrap")
-    def _turns_key(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        """Version 2 writes its turns as ``turns``, where version 1 writes ``turn`` (same position)."""
+    def _version_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """A list of turns is written as ``turns`` where one is ``turn`` (same position); a result before version 4
+        names its harness with the keys it was written with (``cell.column``, the grade's ``columnId``)."""
         body: dict[str, object] = handler(self)
-        if self.version >= TURNS_VERSION and "turn" in body:
+        if self._listed and "turn" in body:
             body = {("turns" if k == "turn" else k): v for k, v in body.items()}
+        if self.version < HARNESS_VERSION:
+            body = {k: _renamed(v, OLD_KEYS[k]) if k in OLD_KEYS else v for k, v in body.items()}
         return body
 
     @model_validator(mode="after")
@@ -387,6 +414,7 @@ class CellResult(JsonModel):
                 "upgrade runner to read it"
             )
         try:
-            return cls.model_validate(data)
+            # a result that does not say its version is version 1, whatever this runner writes
+            return cls.model_validate({**data, "version": version})
         except ValidationError as error:
             raise ResultError(f"{source}: not a cell result: {problems(error)}") from None

@@ -52,8 +52,8 @@ from runner.matrix.result import (
 )
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
-    from runner.sandbox.images import ImageRecord
+    from runner.engine import EngineClient
+    from runner.images import ImageRecord
 
 CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]
 Planner = Callable[[CellPlan], CellPins]
@@ -82,10 +82,10 @@ class ImagePins:
             return plan.planned_pins()
         image = plan.cell.profile.image
         if image not in self.images:
-            from runner.sandbox.images import ensure_image
+            from runner.sandbox.prepare import prepare_image
 
             assert self.client is not None, "a cell that runs a turn needs an engine"
-            self.images[image] = ensure_image(self.client, image, plan.options.host.images)
+            self.images[image] = prepare_image(self.client, image, plan.options.host.images)
         return plan.planned_pins(self.images[image])
 
 
@@ -206,7 +206,7 @@ async def _attempt(
 def _failed(plan: CellPlan, error: BaseException, started_at: str) -> CellResult:
     cell = plan.cell
     return CellResult(
-        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         infrastructure_error=InfrastructureProblem.of(error, plan.scrubber.text), pins=plan.trial_pins,
         repro=plan.repro, started_at=started_at,
     )
@@ -215,7 +215,7 @@ def _failed(plan: CellPlan, error: BaseException, started_at: str) -> CellResult
 def _interrupted(plan: CellPlan, existing: CellResult | None) -> CellResult:
     cell = plan.cell
     return CellResult(
-        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         interrupted=True,
         grade=DeclaredGrade(status=INTERRUPTED, evidence="the run was interrupted while this cell was running"),
         pins=existing.pins if existing else plan.trial_pins,

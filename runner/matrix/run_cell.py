@@ -32,15 +32,14 @@ import anyio.to_thread
 
 import runner
 from runner.conformance.judge import grade_cell, grade_turns, not_run_cell
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.timeline import iso_utc
 from runner.core.world import build_world
 from runner.matrix.artifact import write_cell
 from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
 from runner.matrix.result import (
-    RESULT_VERSION,
-    TURNS_VERSION,
+    HARNESS_VERSION,
     UNAVAILABLE,
     CellPins,
     CellRef,
@@ -53,11 +52,11 @@ from runner.matrix.result import (
     TurnSummary,
 )
 from runner.turn.prepare import turn_execution_id
-from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
-    from runner.sandbox.engine import EngineClient
-    from runner.sandbox.images import ImageRecord
+    from runner.engine import EngineClient
+    from runner.images import ImageRecord
 
 
 def _row(plan: CellPlan) -> RowDescription:
@@ -76,8 +75,8 @@ def _base(
     cell = plan.cell
     turns = turns or ((turn,) if turn else ())
     return CellResult(
-        version=TURNS_VERSION if len(turns) > 1 else RESULT_VERSION,
-        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, column=cell.profile.id),
+        version=HARNESS_VERSION,
+        cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         row=_row(plan), pins=pins, repro=plan.repro, deadline_seconds=plan.options.deadline,
         started_at=started_at or iso_utc(time.time()), grade=grade,
         infrastructure_error=infrastructure_error, turns=turns, model=model, files=files,
@@ -104,14 +103,14 @@ def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> Ce
     cell = plan.cell
     world = build_world(cell.condition.world)
     execution_id = turn_execution_id(cell.case, cell.condition, cell.profile.id)
-    envelope = Envelope(world, execution_id, RuntimeInfo(f"runner.{cell.profile.id}.mcp", runner.__version__),
+    envelope = Envelope(world, execution_id, ServerIdentity(f"runner.{cell.profile.id}.mcp", runner.__version__),
                         clock=world.clock)
     assert envelope.refusal is not None, f"{cell.id}: planned as refused at admission, but the world admitted it"
     record = envelope.record(envelope.refusal)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "record.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8",
                                            errors="backslashreplace")
-    graded = grade_cell(cell.case, cell.condition, cell.limits, record, column_id=cell.profile.id).record()
+    graded = grade_cell(cell.case, cell.condition, cell.limits, record, harness_id=cell.profile.id).record()
     result = envelope.refusal
     turn = TurnSummary(status=result.status.value, reason_code=result.reason_code)
     return _finish(directory, _base(plan, plan.planned_pins(), grade=graded, turn=turn,
@@ -176,7 +175,7 @@ async def _run_cell(
     limits = cell.limits
     disposition = plan.disposition
     if disposition in (Disposition.NOT_IMPLEMENTED, Disposition.UNSUPPORTED):
-        declared = not_run_cell(cell.case, cell.condition, limits, column_id=cell.profile.id).record()
+        declared = not_run_cell(cell.case, cell.condition, limits, harness_id=cell.profile.id).record()
         return state.finish(_base(plan, plan.planned_pins(), grade=declared)), None
     if disposition is Disposition.UNAVAILABLE:
         unavailable = DeclaredGrade(status=UNAVAILABLE, evidence=f"unavailable; {cell.profile.unavailable}")
@@ -184,12 +183,12 @@ async def _run_cell(
     if disposition is Disposition.REFUSED_AT_ADMISSION:
         return _refused_at_admission(plan, directory, state.started), None
     assert client is not None, "a cell that runs a turn needs an engine"
-    from runner.sandbox.images import ensure_image
+    from runner.sandbox.prepare import prepare_image
 
     if image is None:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
         images = plan.options.host.images
         image = await anyio.to_thread.run_sync(
-            lambda: ensure_image(client, cell.profile.image, images, progress=progress)
+            lambda: prepare_image(client, cell.profile.image, images, progress=progress)
         )
     pins = state.pins = plan.planned_pins(image)
     # a row of several turns runs each against one world (revoked-mid-turn: the revocation lands in its store
@@ -214,7 +213,7 @@ async def _run_cell(
     executed = report.result
     pins = pins.with_turn(executed.text("promptHash"), executed.text("catalogHash"))
     graded = None if wiring is not None else grade_turns(
-        cell.case, cell.condition, limits, [r.record for r in reports], column_id=cell.profile.id
+        cell.case, cell.condition, limits, [r.record for r in reports], harness_id=cell.profile.id
     ).record()
     model = plan.model
     files: dict[str, str] = {}

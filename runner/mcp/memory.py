@@ -28,7 +28,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 import runner
 from runner.core.catalogue import Catalogue
 from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch
-from runner.mcp.server import EventSink, Invoker, McpServerHandle, _Service, _Session
+from runner.mcp.server import EventSink, Invoker, McpServerHandle, McpService, McpSession
 
 if TYPE_CHECKING:
     # the types of mcp.shared.memory's stream pair, which the SDK names only in this private module
@@ -68,11 +68,11 @@ async def memory_streams(
     protocol: ProtocolEpoch = RELEASED_EPOCH,
 ) -> AsyncIterator[MemoryTransport]:
     """Serve ``catalogue`` through ``invoker`` as connection 1, on memory streams, until the block exits."""
-    service = _Service(McpServerHandle(MEMORY_PATH), catalogue, invoker, instructions, server_name, server_version)
+    service = McpService(McpServerHandle(MEMORY_PATH), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
     service.epoch = protocol
     # The session's socket is never touched: only its SDK server runs, not its read and write loops.
-    session = _Session(service, 1, None)
+    session = McpSession(service, 1, None)
     options = session.server.create_initialization_options(NotificationOptions(tools_changed=False))
     async with create_client_server_memory_streams() as (client_streams, server_streams), \
             anyio.create_task_group() as tg:

@@ -104,7 +104,7 @@ async def serve_mcp(
     ``sock``: that path's socket, already bound and listening (the turn binds it before the CLI's container starts,
     so a client that connects while this process is still importing the SDK waits in the backlog, and made reachable
     by the container's uid); it is taken over and closed here. A socket bound here is this process's uid's alone."""
-    service = _Service(McpServerHandle(socket_path), catalogue, invoker, instructions, server_name, server_version)
+    service = McpService(McpServerHandle(socket_path), catalogue, invoker, instructions, server_name, server_version)
     service.on_event = on_event
     service.epoch = protocol
     if sock is not None:
@@ -128,7 +128,10 @@ async def serve_mcp(
         socket_path.unlink(missing_ok=True)
 
 
-class _Service:
+class McpService:
+    """What one turn's MCP server serves: its catalogue, through its invoker, to every session it holds (on the
+    turn's socket, or one session on memory streams: :mod:`runner.mcp.memory`)."""
+
     def __init__(
         self,
         handle: McpServerHandle,
@@ -146,7 +149,7 @@ class _Service:
         self.version = version
         self.on_event: EventSink | None = None
         self.epoch = RELEASED_EPOCH  # the SharedOS protocol epoch (serve_mcp's protocol)
-        self.sessions: set[_Session] = set()
+        self.sessions: set[McpSession] = set()
         self.inflight: set[anyio.CancelScope] = set()  # calls the invoker is running
         self.stopping = False
         # the catalogue is fixed for the turn (ADR 0026): projected once, served as is
@@ -192,11 +195,11 @@ class _Service:
                 await anyio.sleep(0.05)
                 continue
             self.handle.connections += 1
-            session = _Session(self, self.handle.connections, stream)
+            session = McpSession(self, self.handle.connections, stream)
             self.sessions.add(session)  # registered before it starts, so stop() always reaches it
             tg.start_soon(self.connection, session)
 
-    async def connection(self, session: _Session) -> None:
+    async def connection(self, session: McpSession) -> None:
         number = session.number
         self.emit("connection.opened", {"connection": number})
         reason = "error"
@@ -230,10 +233,10 @@ class _Service:
             scope.cancel()  # a call still running after the grace period is cut short with its server
 
 
-class _Session:
+class McpSession:
     """One connection: framing on the socket, one SDK ``Server.run`` behind memory streams."""
 
-    def __init__(self, service: _Service, number: int, stream: anyio.abc.SocketStream | None) -> None:
+    def __init__(self, service: McpService, number: int, stream: anyio.abc.SocketStream | None) -> None:
         self.service = service
         self.number = number
         self._stream = stream  # None: only the SDK server runs (runner.mcp.memory), never the socket loops
@@ -242,12 +245,12 @@ class _Session:
             service.name,
             version=service.version,
             instructions=service.instructions,
-            on_list_tools=self.list_tools,
-            on_call_tool=self.call_tool,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
         )
         if service.epoch.stamps:  # outermost: a refused pin leaves no trace, and every answer is stamped last
             self.server.middleware.append(EpochGate(service.epoch, self.refused_pin))
-        self.server.middleware.append(self.observe)
+        self.server.middleware.append(self._observe)
 
     @property
     def stream(self) -> anyio.abc.SocketStream:
@@ -339,7 +342,7 @@ class _Session:
 
     # --- MCP ---------------------------------------------------------------------------------
 
-    async def observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def _observe(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: notices the handshake (or a 2026 per-request envelope) once per session."""
         params = ctx.params or {}
         if ctx.method == "initialize" and ctx.request_id is not None:
@@ -368,13 +371,13 @@ class _Session:
             {"connection": self.number, "clientInfo": {**entry}, "protocolVersion": protocol_version},
         )
 
-    async def list_tools(
+    async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self.service.emit("tools.listed", {"connection": self.number, "count": len(self.service.listing.tools)})
         return self.service.listing
 
-    async def call_tool(
+    async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         if not params.name:

@@ -21,7 +21,7 @@ scheme             exposed as                                  measured on
                    ``-`` (``sharedos-files-snapshot-create``,
                    ``sharedos-sharedos-escalate``)
 ``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``);
-                   (runner's model column: without one)        ``runner/harnesses/model_only/agent.py``
+                   (runner's model column: without one)        ``runner/harnesses/model/agent.py``
 ``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
 =================  =========================================  ============================================
 

@@ -35,7 +35,7 @@ sub-agent's tools are the CLI's too):
   complete, *unless* the caller passes it in ``reviewed`` with a reference to that review (then it is neither local
   nor a gap, and the reference joins the evidence). runner ships **no** reviewed proxy (:data:`REVIEWED_PROXIES`
   is empty): none of these implementations has been reviewed, and one is known to reach more than MCP (Vibe 3's
-  ``run_typescript`` runs ``file_system.bash``, measured: ``/work/notes/columns-32.md``), so it can never be.
+  ``run_typescript`` runs ``file_system.bash``, measured on Vibe 3.0.2, 2026-12-05), so it can never be.
   A loader (``ToolSearch``, ``tool_search``) is a proxy by this rule too: what it can load is not in the list.
 - everything else is ``harnessLocal``.
 
@@ -48,7 +48,7 @@ side effects other than tools are not in it (the ADR: a policy "never proves pro
 cites the requests whose tool lists differed (the first of each), and what the caller adds: the image, the CLI's
 version, the profile's launch configuration.
 
-:func:`compare_policies` says what changed between two measurements of a column (a CLI bump that adds a built-in
+:func:`compare_policies` says what changed between two measurements of a harness (a CLI bump that adds a built-in
 tool is a finding).
 """
 
@@ -69,7 +69,7 @@ Inventory = Literal["complete", "unknown"]
 MAX_MANAGED, MAX_LOCAL, MAX_EXTERNAL, MAX_EVIDENCE = 64, 256, 64, 64  # the ADR's bounds on each list
 
 # Local tools that reach MCP for the model (their arguments name an MCP tool, or their program calls one), or load
-# tools the request does not list; each as measured on its CLI (runner.model.names, docs/columns/, columns-32.md).
+# tools the request does not list; each as measured on its CLI (runner.model.names, each harness's README).
 PROXIES: dict[str, str] = {
     "mcp": "pi-mcp-adapter's gateway: calls any configured MCP server's tool by name",
     "mcpScript": "pi-mcp-adapter: runs a script that calls MCP tools",
@@ -329,7 +329,7 @@ def measure_policy(
 
 @dataclass(frozen=True)
 class PolicyChange:
-    """What changed from one measured policy of a column to the next."""
+    """What changed from one measured policy of a harness to the next."""
 
     before: ToolPolicy
     after: ToolPolicy
@@ -373,5 +373,5 @@ class PolicyChange:
 
 
 def compare_policies(before: ToolPolicy, after: ToolPolicy) -> PolicyChange:
-    """What changed between two measurements of one column (``findings()``: none when nothing did)."""
+    """What changed between two measurements of one harness (``findings()``: none when nothing did)."""
     return PolicyChange(before, after)

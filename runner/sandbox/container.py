@@ -38,9 +38,9 @@ import requests
 from docker.types import LogConfig, Mount, Ulimit
 from docker.utils.socket import frames_iter_no_tty
 
+from runner.engine import EngineError, call_with_retry
 from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree, usage
 from runner.sandbox import interface
-from runner.sandbox.engine import EngineError, call_with_retry
 from runner.sandbox.interface import HOME, ContainerSpec, DiskLook, OutputSink, Runtime, Sandbox, Signal, Transport
 
 TURN_MOUNT = "/run/runner"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from runner.engine import EngineClient
 from runner.sandbox.container import SandboxedProcess
-from runner.sandbox.engine import EngineClient
 from runner.sandbox.interface import ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
 from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
 from runner.sandbox.stream_transport import StreamSandboxedProcess

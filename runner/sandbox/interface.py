@@ -166,7 +166,7 @@ class Sandbox(ABC):
     @abstractmethod
     def wait(self) -> int | None:
         """Block until the CLI exits; its exit code (None when nobody can say). The turn bounds it with its
-        deadline. :class:`~runner.sandbox.engine.EngineError` when the engine keeps failing."""
+        deadline. :class:`~runner.engine.EngineError` when the engine keeps failing."""
 
     @abstractmethod
     def signal(self, name: Signal) -> None:

@@ -28,8 +28,8 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from runner.engine import call_with_retry
 from runner.sandbox.container import OWNER_LABEL, RUN_LABEL
-from runner.sandbox.engine import call_with_retry
 from runner.sandbox.lease import (
     HOST_LABEL,
     LEASE_LABEL,

@@ -55,7 +55,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-IMAGE_UID = IMAGE_GID = 1000  # the user every image is built for (images/base-cli: `runner`)
+IMAGE_UID = IMAGE_GID = 1000  # the user every image is built for (base-cli: `runner`)
 FILE_MODE, DIR_MODE = 0o600, 0o700
 TURN_DIR_MODE_SHARED = 0o750  # root's turn dir: the container's group may list it and pass through, not write
 

@@ -56,8 +56,8 @@ import docker.errors
 import docker.utils
 import requests
 
+from runner.engine import EngineClient, EngineError, call_with_retry
 from runner.sandbox.container import CELL_LABEL, TURN_MOUNT, ContainerStartError, create_kwargs
-from runner.sandbox.engine import EngineClient, EngineError, call_with_retry
 from runner.sandbox.interface import RUNTIME_ENV, ContainerSpec, Runtime, Transport
 
 RELAY = "socat"
@@ -220,13 +220,13 @@ def _verdict(code: int, spec: ContainerSpec, where: str) -> None:
     if code == 4:
         raise RelayMissing(
             f"image {spec.image_id[:19]} has no `{RELAY}`, the relay every profile's MCP server command (and "
-            "runner-entry's model listener) runs. Fix: build the image FROM images/base-cli (which has it), or "
+            "runner-entry's model listener) runs. Fix: build the image FROM base-cli (which has it), or "
             f"install {RELAY} in it"
         )
     if code == 6:
         raise RelayMissing(
             f"image {spec.image_id[:19]} has neither node nor python3, one of which runs the stream transport's "
-            "relay. Fix: build the image FROM images/base-cli, or use --transport mount where the engine shares "
+            "relay. Fix: build the image FROM base-cli, or use --transport mount where the engine shares "
             "runner's files"
         )
     if code == 5:

@@ -90,8 +90,8 @@ def should_reap(lease: IO[bytes]) -> bool:
 def reap(run_id: str, environ: Mapping[str, str]) -> int:
     """Remove every container of the run from the engine ``environ`` names; the number removed. Engine failures are
     retried, then given up."""
+    from runner.engine import EngineError, connect
     from runner.sandbox.container import RUN_LABEL, remove_labelled
-    from runner.sandbox.engine import EngineError, connect
 
     removed = 0
     start = time.monotonic()

@@ -48,6 +48,7 @@ import docker
 from docker.models.containers import Container
 from docker.types import Mount
 
+from runner.engine import call_with_retry
 from runner.intake.files import DEFAULT_BOUNDS, BoundedStream, IntakeBounds, Tree, extract_tar, read_bounded, walk
 from runner.sandbox.container import (
     TURN_MOUNT,
@@ -56,7 +57,6 @@ from runner.sandbox.container import (
     create_kwargs,
     demultiplexed,
 )
-from runner.sandbox.engine import call_with_retry
 from runner.sandbox.interface import ContainerSpec, DiskLook, Transport
 from runner.sandbox.ownership import ContainerUser
 

@@ -13,7 +13,7 @@ as an infrastructure error that says so.
 Every moment of it goes on the turn's timeline when one is given: the container started, the CLI's first
 output, each deadline signal, the CLI's exit (``by`` itself, or by the deadline).
 
-Each engine call is retried on its own (runner.sandbox.engine). One that still fails mid-turn (the
+Each engine call is retried on its own (runner.engine). One that still fails mid-turn (the
 wait, a signal) is kept in ``Drive.engine_failed``: the turn then ends as an infrastructure error,
 and teardown removes the container as always.
 """
@@ -29,9 +29,9 @@ import anyio.to_thread
 
 from runner.core.outcomes import JsonValue
 from runner.core.timeline import EXITED_BY_BUDGET, EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
+from runner.engine import EngineError
 from runner.harnesses.profile import Profile
 from runner.sandbox.container import ContainerStartError
-from runner.sandbox.engine import EngineError
 from runner.sandbox.interface import STDOUT, ResourceLimits, Sandbox, Signal
 from runner.turn.transcript import StreamSink
 

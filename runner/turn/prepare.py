@@ -3,7 +3,7 @@
 :func:`prepare_turn` resolves the world and its envelope once, wraps the envelope in the latch,
 composes the prompt and instructions (annotating ``promptHash``), writes the turn dir, and renders
 the profile into the :class:`~runner.sandbox.container.ContainerSpec` and the transcript sinks. It
-starts no server and no process: :mod:`runner.turn.runtime` does that with what is prepared here.
+starts no server and no process: :mod:`runner.turn.run_turn` does that with what is prepared here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import runner
 from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import Case, Condition
 from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
@@ -27,9 +27,9 @@ from runner.core.world import World, build_world
 from runner.harnesses.interpreters import get_interpreter
 from runner.harnesses.profile import Profile
 from runner.harnesses.stream import StreamReader, Tail
+from runner.images import ImageRecord
 from runner.model.settings import ModelMode
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 from runner.sandbox.lease import lease_labels
 from runner.sandbox.ownership import container_user
@@ -148,8 +148,8 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
     req.out_dir.mkdir(parents=True, exist_ok=True)
 
     world = req.world if req.world is not None else build_world(condition.world)
-    runtime = RuntimeInfo(f"runner.{profile.id}.mcp", runner.__version__, req.settings.protocol.value)
-    envelope = Envelope(world, execution_id, runtime, clock=world.clock)
+    server = ServerIdentity(f"runner.{profile.id}.mcp", runner.__version__, req.settings.protocol.value)
+    envelope = Envelope(world, execution_id, server, clock=world.clock)
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     # A deliberately broken build, for proving the judge and the gate catch it: the MCP server calls
     # the envelope directly, and the CLI's own outcome is the turn's (ADR 0018's "before").
@@ -179,9 +179,9 @@ def prepare_turn(req: TurnRequest, clock: TurnClock | None = None) -> PreparedTu
     )
 
 
-def turn_execution_id(case: Case, condition: Condition, column: str, turn: int = 1) -> str:
+def turn_execution_id(case: Case, condition: Condition, harness: str, turn: int = 1) -> str:
     """``<case>.<condition>.<column>``, with ``.turn-<n>`` when the row spans more than one turn (upstream §6.5)."""
-    base = f"{case.id}.{condition.id}.{column}"
+    base = f"{case.id}.{condition.id}.{harness}"
     return f"{base}.turn-{turn}" if case.turns > 1 else base
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from runner.conformance.behaviours import Behaviour
 from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch, parse_epoch
 from runner.errors import UsageError
+from runner.images.settings import ImageSettings
 from runner.model.settings import Dialect, FaultSpecError, ModelFault, ModelMode
-from runner.sandbox.image_settings import ImageSettings
 from runner.sandbox.interface import RUNTIME_ENV, Runtime, TransportChoice
 
 REPLAY_PREFIX = "replay:"

@@ -15,7 +15,7 @@ from typing import Any
 import docker
 import pytest
 
-from runner.sandbox.images import ImageSettings, ensure_image
+from runner.images import ImageSettings, ensure_image
 from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]

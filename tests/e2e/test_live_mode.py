@@ -185,9 +185,9 @@ def live_exec(upstream: Upstream, tmp_path: Path, harness: str, credential: str,
     ``credential``: the environment it ran in and the finished process, which must have exited 0. ``harness``: a
     column, or a profile file (``--profile``)."""
     env = {**os.environ, credential: HOST_KEY, "RUNNER_LIVE_BASE_URL": upstream.url, "TMPDIR": str(tmp_path)}
-    column = ["--profile", harness] if harness.endswith(".yaml") else ["--harness", harness]
+    harness = ["--profile", harness] if harness.endswith(".yaml") else ["--harness", harness]
     proc = subprocess.run(
-        [RUNNER, "exec", *column, "--case", "escalation", "--json", *flags, "--out", str(out)],
+        [RUNNER, "exec", *harness, "--case", "escalation", "--json", *flags, "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""End to end: the model column (runner's own agent loop, ``harness_profiles/model.yaml``) in its image, the
+"""End to end: the model column (runner's own agent loop, ``runner/harnesses/model/``) in its image, the
 scripted model in the seat in two dialects, every call over MCP through the latch -- and the issue's "done
 when": on the scripted model it grades every implemented row exactly as the reference column does.
 
@@ -20,8 +20,8 @@ from typing import Any
 import docker
 import pytest
 
+from runner.images import ImageRecord, ImageSettings, ensure_image
 from runner.model.faults import ModelFault
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests.support import RUNNER, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]

@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from runner.harnesses.profile import find_profile
-from runner.sandbox.images import ImageSettings, ensure_image
+from runner.images import ImageSettings, ensure_image
 from tests.hosted_runner import UID
 from tests.local_users import LocalUser, docker_user, image_cache_for, shared_tmp
 from tests.support import RUNNER
@@ -23,9 +23,9 @@ from tests.support import RUNNER
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def runnable_columns() -> list[str]:
+def runnable_harnesses() -> list[str]:
     listed = subprocess.run([RUNNER, "harnesses", "--json"], capture_output=True, text=True, timeout=120, check=True)
-    return [column["harness"] for column in json.loads(listed.stdout) if column["state"] == "ok"]
+    return [harness["harness"] for harness in json.loads(listed.stdout) if harness["state"] == "ok"]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def place(user: LocalUser) -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.mark.parametrize("harness", runnable_columns())
+@pytest.mark.parametrize("harness", runnable_harnesses())
 def test_every_runnable_columns_escalation_turn_passes_as_a_non_root_runner_of_githubs_uid(
     harness: str, engine: docker.DockerClient, image_settings: ImageSettings, user: LocalUser, place: Path
 ) -> None:

@@ -6,7 +6,7 @@ its record and its result, and leaves no container.
 What each CLI does with the stamp is read from what it sent its model: a CLI that hands a result's ``_meta`` to the
 model shows the key in a later model request. That is a finding, not a failure of the turn: the columns measured
 doing so are listed in ``HANDS_META_TO_MODEL`` with the evidence, and the test holds each column to what was
-measured (a CLI that starts or stops doing it fails here, and its docs/columns/<id>.md is updated with it). A column
+measured (a CLI that starts or stops doing it fails here, and its harness's README.md is updated with it). A column
 whose CLI cannot take the stamp at all would be in ``CHOKES`` with the measured reason (none, measured).
 """
 
@@ -20,7 +20,7 @@ import pytest
 
 from runner.core.protocol import PROTOCOL_VERSION_META
 from runner.harnesses.profile import find_profile
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import exchanges, no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -36,9 +36,9 @@ HANDS_META_TO_MODEL: dict[str, str] = {
 
 
 def test_the_escalation_turn_under_epoch_2_escalates_as_under_epoch_1(
-    tmp_path: Path, engine: docker.DockerClient, column: tuple[str, ImageRecord]
+    tmp_path: Path, engine: docker.DockerClient, harness: tuple[str, ImageRecord]
 ) -> None:
-    harness, image = column
+    harness, image = harness
     args = ["--harness", harness, "--case", "escalation", "--protocol", "2"]
     talks_to_a_model = find_profile(harness).model is not None
     if talks_to_a_model:

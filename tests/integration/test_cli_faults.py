@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from runner.turn.transcript import MAX_FILE_BYTES
 from tests.engine_proxy import EngineProxy
 from tests.support import RUNNER, no_containers_left, peak_mib, runner_exec

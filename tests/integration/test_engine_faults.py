@@ -15,8 +15,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.sandbox.engine import ATTEMPTS
-from runner.sandbox.images import ImageRecord
+from runner.engine import ATTEMPTS
+from runner.images import ImageRecord
 from tests.engine_proxy import EngineProxy, Fault
 from tests.support import meta, runner_exec
 

@@ -16,8 +16,9 @@ import pytest
 
 from runner.conformance.behaviours import FLOOD_BYTES
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON
+from runner.harnesses.profile import shipped_profile
+from runner.images import ImageRecord
 from runner.sandbox.container import RUN_LABEL
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.lease import run_token
 from runner.turn.turndir import token_of_turn_dir
 from tests.support import meta, no_containers_left, peak_mib, record_of, runner_exec, sections
@@ -98,7 +99,7 @@ def test_hang_after_ask_is_stopped_only_by_the_deadline_and_still_escalates_with
     report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask",
                          "--deadline", str(HANG_DEADLINE))
     took = time.monotonic() - started
-    grace = 3  # harness_profiles/reference.yaml wind_down.grace_seconds
+    grace = 3  # reference.yaml (runner/harnesses/reference) wind_down.grace_seconds
     assert report["deadlineHit"] is True and report["status"] == "escalated", report["infrastructureError"]
     assert report["elapsedSeconds"] >= HANG_DEADLINE
     # elapsedSeconds also holds the engine calls around the drive (create, start, the session copy): on 2 busy cores
@@ -250,7 +251,7 @@ def test_inside_the_container_the_turn_dir_is_the_only_host_path_and_its_sockets
 def test_a_cli_whose_mcp_server_never_connected_is_an_infrastructure_error(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
-    shipped = (Path(__file__).resolve().parents[2] / "harness_profiles" / "reference.yaml").read_text()
+    shipped = shipped_profile("reference").read_text()
     profile = tmp_path / "lost.yaml"
     lost = shipped.replace("id: reference", "id: lost").replace("${mcp_socket}", "/run/runner/nowhere.sock")
     profile.write_text(lost)

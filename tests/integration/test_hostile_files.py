@@ -35,7 +35,7 @@ import docker
 import pytest
 import yaml
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from runner.sandbox.interface import ResourceLimits, Runtime, Transport
 from tests.support import _PEAK_OF as PEAK_OF
 from tests.support import RUNNER, peak_mib
@@ -177,7 +177,7 @@ def test_links_below_a_real_session_are_skipped_and_a_forged_verdict_stays_the_c
     # the forged verdict is a file of the CLI's transcript, never runner's: the cell's own result is the real one
     assert json.loads(session["result.json"])["forgedBy"] == "the CLI"
     result = json.loads((host.out / "result.json").read_text())
-    assert result["cell"]["column"] == "files-below" and "forgedBy" not in result
+    assert result["cell"]["harness"] == "files-below" and "forgedBy" not in result
     assert report["files"]["session"] == str(host.out / "session")
 
 

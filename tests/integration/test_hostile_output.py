@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]

@@ -20,9 +20,9 @@ from typing import Any
 import docker
 import pytest
 
+from runner.images import ImageRecord
 from runner.intake.payload import MAX_DEPTH
 from runner.model.exchange_log import MAX_REQUEST_BYTES, MAX_REQUEST_VALUES
-from runner.sandbox.images import ImageRecord
 from tests.support import no_containers_left, peak_mib, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]

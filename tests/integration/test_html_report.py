@@ -32,7 +32,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from runner.sandbox.images import ImageRecord
+from runner.images import ImageRecord
 from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -126,14 +126,14 @@ def test_the_report_of_a_real_matrix_reads_in_a_browser(matrix: Path, browser: W
         said = word.replace("_", " ")
         stable = [f"{len(runs)}/{len(runs)} {said}"] if len(runs) > 1 else []
         assert cells[cell].text.splitlines() == [said, *stable], cell
-    assert "Amp" in browser.find_element(By.CSS_SELECTOR, ".unavailable li[data-column='amp']").text
+    assert "Amp" in browser.find_element(By.CSS_SELECTOR, ".unavailable li[data-harness='amp']").text
     browser.save_screenshot(str(ARTIFACTS / "grid.png"))
 
     # the filters hide what they should, and only that
-    column = Select(browser.find_element(By.ID, "filter-column"))
-    column.select_by_value("model")
+    harness = Select(browser.find_element(By.ID, "filter-harness"))
+    harness.select_by_value("model")
     assert shown(browser) == {cell: cell.endswith(".model") for cell in expected}
-    column.select_by_value("")
+    harness.select_by_value("")
     grade = Select(browser.find_element(By.ID, "filter-grade"))
     grade.select_by_value("not_exercised")
     assert shown(browser) == {cell: cell == FAILING for cell in expected}

@@ -22,7 +22,7 @@ import docker.errors
 import pytest
 from typer.testing import CliRunner
 
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     archive_path,
@@ -33,7 +33,8 @@ from runner.sandbox.images import (
     load_images,
     save_images,
 )
-from runner.sandbox.images.staging import _npm_dir
+from runner.images.staging import npm_dir
+from runner.images.tree import image_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -58,24 +59,24 @@ def root(tmp_path_factory: pytest.TempPathFactory, codex_image: ImageRecord) -> 
     real_cache = Path(os.environ.get("RUNNER_CACHE_DIR") or Path.home() / ".cache" / "runner")
     dest = tmp_path_factory.mktemp("repo")
     cache = tmp_path_factory.mktemp("cache")
-    for name in ("base-node", "base-cli", "common", HARNESS):
-        shutil.copytree(REPO / "images" / name, dest / "images" / name)
-    (dest / "harness_profiles").mkdir()
+    for folder in [*(image_dir(name, REPO) for name in ("base-node", "base-cli", HARNESS)),
+                   REPO / "runner" / "images" / "common"]:
+        shutil.copytree(folder, dest / folder.relative_to(REPO))
     real_tar = real_cache / "base" / f"{base_recipe_hash(REPO, 'base-node')}.tar"
     if not real_tar.is_file():
         pytest.fail(f"the node base tarball {real_tar} is gone though the codex image is built: "
                     "remove the image runner/base-node and it is bootstrapped again")
     nonce = uuid.uuid4().hex
-    recipe = dest / "images" / "base-node" / "recipe.json"
+    recipe = image_dir("base-node", dest) / "recipe.json"
     recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "comment": f"archive test {nonce}"}))
     # The base's identity is its tarball's digest, the same as the real one's: the nonce in the layer is what makes
     # this base-cli, and so this codex, the test's own images (their own recipe hashes and tags).
-    with (dest / "images" / "base-cli" / "Dockerfile").open("a") as f:
+    with (image_dir("base-cli", dest) / "Dockerfile").open("a") as f:
         f.write(f"LABEL runner.test.archive={nonce}\n")
     (cache / "base").mkdir()
     os.link(real_tar, cache / "base" / f"{base_recipe_hash(dest, 'base-node')}.tar")
     # the same key under either cache
-    stage = _npm_dir(load_harness_recipe(HARNESS, dest), ImageSettings(cache_dir=real_cache))
+    stage = npm_dir(load_harness_recipe(HARNESS, dest), ImageSettings(cache_dir=real_cache))
     real_stage = real_cache / stage.relative_to(stage.parents[1])
     if not (real_stage / ".complete").is_file():
         pytest.fail(f"the npm stage {real_stage} is not cached though the codex image was just looked up")
@@ -101,7 +102,7 @@ def built(
     started = time.monotonic()
     record = ensure_image(client, HARNESS, _settings(), progress=lambda _line: None)
     elapsed = time.monotonic() - started
-    real = json.loads((REPO / "images" / "lock.json").read_text())["images"][HARNESS]
+    real = json.loads((image_dir(HARNESS, REPO) / "lock.json").read_text())
     assert record.image_id != codex_image.image_id and record.build_key != codex_image.build_key
     assert record.recipe_hash != real["recipe_hash"]  # the nonce in the test's base-cli
     yield record, elapsed

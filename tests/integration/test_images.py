@@ -23,16 +23,9 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox import timings
-from runner.sandbox.engine import (
-    EngineUnavailable,
-    ImageBuildError,
-    ImageMissing,
-    ImageReferenceError,
-    ImageUnavailable,
-    connect,
-)
-from runner.sandbox.images import (
+from runner.engine import EngineUnavailable, connect
+from runner.harnesses.profile import load_profile, shipped_profiles
+from runner.images import (
     ImageRecord,
     ImageSettings,
     base_image_env,
@@ -45,13 +38,16 @@ from runner.sandbox.images import (
     read_build,
     read_lock,
     stale_findings,
+    timings,
     unavailable_images,
     update_lock,
     verify_lock,
 )
-from runner.sandbox.images.lock import locked_integrity, write_build
-from runner.sandbox.images.pins import Pin
-from runner.sandbox.images.recipes import HarnessRecipe
+from runner.images.errors import ImageBuildError, ImageMissing, ImageReferenceError, ImageUnavailable
+from runner.images.lock import locked_integrity, write_build
+from runner.images.pins import Pin
+from runner.images.recipes import HarnessRecipe
+from runner.images.tree import bases_dir, image_dir, image_dirs
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -60,16 +56,23 @@ CLIENT = Path("runner/harnesses/reference/client.py")
 
 
 def _copy_recipes(dest: Path, *, with_client: bool = True) -> Path:
-    shutil.copytree(REPO / "images" / "base", dest / "images" / "base")
-    shutil.copytree(REPO / "images" / "reference", dest / "images" / "reference")
-    (dest / "harness_profiles").mkdir()
+    """The Python base's and the reference image's folders (not their committed locks) in a tree of their own."""
+    for name in ("base", "reference"):
+        folder = image_dir(name, REPO)
+        shutil.copytree(folder, dest / folder.relative_to(REPO), ignore=shutil.ignore_patterns("lock.json"))
     if with_client:
-        (dest / CLIENT).parent.mkdir(parents=True)
+        (dest / CLIENT).parent.mkdir(parents=True, exist_ok=True)
         if (REPO / CLIENT).is_file():
             shutil.copyfile(REPO / CLIENT, dest / CLIENT)
         else:  # the real client is written elsewhere; a placeholder is enough to build the image
             (dest / CLIENT).write_text("print('placeholder reference client')\n")
     return dest
+
+
+def _locks(root: Path) -> dict[Path, bytes]:
+    """Every image folder's lock.json under ``root``, by path."""
+    return {d / "lock.json": (d / "lock.json").read_bytes() for d in image_dirs(root).values()
+            if (d / "lock.json").exists()}
 
 
 def _settings(root: Path = REPO, **base_refs: str) -> ImageSettings:
@@ -86,7 +89,7 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dest = _copy_recipes(tmp_path_factory.mktemp("repo"))
-    dockerfile = dest / "images" / "reference" / "Dockerfile"
+    dockerfile = image_dir("reference", dest) / "Dockerfile"
     lines = dockerfile.read_text().splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("FROM ")) + 1
     # Fails the build if the build container can resolve names; the nonce defeats the layer cache.
@@ -103,11 +106,11 @@ def _committed_integrity(recipe: HarnessRecipe, pin: Pin) -> str:
 @pytest.fixture(scope="module")
 def built(client: docker.DockerClient, root: Path) -> Iterator[tuple[ImageRecord, float]]:
     ensure_base(client, _settings(root))
-    lock = (root / "images" / "lock.json").read_bytes()
+    lock = _locks(root)
     started = time.monotonic()
     record = ensure_image(client, "reference", _settings(root), progress=lambda _line: None)
     elapsed = time.monotonic() - started
-    assert (root / "images" / "lock.json").read_bytes() == lock  # a cold build leaves the lock as it was
+    assert _locks(root) == lock  # a cold build leaves the lock as it was
     yield record, elapsed
     with contextlib.suppress(docker.errors.APIError):
         client.images.remove(record.image_id, force=True)
@@ -172,7 +175,7 @@ def test_verify_tells_a_stale_lock_from_a_local_difference(
     client: docker.DockerClient, root: Path, built: tuple[ImageRecord, float]
 ) -> None:
     record, _ = built
-    lock = root / "images" / "lock.json"
+    lock = image_dir("reference", root) / "lock.json"
     committed = lock.read_text()
     settings = _settings(root)
     assert read_build("reference", settings, record.build_key) == record
@@ -192,11 +195,11 @@ def test_verify_tells_a_stale_lock_from_a_local_difference(
         other.unlink()
         write_build(record, settings)
         body = json.loads(committed)
-        body["images"]["reference"]["pins"][0]["version"] = "2.2.0"
+        body["pins"][0]["version"] = "2.2.0"
         lock.write_text(json.dumps(body))
         stale = [f for f in verify_lock(client, settings) if f.kind == "stale"]
         assert [f.image for f in stale] == ["reference"] and "pin changed since the lock" in stale[0].message
-        lock.write_text('{"images": {"reference": {"image_id": 1}}}')
+        lock.write_text('{"image_id": 1}')
         assert [f.kind for f in verify_lock(client, settings)] == ["stale"]
     finally:
         lock.write_text(committed)
@@ -207,9 +210,9 @@ def test_verify_tells_a_stale_lock_from_a_local_difference(
 
 def test_building_in_the_checkout_leaves_its_lock_as_it_was(client: docker.DockerClient) -> None:
     """What make run, make test and the CI column job do: ensure_image in the real checkout (a lookup once built)."""
-    lock = (REPO / "images" / "lock.json").read_bytes()
+    lock = _locks(REPO)
     record = ensure_image(client, "reference", _settings(REPO), progress=lambda _line: None)
-    assert (REPO / "images" / "lock.json").read_bytes() == lock
+    assert _locks(REPO) == lock
     assert stale_findings(REPO) == []
     assert record.recipe_hash == read_lock(REPO)["reference"].recipe_hash
     assert current_keys(client, "reference", _settings(REPO)).build_key == record.build_key
@@ -271,22 +274,22 @@ def test_each_base_has_its_own_override_variable(client: docker.DockerClient) ->
 def test_image_directories_are_sorted_into_bases_harnesses_and_unavailable() -> None:
     buildable = buildable_harnesses(REPO)
     unavailable = unavailable_images(REPO)
-    assert {"reference", "claude-code", "codex", "pi", "pi-adapter", "gemini", "qwen", "opencode", "deepseek"} <= set(
-        buildable
-    )
-    assert not {"base", "base-node", "base-cli", "base-node22", "common"} & set(buildable)
-    # deepseek was unavailable until dsh 0.1.0-rc.8 ran a turn here (issue 11), vibe until its image had a Python
-    # of its own (issue 19); these two say why they cannot
-    assert set(unavailable) == {"amp", "auggie"} and {"deepseek", "vibe"} <= set(buildable)
+    profiles = [load_profile(path) for path in shipped_profiles()]
+    # every harness image serves a profile, and a recipe says it cannot be built here exactly when its profiles say
+    # they cannot run here (the reason is the recipe's and the profile's own)
+    assert set(buildable) | set(unavailable) == {p.image for p in profiles}
+    assert set(unavailable) == {p.image for p in profiles if p.unavailable}
+    bases = {d.name for d in bases_dir(REPO).iterdir()}
+    assert bases and not bases & set(buildable)
     for name in buildable:
         recipe = load_harness_recipe(name, REPO)
-        assert recipe.base in ("base", "base-cli", "base-node22")
+        assert recipe.base in bases
         assert all("@" in spec[1:] for spec in recipe.npm), f"{name}: npm specs must pin a version"
 
 
 def test_unavailable_recipe_raises_before_any_work(client: docker.DockerClient, tmp_path: Path) -> None:
     root = _copy_recipes(tmp_path)
-    recipe = root / "images" / "reference" / "recipe.json"
+    recipe = image_dir("reference", root) / "recipe.json"
     data = json.loads(recipe.read_text())
     recipe.write_text(json.dumps({**data, "unavailable": "needs a licence this machine lacks"}))
     assert buildable_harnesses(root) == []
@@ -296,4 +299,4 @@ def test_unavailable_recipe_raises_before_any_work(client: docker.DockerClient, 
     assert (caught.value.harness, caught.value.reason) == ("reference", "needs a licence this machine lacks")
     with pytest.raises(ImageUnavailable):
         current_keys(client, "reference", _settings(root))
-    assert not (root / "images" / "lock.json").exists()
+    assert _locks(root) == {}

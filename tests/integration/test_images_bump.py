@@ -21,8 +21,10 @@ import docker
 import docker.errors
 import pytest
 
-from runner.sandbox.images import ImageSettings, read_build
-from runner.sandbox.images.registry import ClientRegistry, is_prerelease, newer_than, version_key
+from runner.images import ImageSettings, read_build
+from runner.images.lock import lock_files
+from runner.images.registry import ClientRegistry, is_prerelease, newer_than, version_key
+from runner.images.tree import image_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
@@ -55,11 +57,10 @@ def versions() -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory, versions: tuple[str, str]) -> Path:
     dest = tmp_path_factory.mktemp("repo")
-    for name in ("base-node", "base-cli", "common"):
-        shutil.copytree(REPO / "images" / name, dest / "images" / name)
-    (dest / "harness_profiles").mkdir()
-    image = dest / "images" / IMAGE
-    image.mkdir()
+    for folder in [image_dir("base-node", REPO), image_dir("base-cli", REPO), REPO / "runner" / "images" / "common"]:
+        shutil.copytree(folder, dest / folder.relative_to(REPO), ignore=shutil.ignore_patterns("lock.json"))
+    image = dest / "runner" / "harnesses" / IMAGE / "images" / IMAGE
+    image.mkdir(parents=True)
     (image / "Dockerfile").write_text(f"ARG BASE\nFROM ${{BASE}}\nRUN test -f /usr/local/lib/node_modules/{PACKAGE}/"
                                       "package.json\nUSER 1000:1000\n")
     (image / "recipe.json").write_text(json.dumps({
@@ -93,10 +94,10 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
     root: Path, versions: tuple[str, str], engine: docker.DockerClient, cleanup: None
 ) -> None:
     old, new = versions
-    lock = root / "images" / "lock.json"
+    lock = image_dir(IMAGE, root) / "lock.json"
     built = _runner(root, "images", "build", "--harness", IMAGE)
     assert built.returncode == 0, built.stderr
-    assert not lock.exists()  # a build records what it built in the cache, never in the tree
+    assert lock_files(root) == []  # a build records what it built in the cache, never in the tree
     before = read_build(IMAGE, SETTINGS)
     assert before is not None and before.version_output == f"{PACKAGE} {old}"
 
@@ -106,7 +107,7 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
 
     bumped = _runner(root, "images", "bump", "--harness", IMAGE)
     assert bumped.returncode == 0, bumped.stderr
-    locked = json.loads(lock.read_text())["images"]
+    locked = {path.parent.name: json.loads(path.read_text()) for path in lock_files(root)}
     assert set(locked) == {IMAGE, "base-cli", "base-node"}
     entry = locked[IMAGE]
     assert entry["cli_version"] == new and [(p["package"], p["version"]) for p in entry["pins"]] == [(PACKAGE, new)]
@@ -122,7 +123,7 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
     assert json.loads(verified.stdout)["stale"] == []
     text = lock.read_text()
     assert _runner(root, "images", "build", "--harness", IMAGE).returncode == 0 and lock.read_text() == text
-    recipe = json.loads((root / "images" / IMAGE / "recipe.json").read_text())
+    recipe = json.loads((image_dir(IMAGE, root) / "recipe.json").read_text())
     assert recipe["npm"] == [f"{PACKAGE}@{new}"]
     assert (root / "README.md").read_text() == f"| `{IMAGE}` | `{PACKAGE}@{new}` |\n"
 
@@ -131,7 +132,7 @@ def test_bump_brings_a_pin_one_release_behind_to_the_newest_and_rebuilds(
     assert "nothing to bump" in _runner(root, "images", "bump", "--all").stdout
     # held back on purpose: --to the old release is refused with the reason, the recipe untouched
     recipe["hold"] = "kept for the test"
-    (root / "images" / IMAGE / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
+    (image_dir(IMAGE, root) / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
     held = _runner(root, "images", "bump", "--harness", IMAGE, "--to", old)
     assert held.returncode == 0 and "skipped (held: kept for the test)" in held.stdout
-    assert json.loads((root / "images" / IMAGE / "recipe.json").read_text())["npm"] == [f"{PACKAGE}@{new}"]
+    assert json.loads((image_dir(IMAGE, root) / "recipe.json").read_text())["npm"] == [f"{PACKAGE}@{new}"]

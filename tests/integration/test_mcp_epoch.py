@@ -18,7 +18,7 @@ import pytest
 from mcp import ClientSession, MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.protocol import PROTOCOL_VERSION_META, ProtocolEpoch
 from runner.core.world import build_world
@@ -35,7 +35,7 @@ EPOCH_2 = {PROTOCOL_VERSION_META: "2"}
 
 @asynccontextmanager
 async def served(tmp_path: Path, protocol: ProtocolEpoch) -> AsyncIterator[Turn]:
-    env = Envelope(build_world(), "exec-epoch", RuntimeInfo("runner.reference.mcp", "0.1.0", protocol.value))
+    env = Envelope(build_world(), "exec-epoch", ServerIdentity("runner.reference.mcp", "0.1.0", protocol.value))
     latch = EscalationLatch(env, env.catalogue.names)
     events: list[tuple[str, dict[str, Any]]] = []
     async with serve_mcp(tmp_path / "mcp.sock", env.catalogue, latch, instructions="Use the SharedOS tools.",

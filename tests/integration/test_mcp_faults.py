@@ -36,14 +36,14 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, MCPError
 
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, JsonValue, ToolCall, ToolResult
 from runner.core.world import build_world
+from runner.images import ImageRecord
 from runner.mcp.server import SHUTDOWN_GRACE, McpServerHandle, serve_mcp
 from runner.mcp.unix_client import UnixTransport, unix_client
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT, SandboxedProcess, remove_labelled
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 from runner.sandbox.ownership import give
 
@@ -112,7 +112,7 @@ class Turn:
         return [data for k, data in self.events if k == kind]
 
     def settle(self) -> dict[str, Any]:
-        """Settle as a turn does (``runner.turn.runtime``): the latch, then the envelope; the record."""
+        """Settle as a turn does (``runner.turn.run_turn``): the latch, then the envelope; the record."""
         outcome = self.latch.settle(Complete("done"), {"harness": "pytest"})
         return self.env.record(self.env.settle(outcome))
 
@@ -129,7 +129,7 @@ async def served(
     events: list[tuple[str, dict[str, Any]]] = []
     if held_until_connection is not None:
         gate = until_connection(events, held_until_connection)
-    env = Envelope(build_world(), "exec-faults", RuntimeInfo("runner.faults.mcp", "0.1.0"))
+    env = Envelope(build_world(), "exec-faults", ServerIdentity("runner.faults.mcp", "0.1.0"))
     host = SlowHost(env, hold, on_start, gate)
     latch = EscalationLatch(host, env.catalogue.names)
     async with serve_mcp(

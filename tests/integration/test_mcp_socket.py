@@ -20,7 +20,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession, MCPError
 
 import runner
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import ToolCall, ToolResult
 from runner.core.vocabulary import ESCALATION_FALLBACK_REASON, ESCALATION_NOTE
@@ -90,7 +90,7 @@ class Turn:
 async def served(tmp_path: Path, condition: WorldCondition | None = None, invoker: Any = None) -> AsyncIterator[Turn]:
     socket_path = tmp_path / "mcp.sock"
     assert len(str(socket_path)) < 100, "AF_UNIX paths are short"
-    env = Envelope(build_world(condition), "exec-1", RuntimeInfo("runner.reference.mcp", "0.1.0"))
+    env = Envelope(build_world(condition), "exec-1", ServerIdentity("runner.reference.mcp", "0.1.0"))
     latch = EscalationLatch(env, env.catalogue.names)
     events: list[tuple[str, dict[str, Any]]] = []
     async with serve_mcp(

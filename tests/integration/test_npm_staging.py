@@ -12,9 +12,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images.recipes import HarnessRecipe
-from runner.sandbox.images.staging import _stage_npm
+from runner.images.recipes import HarnessRecipe
+from runner.images.settings import ImageSettings
+from runner.images.staging import stage_npm
 
 POSTINSTALL = "node -e \"require('fs').mkdirSync(require('path').join(require('os').tmpdir(), 'leaky-postinstall'))\""
 
@@ -41,7 +41,7 @@ def test_an_install_script_writing_to_tmpdir_leaves_the_users_tmpdir_and_the_sta
     recipe = HarnessRecipe(harness="leaky", directory=tmp_path, wheels=(), wheel_python="", wheel_platforms=(),
                            npm=(str(tarball),), files=(), build_args={}, version_command=(), cli_package=None)
 
-    tree = _stage_npm(recipe, lambda _line: None, settings)
+    tree = stage_npm(recipe, lambda _line: None, settings)
 
     assert (tree.path / "bin" / "leaky").exists(), "the package was installed and linked"
     assert list(user_tmp.iterdir()) == [], "the install script wrote into runner's own TMPDIR"

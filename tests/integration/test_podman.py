@@ -29,9 +29,9 @@ from signal import SIGKILL, SIGTERM
 import docker
 import pytest
 
+from runner.engine import connect
+from runner.images import ImageRecord
 from runner.sandbox import probe
-from runner.sandbox.engine import connect
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,9 +24,9 @@ import docker
 import docker.errors
 import pytest
 
+from runner.images import ImageRecord
+from runner.images.settings import ImageSettings
 from runner.sandbox.container import CELL_LABEL, OWNER_LABEL, RUN_LABEL
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.lease import HOST_LABEL, LEASE_LABEL, SCOPE_LABEL, run_token, scope
 from runner.sandbox.leftovers import RunState, judge
 from tests.integration.test_interrupts import wait_until

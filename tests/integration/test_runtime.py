@@ -23,10 +23,10 @@ import docker
 import docker.errors
 import pytest
 
+from runner.images import ImageRecord
 from runner.intake.files import read_file
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import (
     RUNTIME_ENV,
     STDERR,

@@ -14,10 +14,10 @@ import docker
 import docker.errors
 import pytest
 
+from runner.images import ImageRecord
 from runner.intake.files import copy_tree
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
 from runner.sandbox.factory import DockerSandboxes
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, Sandbox, Transport, TransportChoice
 from tests.support import gone
 

@@ -13,7 +13,7 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.images import ImageRecord, ImageSettings
+from runner.images import ImageRecord, ImageSettings
 from tests.dood import build_dood_image
 from tests.support import runner_exec
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images import ImageRecord, ensure_image
+from runner.images import ImageRecord, ensure_image
+from runner.images.settings import ImageSettings
 from tests.local_users import LocalUser, docker_user, image_cache_for, local_user, shared_tmp
 from tests.support import RUNNER
 

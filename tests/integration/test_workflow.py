@@ -110,15 +110,15 @@ def test_no_expression_is_spliced_into_a_script() -> None:
 
 def test_the_jobs_are_wired_plan_column_report() -> None:
     jobs = workflow()["jobs"]
-    assert set(jobs) == {"plan", "column", "report"}
+    assert set(jobs) == {"plan", "harness", "report"}
     assert jobs["plan"]["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
-    column = jobs["column"]
-    assert column["needs"] == "plan"
-    assert column["strategy"] == {"fail-fast": False, "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}"}
-    assert column["runs-on"] == "ubuntu-latest" and column["timeout-minutes"] > 0
+    harness = jobs["harness"]
+    assert harness["needs"] == "plan"
+    assert harness["strategy"] == {"fail-fast": False, "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}"}
+    assert harness["runs-on"] == "ubuntu-latest" and harness["timeout-minutes"] > 0
     # the empty matrix the column job is skipped on is exactly what github_matrix gives for no cells
-    assert column["if"] == f"needs.plan.outputs.matrix != '{dumps(github_matrix([]))}'"
-    assert jobs["report"]["needs"] == ["plan", "column"]
+    assert harness["if"] == f"needs.plan.outputs.matrix != '{dumps(github_matrix([]))}'"
+    assert jobs["report"]["needs"] == ["plan", "harness"]
     assert jobs["report"]["if"].startswith("always()")
     expressions = re.findall(r"\$\{\{(.*?)\}\}", WORKFLOW.read_text(encoding="utf-8"))
     matrix_keys = {key for e in expressions for key in re.findall(r"\bmatrix\.(\w+)", e)}
@@ -127,18 +127,18 @@ def test_the_jobs_are_wired_plan_column_report() -> None:
 
 
 def test_every_column_uploads_its_run_directory_whatever_the_exit_code() -> None:
-    steps = job("column")["steps"]
+    steps = job("harness")["steps"]
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
-    assert upload["with"]["name"] == "column-${{ matrix.job }}"
+    assert upload["with"]["name"] == "harness-${{ matrix.job }}"
     assert '--out "runs/$JOB"' in run_step()["run"] and upload["with"]["path"] == "runs/${{ matrix.job }}/"
     download = next(s for s in job("report")["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
     # no merge-multiple: each artifact in a directory of its own, so the jobs' own report files never collide
-    assert download["with"] == {"pattern": "column-*", "path": "cells"}
+    assert download["with"] == {"pattern": "harness-*", "path": "cells"}
 
 
 def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_next_run() -> None:
-    steps = job("column")["steps"]
+    steps = job("harness")["steps"]
     names = [s.get("id") or s.get("name") or s.get("uses", "").split("@")[0] for s in steps]
     cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
     assert cache["id"] == "cache"
@@ -146,7 +146,7 @@ def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_nex
     assert cache["with"]["key"] == "${{ runner.os }}-${{ steps.key.outputs.key }}"
     assert cache["with"]["restore-keys"].splitlines() == ["${{ runner.os }}-runner-image-${{ matrix.image }}-"]
     assert names.index("key") < names.index("cache")
-    order = [split_command(words)[0] for _, words in runner_lines("column")]
+    order = [split_command(words)[0] for _, words in runner_lines("harness")]
     assert order == [["images", "cache-key"], ["images", "load"], ["images", "build"], ["images", "save"], ["run"]]
     miss = "steps.cache.outputs.cache-hit != 'true'"
     for step in steps:
@@ -158,7 +158,7 @@ def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_nex
 # --- expressions, evaluated the way GitHub would for the few shapes the workflow uses -----------------------
 
 def run_step() -> dict[str, Any]:
-    return next(s for s in job("column")["steps"] if ".venv/bin/runner run " in s.get("run", ""))
+    return next(s for s in job("harness")["steps"] if ".venv/bin/runner run " in s.get("run", ""))
 
 
 def test_a_model_key_reaches_only_a_live_run_of_a_column_that_reads_it() -> None:
@@ -170,13 +170,13 @@ def test_a_model_key_reaches_only_a_live_run_of_a_column_that_reads_it() -> None
     assert named <= mapped, f"credentials no run-step env maps from a secret: {sorted(named - mapped)}"
     for entry in github_matrix(cells())["include"]:
         for model in ("scripted", "live", ""):
-            env = step_env("column", run_step(), {"model": model} if model else {}, entry)
+            env = step_env("harness", run_step(), {"model": model} if model else {}, entry)
             given = {name for name in mapped if env[name]}
             wanted = set(filter(None, entry["credentials"].split(","))) if model == "live" else set()
             assert given == wanted, (entry["job"], model)
     for name, body in workflow()["jobs"].items():  # and nowhere else
         for step in body["steps"]:
-            if (name, step.get("run")) != ("column", run_step()["run"]):
+            if (name, step.get("run")) != ("harness", run_step()["run"]):
                 assert "secrets." not in str(step.get("env", {})) + str(step.get("with", {})), (name, step)
         assert "secrets." not in str(body.get("env", {})), name
     assert "secrets." not in str(workflow().get("env", {}))
@@ -286,17 +286,17 @@ def runner_lines(job_name: str) -> list[tuple[dict[str, Any], list[str]]]:
 
 
 def test_the_column_and_report_jobs_use_the_repos_own_commands() -> None:
-    column_scripts = [step["run"] for step in run_steps("column")]
+    column_scripts = [step["run"] for step in run_steps("harness")]
     assert [s for s in column_scripts if re.search(r"^make ", s, re.M)] == ["make venv EXTRAS=", "make engine"]
     for job_name in ("plan", "report"):  # runner from the lock, as a column job and the README set it up
         assert [s["run"] for s in run_steps(job_name) if re.search(r"^make ", s["run"], re.M)] == ["make venv EXTRAS="]
     assert [split_command(words)[0] for _, words in runner_lines("plan")] == [["matrix"]]
-    assert [path for _, words in runner_lines("column") for path in [split_command(words)[0]]] == [
+    assert [path for _, words in runner_lines("harness") for path in [split_command(words)[0]]] == [
         ["images", "cache-key"], ["images", "load"], ["images", "build"], ["images", "save"], ["run"]
     ]
     assert [split_command(words)[0] for _, words in runner_lines("report")] == [["run"], ["report"]]
     assert EXPECTED_FAILURES.is_file()
-    for job_name in ("column", "report"):
+    for job_name in ("harness", "report"):
         for step in run_steps(job_name):
             for words in commands(step["run"], "make"):
                 made = subprocess.run(["make", "-n", "-C", str(ROOT), *words], capture_output=True, text=True)
@@ -318,7 +318,7 @@ def test_the_report_page_is_uploaded_with_the_cells_it_links_to_and_the_summary_
     assert summary["if"] == "always()" and page in summary["run"] and upload["with"]["name"] in summary["run"]
 
 
-@pytest.mark.parametrize("job_name", ["column", "report"])
+@pytest.mark.parametrize("job_name", ["harness", "report"])
 def test_every_runner_command_line_parses_with_the_real_cli(
     job_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

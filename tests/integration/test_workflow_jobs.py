@@ -12,7 +12,7 @@ one.
 What GitHub itself does between the steps is done here by hand, as plainly as possible: `actions/checkout` is a
 copy of the tree handed to the user, `actions/setup-python` a Python 3.11 the user owns first on PATH,
 `actions/cache` a copy of the saved paths into the next HOME (cache-hit 'true') or nothing (cache-hit 'false'), and
-upload/download-artifact a copy of the run directory into the report job's `cells/`: into `cells/column-<job>/`
+upload/download-artifact a copy of the run directory into the report job's `cells/`: into `cells/harness-<job>/`
 when the pattern matches several artifacts, and into `cells/` itself when it matches one (download-artifact picks
 the path that way).
 
@@ -33,6 +33,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from runner.harnesses.profile import shipped_profile
 from runner.matrix.calibrate import rewritten
 from tests.github_workflow import ROOT, evaluate, job, outputs, workflow
 from tests.hosted_runner import HostedRunner, empty_engine
@@ -50,7 +51,7 @@ CELL_SECONDS = {"reference": 3.0, "codex": 5.0}
 TRANSIENT = ("startedAt", "elapsedSeconds", "files", "model")  # when it ran, how long, where; not what it found
 TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after the ask: a time, not a finding
 # an image id is the engine's own: each job's engine builds (or loads) its own image from the same committed recipe
-# (images/lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
+# (its lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
 MACHINE_LOCAL_PINS = ("imageId",)
 STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
@@ -65,7 +66,7 @@ def machine(hosted_runner: HostedRunner) -> Iterator[dict[str, Path]]:
         "cells", "report.md", "junit.xml", "manifest.json", "report.html",
     ))
     for harness, seconds in CELL_SECONDS.items():
-        profile = checkout / "harness_profiles" / f"{harness}.yaml"
+        profile = checkout / shipped_profile(harness).relative_to(ROOT)
         profile.write_text(rewritten(profile.read_text(encoding="utf-8"), seconds, "set by test_workflow_jobs"),
                            encoding="utf-8")
     hosted_runner.own(checkout)
@@ -139,7 +140,7 @@ def _evaluate(value: Any, steps_out: dict[str, dict[str, str]], matrix: dict[str
 
 def cache_paths(home: Path) -> list[tuple[Path, bool]]:
     """The column job's cache step paths under ``home``: (path, excluded)."""
-    step = next(s for s in job("column")["steps"] if s.get("uses", "").startswith("actions/cache@"))
+    step = next(s for s in job("harness")["steps"] if s.get("uses", "").startswith("actions/cache@"))
     found = []
     for line in step["with"]["path"].split():
         excluded = line.startswith("!")
@@ -161,13 +162,13 @@ def restore_cache(runner: HostedRunner, saved_home: Path, new_home: Path) -> Non
     runner.own(new_home)
 
 
-def results(directory: Path, column: str | None = None) -> dict[str, dict[str, Any]]:
+def results(directory: Path, harness: str | None = None) -> dict[str, dict[str, Any]]:
     """Every cell under ``directory`` (of one column, if given), by id, without what says only when and where it
     ran."""
     found = {}
     for file in sorted(directory.rglob("result.json")):
         data = json.loads(file.read_text(encoding="utf-8"))
-        if column is None or data["cell"]["column"] == column:
+        if harness is None or data["cell"]["harness"] == harness:
             pins = {k: v for k, v in data.get("pins", {}).items() if k not in MACHINE_LOCAL_PINS}
             kept = {k: v for k, v in data.items() if k not in TRANSIENT}
             if "turn" in kept:
@@ -206,14 +207,14 @@ def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_rep
         home = root / f"home-{entry['job']}"
         runner.fresh()  # every job is a new virtual machine: the extras a Prepare step installed are gone
         with empty_engine(root) as engine:  # ... with an engine that has no image yet
-            run_job("column", runner, machine, home, entry, cache_hit=False, engine=engine)
+            run_job("harness", runner, machine, home, entry, cache_hit=False, engine=engine)
         # Prepare ran and installed mmdebstrap, which bootstrapped the bases as the user; nothing asked for socat
         assert runner.which("mmdebstrap") and runner.which("socat") is None
         assert list((home / ".cache" / "runner" / "base").glob("*.tar")), "a cold job bootstraps its bases"
         # what the cache step will store: the saved image and its staged inputs, never the base tarballs
         saved = home / ".cache" / "runner" / "saved"
         assert any(saved.iterdir()), f"{entry['job']}: a cache miss saves the image for the next run"
-        shutil.copytree(machine["checkout"] / "runs" / entry["job"], cold / f"column-{entry['job']}")
+        shutil.copytree(machine["checkout"] / "runs" / entry["job"], cold / f"harness-{entry['job']}")
 
     warm = root / "artifacts-warm"
     for entry in jobs:  # a later workflow run: the cache restored into a clean HOME, Prepare skipped
@@ -223,11 +224,11 @@ def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_rep
         assert not (home / ".cache" / "runner" / "base").exists()
         shutil.rmtree(machine["checkout"] / "runs" / entry["job"])
         with empty_engine(root) as engine:
-            run_job("column", runner, machine, home, entry, cache_hit=True, engine=engine)
+            run_job("harness", runner, machine, home, entry, cache_hit=True, engine=engine)
         # the image came from the cache into an empty engine: nothing was bootstrapped, nothing else installed
         assert not (home / ".cache" / "runner" / "base").exists()
         assert runner.which("mmdebstrap") is None and runner.which("socat") is None
-        shutil.copytree(machine["checkout"] / "runs" / entry["job"], warm / f"column-{entry['job']}")
+        shutil.copytree(machine["checkout"] / "runs" / entry["job"], warm / f"harness-{entry['job']}")
 
     local = results(local_run)
     for artifacts in (cold, warm):
@@ -243,9 +244,9 @@ def test_the_column_jobs_as_written_by_the_hosted_runners_user_give_the_same_rep
 
     # one column dispatched alone: one artifact, which download-artifact extracts into cells/ itself
     alone = {**INPUTS, "harness": "reference"}
-    reported = assemble_and_report(runner, machine, warm, only="column-reference", inputs=alone)
-    assert not (reported / "column-reference").exists(), "one artifact lands in cells/ itself"
-    assert results(reported) == results(local_run, column="reference")
+    reported = assemble_and_report(runner, machine, warm, only="harness-reference", inputs=alone)
+    assert not (reported / "harness-reference").exists(), "one artifact lands in cells/ itself"
+    assert results(reported) == results(local_run, harness="reference")
     assert "**passed**" in (machine["checkout"] / "report.md").read_text(encoding="utf-8")
 
 

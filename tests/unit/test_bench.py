@@ -20,7 +20,7 @@ from runner.bench.report import SCHEMA, document, table
 from runner.bench.run import SECTION_FIGURES, failed, parse
 from runner.bench.startup import startup_commands, startup_figures
 from runner.bench.stats import median, percentile, ratio, summarise
-from runner.sandbox import timings
+from runner.images import timings
 
 # --- percentiles ------------------------------------------------------------------------------
 

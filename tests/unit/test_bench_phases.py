@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner.bench.figures import MISS, PASS, target_of
-from runner.bench.phases import Turn, column_figures, exchanges_of, holder, phase_table
+from runner.bench.phases import Turn, exchanges_of, harness_figures, holder, phase_table
 from runner.bench.plan import plan_for
 from runner.bench.run import parse
 
@@ -62,7 +62,7 @@ def test_the_phase_holding_the_difference_is_the_largest(phases: dict[str, float
 def test_a_column_gets_its_ratio_shares_and_boot_excess_with_targets() -> None:
     execs = [turn(before=1.0, boot=3.0, after=0.4, containers=2), turn(before=1.2, boot=3.2, after=0.4)]
     cells = [turn(before=0.1, after=0.1), turn(before=0.2, after=0.1)]
-    figures, row = column_figures("kilo", execs, cells, [1.2, 1.4], 2)
+    figures, row = harness_figures("kilo", execs, cells, [1.2, 1.4], 2)
     by_key = {f.key: f for f in figures}
     assert by_key["phases.kilo.runner.exec"].value == pytest.approx(1.5)
     assert by_key["phases.kilo.runner.exec"].verdict == MISS  # target <= 0.8
@@ -78,7 +78,7 @@ def test_a_column_gets_its_ratio_shares_and_boot_excess_with_targets() -> None:
 def test_the_headline_is_the_worst_column() -> None:
     from runner.bench.phases import headline
 
-    rows = [{"column": "codex", "runnerExec": 0.6, "runnerRun": 0.2}, {"column": "kilo", "runnerExec": 0.9,
+    rows = [{"harness": "codex", "runnerExec": 0.6, "runnerRun": 0.2}, {"harness": "kilo", "runnerExec": 0.9,
                                                                         "runnerRun": None}]
     by_key = {f.key: f for f in headline(rows)}
     assert by_key["phases.runnerExec.worst"].value == 0.9 and by_key["phases.runnerExec.worst"].verdict == MISS
@@ -93,7 +93,7 @@ def test_column_targets_apply_to_every_column_and_nowhere_else() -> None:
 def test_the_table_prints_a_row_per_column() -> None:
     from rich.console import Console
 
-    _, row = column_figures("codex", [turn()], [turn()], [0.3], 1)
+    _, row = harness_figures("codex", [turn()], [turn()], [0.3], 1)
     console = Console(width=400, record=True)
     console.print(phase_table([row]))
     text = console.export_text()
@@ -101,6 +101,6 @@ def test_the_table_prints_a_row_per_column() -> None:
 
 
 def test_the_columns_flag_narrows_the_phases_section() -> None:
-    _, plan = parse(["--only", "phases", "--columns", "codex, kilo", "--quick"])
-    assert plan.sections == ("phases",) and plan.phase_columns == ("codex", "kilo") and plan.phase_reps == 1
-    assert plan_for(False).phase_columns == ()
+    _, plan = parse(["--only", "phases", "--harness", "codex, kilo", "--quick"])
+    assert plan.sections == ("phases",) and plan.phase_harnesses == ("codex", "kilo") and plan.phase_reps == 1
+    assert plan_for(False).phase_harnesses == ()

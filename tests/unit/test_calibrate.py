@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.harnesses.profile import load_profile
+from runner.harnesses.profile import load_profile, shipped_profile
 from runner.matrix.calibrate import CalibrationError, calibrate, figure, rewritten
 from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import profile_hash
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runs"
-SHIPPED = Path(__file__).resolve().parents[2] / "harness_profiles"
 RUNNER = str(Path(sys.executable).parent / "runner")
 
 
@@ -60,7 +59,7 @@ def profiles(tmp_path: Path) -> Path:
     directory = tmp_path / "profiles"
     directory.mkdir()
     for name, seconds in (("reference", 3), ("model", 4)):
-        text = re.sub(r"(?m)^cell_seconds:.*$", f"cell_seconds: {seconds}", (SHIPPED / f"{name}.yaml").read_text())
+        text = re.sub(r"(?m)^cell_seconds:.*$", f"cell_seconds: {seconds}", shipped_profile(name).read_text())
         assert f"\ncell_seconds: {seconds}\n" in text
         (directory / f"{name}.yaml").write_text(text)
     return directory
@@ -75,7 +74,7 @@ def test_figure_is_the_median_rounded_up_to_a_tenth() -> None:
 
 def test_each_column_gets_the_median_of_its_turns_and_only_its_line_changes(run: Path, profiles: Path) -> None:
     before = {name: (profiles / f"{name}.yaml").read_text() for name in ("reference", "model")}
-    found = {c.column: c for c in calibrate([run], [profiles], today="2026-12-02")}
+    found = {c.harness: c for c in calibrate([run], [profiles], today="2026-12-02")}
     assert (found["reference"].before, found["reference"].after, found["reference"].cells) == (3.0, 3.0, 3)
     assert not found["reference"].changed
     assert (profiles / "reference.yaml").read_text() == before["reference"]  # unchanged: not rewritten at all
@@ -93,7 +92,7 @@ def test_each_column_gets_the_median_of_its_turns_and_only_its_line_changes(run:
 
 def test_dry_run_writes_nothing(run: Path, profiles: Path) -> None:
     before = (profiles / "model.yaml").read_bytes()
-    [model] = [c for c in calibrate([run], [profiles], write=False) if c.column == "model"]
+    [model] = [c for c in calibrate([run], [profiles], write=False) if c.harness == "model"]
     assert model.changed and model.after == 1.3
     assert (profiles / "model.yaml").read_bytes() == before
 
@@ -115,7 +114,7 @@ def test_calibrating_does_not_change_the_profile_hash(run: Path, profiles: Path)
     hashed = lambda: profile_hash(MatrixCell(case, case.condition, load_profile(profiles / "model.yaml")))  # noqa: E731
     before = hashed()
     calibrate([run], [profiles])
-    assert (profiles / "model.yaml").read_text() != (SHIPPED / "model.yaml").read_text()
+    assert (profiles / "model.yaml").read_text() != shipped_profile("model").read_text()
     assert hashed() == before
     (profiles / "model.yaml").write_text((profiles / "model.yaml").read_text().replace("label:", "label: x"))
     assert hashed() != before  # any other edit still moves it
@@ -134,7 +133,7 @@ def test_the_command_prints_json_and_exits_2_on_a_missing_directory(run: Path, p
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     assert body["dryRun"] is True
-    assert [(c["column"], c["before"], c["after"], c["changed"]) for c in body["columns"]] == [
+    assert [(c["harness"], c["before"], c["after"], c["changed"]) for c in body["harnesses"]] == [
         ("model", 4.0, 1.3, True), ("reference", 3.0, 3.0, False)]
     missing = subprocess.run([RUNNER, "profiles", "calibrate", str(tmp_path / "nothing")], capture_output=True,
                              text=True, timeout=60)

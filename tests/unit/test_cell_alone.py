@@ -14,6 +14,7 @@ import pytest
 
 import runner.matrix.run_cell as run_cell_module
 from runner.core.scrub import Scrubber
+from runner.images import ImageRecord
 from runner.matrix.artifact import read_cell, write_cell
 from runner.matrix.cells import cells
 from runner.matrix.html import html_report
@@ -23,7 +24,6 @@ from runner.matrix.result import CellPins, CellResult, InfrastructureProblem
 from runner.matrix.run import run_matrix
 from runner.matrix.run_cell import run_cell
 from runner.model.exchange_log import ExchangeLog
-from runner.sandbox.images import ImageRecord
 from runner.turn.settings import Host
 from tests.unit.test_matrix_report import PINS, result_json
 

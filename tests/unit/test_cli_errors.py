@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import Exit, app
-from runner.harnesses.profile import ProfileError, load_profile
+from runner.harnesses.profile import ProfileError, load_profile, shipped_profile
 
 cli = CliRunner()
 
@@ -94,12 +94,12 @@ def test_every_shipped_profile_loads() -> None:
 
 def test_an_unavailable_column_says_why_and_starts_nothing(tmp_path: Path) -> None:
     # no shipped column is unavailable any more (dsh runs since issue 11): a profile of our own that is
-    shipped = Path(__file__).resolve().parents[2] / "harness_profiles" / "deepseek.yaml"
+    shipped = shipped_profile("deepseek")
     text = shipped.read_text(encoding="utf-8").replace("id: deepseek", "id: gone")
     (tmp_path / "gone.yaml").write_text(text + "unavailable: needs a CLI this machine lacks\n", encoding="utf-8")
     exit_code, _, stderr = run("exec", "--profiles-dir", str(tmp_path), "--harness", "gone", "--case", "escalation")
     assert exit_code == Exit.INFRASTRUCTURE
-    assert "gone column is unavailable" in stderr.replace("\n", "")
+    assert "gone harness is unavailable" in stderr.replace("\n", "")
     assert "needs a CLI this machine lacks" in stderr.replace("\n", " ")
 
 

@@ -77,7 +77,7 @@ def assert_fits_a_pipe(text: str) -> None:
 @pytest.fixture()
 def long_profile(tmp_path: Path) -> Path:
     """A column of our own whose label and unavailable reason are longer than any terminal."""
-    shipped = Path(__file__).resolve().parents[2] / "harness_profiles" / "deepseek.yaml"
+    shipped = Path(__file__).resolve().parents[2] / "runner" / "harnesses" / "deepseek" / "deepseek.yaml"
     text = shipped.read_text(encoding="utf-8").replace("id: deepseek", "id: zz-long")
     text = "\n".join(f"label: {LONG[:120]}" if line.startswith("label:") else line for line in text.splitlines())
     (tmp_path / "zz-long.yaml").write_text(text + f"\nunavailable: {LONG} {LONG}\n", encoding="utf-8")
@@ -110,7 +110,7 @@ def test_cases_in_a_pipe_is_one_plain_line_a_row_its_invariant_last() -> None:
 
 def test_images_outdated_in_a_pipe_keeps_its_note_last_and_unpadded(capsys: pytest.CaptureFixture[str]) -> None:
     from runner.cli.images import print_outdated
-    from runner.sandbox.images.pins import Row
+    from runner.images.pins import Row
 
     rows = [Row("codex", "npm", "@openai/codex", "0.1.0", newest="0.2.0", behind=3, days=12),
             Row("amp", "npm", "@sourcegraph/amp", "0.0.1", newest="0.0.9", behind=40, days=200, hold=LONG)]
@@ -131,13 +131,13 @@ def test_the_exec_summary_in_a_pipe_pads_no_line(capsys: pytest.CaptureFixture[s
     from runner.core.outcomes import Escalation, ExecutionResult
     from runner.core.vocabulary import ExecutionStatus
     from runner.harnesses.profile import find_profile
+    from runner.images import ImageRecord
     from runner.matrix.result import CellResult
     from runner.model.settings import ModelMode
-    from runner.sandbox.images import ImageRecord
     from runner.sandbox.interface import Transport
     from runner.turn.drive import Drive
     from runner.turn.model_choice import ModelChoice
-    from runner.turn.runtime import TurnReport, TurnRequest
+    from runner.turn.run_turn import TurnReport, TurnRequest
 
     reason = "a human must approve this: " + LONG
     tail = ["short line", "a line the CLI ended in spaces   ", "long " + LONG]
@@ -211,16 +211,16 @@ def test_report_in_a_pipe_writes_whole_lines_with_nothing_after_them(tmp_path: P
     pins = {"caseSetHash": "c" * 64, "worldSetHash": "w" * 64, "judgeVersion": 5, "runnerVersion": "0.1.0",
             "modelMode": "none", "behaviour": "cooperative"}
     why = f"needs an account   \n  and a network {LONG}  "
-    for column, grade in (("gone", {"status": "unavailable", "evidence": f"unavailable; {why}"}),
+    for harness, grade in (("gone", {"status": "unavailable", "evidence": f"unavailable; {why}"}),
                           ("here", {"status": "interrupted", "evidence": f"interrupted while {LONG}   "})):
-        cell_id = f"escalation.baseline.{column}"
+        cell_id = f"escalation.baseline.{harness}"
         write_cell(tmp_path / "cells" / cell_id, CellResult.read({
-            "version": 1, "cell": {"id": cell_id, "case": "escalation", "condition": "baseline", "column": column},
-            "pins": pins, "repro": f"runner exec --harness {column} --out {tmp_path / LONG}", "grade": grade}))
+            "version": 1, "cell": {"id": cell_id, "case": "escalation", "condition": "baseline", "column": harness},
+            "pins": pins, "repro": f"runner exec --harness {harness} --out {tmp_path / LONG}", "grade": grade}))
     proc = run("report", str(tmp_path / "cells"))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert_fits_a_pipe(proc.stdout)
     assert f"- **gone** (1 cell): needs an account and a network {LONG}" in lines  # one line, said once
-    assert "| Column | Cells | interrupted | unavailable |" in lines
+    assert "| Harness | Cells | interrupted | unavailable |" in lines
     assert "| gone | 1 |  | 1 |" in lines and "| here | 1 | 1 |  |" in lines

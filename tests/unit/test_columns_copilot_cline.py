@@ -12,9 +12,9 @@ import pytest
 
 from runner.core.outcomes import Complete, Fail
 from runner.harnesses.interpreters import INTERPRETERS
-from runner.harnesses.profile import load_profile, shipped_profiles_dir
+from runner.harnesses.profile import load_profile, shipped_profile
 from runner.harnesses.stream import Completed, Failed, LineSplitter, McpStartup, Message, StreamReader, harness_outcome
-from runner.sandbox.images import unavailable_images
+from runner.images import unavailable_images
 from tests.unit.test_vendor_profiles import SOCAT, VALUES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_junk_frames_yield_nothing_and_never_raise(name: str) -> None:
 
 
 def profile(name: str) -> Any:
-    return load_profile(shipped_profiles_dir() / f"{name}.yaml")
+    return load_profile(shipped_profile(name))
 
 
 def test_copilot_runs_offline_on_a_byok_provider_with_its_mcp_file() -> None:

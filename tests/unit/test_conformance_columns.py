@@ -62,10 +62,10 @@ def test_issuable_attempts_skip_unreachable_inspections_and_other_turns() -> Non
 
 def test_a_column_from_a_profile() -> None:
     profile = SimpleNamespace(id="reference", issues_uncatalogued=True, label="Reference")
-    column = Column.from_profile(profile)
-    assert column == REFERENCE_COLUMN
+    harness = Column.from_profile(profile)
+    assert harness == REFERENCE_COLUMN
     case = get_case("record-completeness")
-    assert column.limits(case, case.condition).unreachable == {}
+    assert harness.limits(case, case.condition).unreachable == {}
 
 
 @pytest.mark.parametrize("row", rows(), ids=lambda r: r.id)

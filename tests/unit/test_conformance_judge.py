@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runner.conformance.cases import OK, Attempt, Case, Condition, Expect, Terminal, get_case
-from runner.conformance.columns import ColumnLimits, limits_for
+from runner.conformance.columns import HarnessLimits, limits_for
 from runner.conformance.judge import (
     ASK_SOURCES,
     JUDGE_VERSION,
@@ -203,13 +203,13 @@ def test_not_run_cells() -> None:
     assert cell.evidence.startswith("not implemented; 1 attempt declared, none runnable; SharedOS has no view layer")
     refused = get_case("escalation-refused")
     limits = limits_for(refused, refused.condition, True)
-    cell = not_run_cell(refused, refused.condition, limits, column_id="reference")
+    cell = not_run_cell(refused, refused.condition, limits, harness_id="reference")
     assert (cell.status, cell.not_applicable, cell.declared) == (Grade.NOT_APPLICABLE, 1, 1)
     assert cell.evidence == f"not applicable; 1 attempt declared, none issued; {limits.unsupported}"
-    assert cell.record().to_dict()["columnId"] == "reference"
+    assert cell.record().to_dict()["harnessId"] == "reference"
     escalation = get_case("escalation")
     with pytest.raises(ValueError, match="runnable"):
-        not_run_cell(escalation, escalation.condition, ColumnLimits())
+        not_run_cell(escalation, escalation.condition, HarnessLimits())
 
 
 def test_out_of_scope_keeps_the_evidence_and_replaces_the_verdict() -> None:
@@ -232,7 +232,7 @@ def test_a_record_that_names_the_turn_as_ended_by_the_envelope() -> None:
         "t", "escalation_refused", "", "", (Condition("c", "", expect_turn=("failed", "tool_unavailable")),),
         (Attempt("a", "control", "files.read", None, OK),), Terminal("escalate", "r"),
     )
-    cell = grade_cell(case, case.condition, ColumnLimits(), good_record())
+    cell = grade_cell(case, case.condition, HarnessLimits(), good_record())
     # the turn failed as expected, ended by the envelope; but nothing asked (no ask source), and it was met
     assert cell.status is Grade.PASS
     assert cell.refused_by == ("envelope",)
@@ -283,7 +283,7 @@ def test_a_cause_is_carried_to_the_attempt_and_the_cell_and_printed_after_the_re
         op.pop("resource")
     events = [{"type": "turn.started", "data": {}}]
     record = {"execution": {"status": "succeeded", "operations": ops, "events": events}}
-    cell = grade_cell(case, case.condition, ColumnLimits(), record)
+    cell = grade_cell(case, case.condition, HarnessLimits(), record)
     assert cell.status is Grade.PASS
     assert cell.attempts[1].cause == "route_lease_revoked" and cell.causes == ("route_lease_revoked",)
     assert "reason `message_request_not_accepted`; cause `route_lease_revoked`" in cell.evidence
@@ -312,9 +312,9 @@ def test_a_row_of_two_turns_is_graded_on_the_last_with_every_turns_receipts() ->
         _op("3", "files.read", "denied", "no_matching_grant"),
         {**_op("4", "files.replace", "succeeded"), "resource": {"namespace": "files",
                                                                 "path": ["Workspace", "scratch", "draft.md"]}}]}}
-    cell = grade_turns(case, case.condition, ColumnLimits(), [turn1, turn2])
+    cell = grade_turns(case, case.condition, HarnessLimits(), [turn1, turn2])
     assert (cell.status, cell.attempted, cell.turns) == (Grade.PASS, 4, 2)
     assert cell.refused_by == ("kernel",) and "over 2 turns" in cell.evidence
     # turn 1's calls are never taken for turn 2's attempts
-    alone = grade_turns(case, case.condition, ColumnLimits(), [turn2, turn2])
+    alone = grade_turns(case, case.condition, HarnessLimits(), [turn2, turn2])
     assert alone.status is not Grade.PASS

@@ -19,7 +19,7 @@ from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import CASES, Case, Condition, get_case, rows
 from runner.conformance.columns import REFERENCE_COLUMN, Column, limits_for
 from runner.conformance.judge import Grade, GradedCell, grade_cell, grade_turns, strict_failures
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete, Fail, ProtocolError, RuntimeOutcome, ToolCall
 from runner.core.vocabulary import Code
@@ -29,16 +29,16 @@ VENDOR_COLUMN = Column("claude-code", issues_uncatalogued=False)
 
 
 async def _play_turn(
-    case: Case, condition: Condition, column: Column, behaviour: Behaviour, latched: bool, world: World, turn: int
+    case: Case, condition: Condition, harness: Column, behaviour: Behaviour, latched: bool, world: World, turn: int
 ) -> dict[str, Any]:
     suffix = f".turn-{turn}" if case.turns > 1 else ""
-    envelope = Envelope(world, f"{case.id}.{condition.id}.{column.id}{suffix}", RuntimeInfo("runner.test.mcp", "0"))
+    envelope = Envelope(world, f"{case.id}.{condition.id}.{harness.id}{suffix}", ServerIdentity("runner.test.mcp", "0"))
     if envelope.refusal is not None:  # refused at admission: no runtime is started
         return envelope.record(envelope.refusal)
     latch = EscalationLatch(envelope, envelope.catalogue.names)
     invoker = latch if latched else envelope
     ending: RuntimeOutcome = Complete("the harness finished")
-    actions = actions_for(case, behaviour, issue_uncatalogued=column.issues_uncatalogued, condition=condition,
+    actions = actions_for(case, behaviour, issue_uncatalogued=harness.issues_uncatalogued, condition=condition,
                           turn=turn)
     for n, action in enumerate(actions, 1):
         if action.do == "call":
@@ -56,7 +56,7 @@ async def _play_turn(
 
 
 async def _play(
-    case: Case, condition: Condition, column: Column, behaviour: Behaviour, latched: bool
+    case: Case, condition: Condition, harness: Column, behaviour: Behaviour, latched: bool
 ) -> list[dict[str, Any]]:
     """Every turn of the row against one world: the first opened by build_world, each later by open_turn."""
     world = build_world(condition.world)
@@ -64,16 +64,16 @@ async def _play(
     for turn in range(1, case.turns + 1):
         if turn > 1:
             world.open_turn()
-        records.append(await _play_turn(case, condition, column, behaviour, latched, world, turn))
+        records.append(await _play_turn(case, condition, harness, behaviour, latched, world, turn))
     return records
 
 
 def run_cell(
-    case: Case, condition: Condition, column: Column, *, behaviour: Behaviour = Behaviour.COOPERATIVE,
+    case: Case, condition: Condition, harness: Column, *, behaviour: Behaviour = Behaviour.COOPERATIVE,
     latched: bool = True,
 ) -> GradedCell:
-    records = anyio.run(_play, case, condition, column, behaviour, latched)
-    return grade_turns(case, condition, column.limits(case, condition), records, column_id=column.id)
+    records = anyio.run(_play, case, condition, harness, behaviour, latched)
+    return grade_turns(case, condition, harness.limits(case, condition), records, harness_id=harness.id)
 
 
 # (status, attempted, not applicable) on the reference column and on a vendor MCP column
@@ -121,11 +121,11 @@ def test_every_implemented_row_has_an_expectation_and_nothing_else_does() -> Non
 
 
 @pytest.mark.parametrize("row", IMPLEMENTED, ids=lambda r: r.id)
-@pytest.mark.parametrize("column", [REFERENCE_COLUMN, VENDOR_COLUMN], ids=lambda c: c.id)
-def test_the_reference_path_grades_as_upstream_expects(row: Any, column: Column) -> None:
+@pytest.mark.parametrize("harness", [REFERENCE_COLUMN, VENDOR_COLUMN], ids=lambda c: c.id)
+def test_the_reference_path_grades_as_upstream_expects(row: Any, harness: Column) -> None:
     reference, vendor = EXPECTED[row.id]
-    status, attempted, not_applicable = reference if column.issues_uncatalogued else vendor
-    cell = run_cell(row.case, row.condition, column)
+    status, attempted, not_applicable = reference if harness.issues_uncatalogued else vendor
+    cell = run_cell(row.case, row.condition, harness)
     assert (cell.status, cell.attempted, cell.not_applicable) == (status, attempted, not_applicable), cell.evidence
     if cell.ran:
         assert cell.record_usable, cell.record_gaps
@@ -147,8 +147,8 @@ def test_the_deliberately_broken_cell_is_visible_without_the_latch() -> None:
     """No latch: every call, the ask included, goes straight to the envelope, and the turn settles the
     harness's own ``complete``. The escalation row must not pass."""
     case = get_case("escalation")
-    for column in (REFERENCE_COLUMN, VENDOR_COLUMN):
-        cell = run_cell(case, case.condition, column, latched=False)
+    for harness in (REFERENCE_COLUMN, VENDOR_COLUMN):
+        cell = run_cell(case, case.condition, harness, latched=False)
         assert cell.status in (Grade.FAIL, Grade.NOT_EXERCISED), cell.evidence
         assert strict_failures([cell]) == [cell]
         # the forwarded ask reached the kernel's handler and is the trace that it was asked

@@ -16,7 +16,7 @@ import zstandard
 
 from runner.core.outcomes import Complete, Fail
 from runner.harnesses.deepseek.session import NO_TURN_END, read_log, read_session, session_logs
-from runner.harnesses.interpreters import get_interpreter, get_session_reader
+from runner.harnesses.interpreters import INTERPRETERS, get_interpreter, get_session_reader
 from runner.harnesses.stream import Completed, Failed, Message, StreamReader, harness_outcome
 
 ESCALATE = "mcp__sharedos__sharedos_escalate_72e183f8c537"
@@ -145,7 +145,7 @@ def test_unparseable_tool_arguments_in_the_log_fail_the_turn(tmp_path: Path) -> 
 
 def test_only_deepseek_has_a_session_reader() -> None:
     assert get_session_reader("deepseek") is read_session
-    assert all(get_session_reader(name) is None for name in ("codex", "claude-code", "pi", "jsonl", "exit-code"))
+    assert all(get_session_reader(name) is None for name in INTERPRETERS if name != "deepseek")
 
 
 def test_a_small_log_that_inflates_past_the_bound_costs_a_piece_not_the_bound(tmp_path: Path) -> None:

@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-from runner.core.envelope import Envelope, HostClosed, RuntimeInfo, StepLimits
+from runner.core.envelope import Envelope, HostClosed, ServerIdentity, StepLimits
 from runner.core.outcomes import Complete, Escalate, Fail, ProtocolError, ToolCall
 from runner.core.vocabulary import ExecutionStatus, ResultStatus
 from runner.core.world import DRAFT, POLICY, WorldCondition, build_world
 
 
 def envelope(condition: WorldCondition | None = None, limits: StepLimits | None = None) -> Envelope:
-    return Envelope(build_world(condition), "exec-1", RuntimeInfo("runner.test", "0"), limits)
+    return Envelope(build_world(condition), "exec-1", ServerIdentity("runner.test", "0"), limits)
 
 
 def call(tool: str, n: int = 1, **arguments: object) -> ToolCall:
@@ -177,7 +177,7 @@ def test_the_envelope_takes_agent_owner_clock_and_namespaces_from_its_world() ->
         now="2030-01-01T00:00:00.000Z",
         enabled_tool_namespaces=("files", "sharedos"),
     )
-    env = Envelope(world, "exec-1", RuntimeInfo("runner.test", "0"))
+    env = Envelope(world, "exec-1", ServerIdentity("runner.test", "0"))
     started = env.events[0]
     assert started["data"]["agent"] == ["agent", "agent-other"]
     assert started["occurredAt"] == "2030-01-01T00:00:00.000Z"

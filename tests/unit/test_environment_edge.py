@@ -20,7 +20,7 @@ EDGES = {
     "runner/bench/__main__.py": "python -m runner.bench, a process of its own",
     "runner/sandbox/reaper.py": "python -m runner.sandbox.reaper, the run's reaper, a process of its own",
 }
-# (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model_only/agent.py, would
+# (the in-container clients, runner/harnesses/reference/client.py and runner/harnesses/model/agent.py, would
 # be edges of their own too: today they read no variable)
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+import runner.engine.connection
+import runner.images.archive
+import runner.images.errors
+import runner.images.lock
+import runner.images.registry
 import runner.sandbox.container
-import runner.sandbox.engine
-import runner.sandbox.images.archive
-import runner.sandbox.images.lock
-import runner.sandbox.images.registry
 import runner.sandbox.probe
 from runner.conformance.failures import (
     INFRASTRUCTURE_KINDS,
@@ -184,9 +185,9 @@ def test_every_infrastructure_kind_runner_writes_has_its_cause() -> None:
     settle = (ROOT / "runner" / "turn" / "settle.py").read_text(encoding="utf-8")
     written = set(re.findall(r'"kind": "([a-z_]+)"', settle))
     assert written and written <= set(INFRASTRUCTURE_KINDS) | {MCP_NOT_CONNECTED}, written
-    engine = runner.sandbox.engine.EngineError
-    modules = (runner.sandbox.engine, runner.sandbox.container, runner.sandbox.probe, runner.sandbox.images.lock,
-               runner.sandbox.images.archive, runner.sandbox.images.registry)
+    engine = runner.engine.connection.EngineError
+    modules = (runner.engine.connection, runner.sandbox.container, runner.sandbox.probe, runner.images.errors,
+               runner.images.lock, runner.images.archive, runner.images.registry)
     raised = {name for module in modules for name, value in vars(module).items()
               if isinstance(value, type) and issubclass(value, Exception)
               and (issubclass(value, engine) or name == "RegistryError")}

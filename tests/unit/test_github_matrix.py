@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.conformance.cases import CASES, Case
-from runner.harnesses.profile import Profile, find_profile, shipped_profiles_dir
+from runner.harnesses.profile import Profile, find_profile, shipped_profile
 from runner.matrix.cells import MatrixCell, cells
 from runner.matrix.github import (
     DEFAULT_SHARD_MINUTES,
@@ -123,7 +123,7 @@ def test_rows_that_run_no_turn_start_no_job() -> None:
 
 def _profile_dir(tmp_path: Path) -> Path:
     """The shipped reference profile under two more ids: one unavailable, one not."""
-    text = (shipped_profiles_dir() / "reference.yaml").read_text(encoding="utf-8")
+    text = shipped_profile("reference").read_text(encoding="utf-8")
     (tmp_path / "spare.yaml").write_text(text.replace("id: reference", "id: spare"), encoding="utf-8")
     (tmp_path / "broken.yaml").write_text(
         text.replace("id: reference", "id: broken") + "\nunavailable: >-\n  cannot run here:\n  no such CLI\n",
@@ -159,23 +159,23 @@ def test_github_output_is_one_matrix_line_that_parses() -> None:
 # --- synthetic suites: many rows, many columns ------------------------------------------------------------------
 
 
-def synthetic(rows: int, columns: int, cell_seconds: float = 20.0, spread: bool = True) -> list[MatrixCell]:
+def synthetic(rows: int, harnesses: int, cell_seconds: float = 20.0, spread: bool = True) -> list[MatrixCell]:
     """``rows`` copies of the escalation row (each its own case id) by ``columns`` copies of the reference
     column, each column with its own measured cell time (spread up to ``cell_seconds``, or all the same)."""
     base: Case = CASES["escalation"]
     reference: Profile = find_profile("reference")
     cases = [dataclasses.replace(base, id=f"row-{n:03d}") for n in range(rows)]
-    seconds = [cell_seconds * ((m % 4 + 1) / 4 if spread else 1) for m in range(columns)]
+    seconds = [cell_seconds * ((m % 4 + 1) / 4 if spread else 1) for m in range(harnesses)]
     profiles = [
-        reference.model_copy(update={"id": f"column-{m:03d}", "cell_seconds": seconds[m]}) for m in range(columns)
+        reference.model_copy(update={"id": f"column-{m:03d}", "cell_seconds": seconds[m]}) for m in range(harnesses)
     ]
     return [MatrixCell(case, condition, profile)
             for case in cases for condition in case.conditions for profile in profiles]
 
 
-@pytest.mark.parametrize(("rows", "columns"), [(1, 1), (32, 9), (60, 16), (60, 1), (1, 16), (45, 12)])
-def test_synthetic_suites_stay_within_64_jobs_and_every_cell_lands_in_exactly_one(rows: int, columns: int) -> None:
-    found = synthetic(rows, columns, cell_seconds=40.0)
+@pytest.mark.parametrize(("rows", "harnesses"), [(1, 1), (32, 9), (60, 16), (60, 1), (1, 16), (45, 12)])
+def test_synthetic_suites_stay_within_64_jobs_and_every_cell_lands_in_exactly_one(rows: int, harnesses: int) -> None:
+    found = synthetic(rows, harnesses, cell_seconds=40.0)
     matrix = github_matrix(found)
     assert len(matrix["include"]) <= 64
     held = jobs_holding(matrix, found)

@@ -18,7 +18,7 @@ import pytest
 from runner.conformance.cases import CASES, get_case
 from runner.conformance.columns import limits_for
 from runner.conformance.hashing import case_set_hash, evaluator_hash, spec_hash, world_hash, world_set_hash
-from runner.conformance.judge import GradedCell, grade_cell
+from runner.conformance.judge import grade_cell
 from runner.conformance.prompt import instructions_for, prompt_for, prompt_hash
 from runner.core.catalogue import resolve_catalogue
 from runner.core.world import build_world
@@ -83,15 +83,33 @@ def test_the_judge_grades_each_recorded_turn_as_it_did(path: Path) -> None:
     cell = body["cell"]
     case = get_case(cell["case"])
     condition = case.condition_for(cell["condition"])
-    profile = find_profile(cell["column"])
+    profile = find_profile(cell["column"])  # every golden result is of a version before 4: its harness is a column
     record = json.loads((path.parent / "record.json").read_text())
     limits = limits_for(case, condition, profile.issues_uncatalogued)
-    graded = grade_cell(case, condition, limits, record, column_id=profile.id)
-    assert _grade_json(graded) == json.dumps(body["grade"])
+    graded = grade_cell(case, condition, limits, record, harness_id=profile.id)
+    # the grade as the result holds it (read under its version's keys: columnId), written by today's keys
+    held = load_result(path).grade
+    assert held is not None and json.dumps(graded.record().to_dict()) == json.dumps(held.to_dict())
 
 
-def _grade_json(graded: GradedCell) -> str:
-    return json.dumps(graded.record().to_dict())
+def test_a_result_before_version_4_keeps_its_keys_and_a_new_one_names_its_harness(tmp_path: Path) -> None:
+    old = load_result(RUNS / "exec" / RESULT)
+    assert old.version < 4 and old.cell.harness == "model" and old.grade is not None and old.grade.harness_id
+    written = json.loads(old.dumps())
+    assert written["cell"]["column"] == "model" and "harness" not in written["cell"]
+    assert written["grade"]["columnId"] == "model" and "harnessId" not in written["grade"]
+    new = json.loads(old.model_copy(update={"version": 4}).dumps())
+    assert new["cell"]["harness"] == "model" and "column" not in new["cell"]
+    assert new["grade"]["harnessId"] == "model" and "columnId" not in new["grade"]
+    assert "turn" in new and "turns" not in new  # one turn is written as version 1 writes it
+
+
+def test_a_version_1_manifest_is_read_as_version_2_writes_it() -> None:
+    """``runner report --compare`` reads the default branch's last manifest, which an earlier runner wrote."""
+    old = load_manifest(GOLDEN / "manifest-v1.json")
+    new = load_manifest(RUNS / "trials" / "manifest.json")
+    assert old is not None and new is not None and old.version == "1" and new.version == "2"
+    assert old.cells() == new.cells() and old.harnesses == new.harnesses and old.harnesses
 
 
 def test_the_cases_are_listed_as_they_were() -> None:

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.engine import ImageBuildError
-from runner.sandbox.images.bases import _bootstrap
+from runner.images.bootstrap import _bootstrap
+from runner.images.errors import ImageBuildError
+from runner.images.tree import image_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_missing_mmdebstrap_is_named_with_the_command_that_installs_it(tmp_path: Path) -> None:
-    recipe = json.loads((REPO / "images" / "base" / "recipe.json").read_text(encoding="utf-8"))
+    recipe = json.loads((image_dir("base", REPO) / "recipe.json").read_text(encoding="utf-8"))
     tar = tmp_path / "cache" / "base" / "0123abcd.tar"
     with pytest.raises(ImageBuildError) as raised:
         # a system without it: mmdebstrap runs with the environment handed down, whose PATH has none

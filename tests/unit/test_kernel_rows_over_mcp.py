@@ -15,7 +15,7 @@ from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import get_case
 from runner.conformance.columns import REFERENCE_COLUMN
 from runner.conformance.judge import Grade, grade_turns
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete
 from runner.core.world import build_world
@@ -46,7 +46,7 @@ async def _play(case_id: str) -> tuple[list[dict[str, Any]], list[tuple[str, str
     for turn in range(1, case.turns + 1):
         if turn > 1:
             world.open_turn()
-        envelope = Envelope(world, f"{case.id}.turn-{turn}", RuntimeInfo("test", "1"), clock=world.clock)
+        envelope = Envelope(world, f"{case.id}.turn-{turn}", ServerIdentity("test", "1"), clock=world.clock)
         latch = EscalationLatch(envelope, envelope.catalogue.names)
         actions = actions_for(case, Behaviour.COOPERATIVE, issue_uncatalogued=True, turn=turn)
         async with memory_session(envelope.catalogue, latch) as session:

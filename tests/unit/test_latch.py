@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch, cut_utf16, escalation_request
 from runner.core.outcomes import Complete, Escalate, Fail, ProtocolError, ToolCall, ToolResult
 from runner.core.vocabulary import (
@@ -20,7 +20,7 @@ REASON = "issuing a control-plane grant is outside this agent's authority"
 
 
 def turn(condition: WorldCondition | None = None) -> tuple[Envelope, EscalationLatch]:
-    env = Envelope(build_world(condition), "exec-1", RuntimeInfo("runner.test", "0"))
+    env = Envelope(build_world(condition), "exec-1", ServerIdentity("runner.test", "0"))
     return env, EscalationLatch(env, env.catalogue.names)
 
 
@@ -136,7 +136,7 @@ def test_a_call_admitted_before_the_ask_finishes_and_is_not_counted_while_a_late
         def annotate(self, key: str, value: object) -> None:
             self.env.annotate(key, value)
 
-    env = Envelope(build_world(), "exec-1", RuntimeInfo("runner.test", "0"))
+    env = Envelope(build_world(), "exec-1", ServerIdentity("runner.test", "0"))
     latch = EscalationLatch(SlowHost(env), env.catalogue.names)
     results: dict[str, ToolResult] = {}
 

@@ -7,8 +7,10 @@ The rule (also in the README's layout section):
     errors                          imports nothing of runner (every layer may raise its errors)
     intake                          errors                       reading what the box wrote, bounded (every layer)
     core                            errors                       the pure turn authority
+    engine                          errors                       connecting to an engine, retrying its calls
+    images                          engine                       the image builder
     conformance, mcp, model         core                         each on the core alone
-    sandbox                         errors                       the engine, images, the container
+    sandbox                         images                       the container, its transports, the probe
     harnesses                       core, model                  profiles and what a CLI prints
     turn                            everything above             one turn, tied together
     matrix                          turn and everything above    cells, plans, results, reports
@@ -25,15 +27,17 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "runner"
-BELOW_TURN = {"errors", "intake", "core", "conformance", "mcp", "model", "sandbox", "harnesses"}
+BELOW_TURN = {"errors", "intake", "core", "engine", "images", "conformance", "mcp", "model", "sandbox", "harnesses"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "intake": {"errors"},
     "core": {"errors", "intake"},
+    "engine": {"errors"},
+    "images": {"errors", "intake", "engine"},
     "conformance": {"errors", "intake", "core"},
     "mcp": {"errors", "intake", "core"},
     "model": {"errors", "intake", "core"},
-    "sandbox": {"errors", "intake"},
+    "sandbox": {"errors", "intake", "engine", "images"},
     "harnesses": {"errors", "intake", "core", "model"},
     "turn": BELOW_TURN,
     "matrix": BELOW_TURN | {"turn"},
@@ -41,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "bench": BELOW_TURN | {"turn", "matrix"},
 }
 # these run inside the container, on their own
-STANDALONE = {"runner/harnesses/reference/client.py", "runner/harnesses/model_only/agent.py"}
+STANDALONE = {"runner/harnesses/reference/client.py", "runner/harnesses/model/agent.py"}
 
 
 def modules() -> dict[str, Path]:
@@ -113,7 +117,8 @@ def test_no_module_imports_itself_back() -> None:
 
 def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -> None:
     """`runner --help` parses before it loads any of the work: importing the command tree pulls in none of it."""
-    heavy = ("docker", "mcp", "pydantic", "jsonschema", "anyio", "runner.conformance.cases", "runner.sandbox")
+    heavy = ("docker", "mcp", "pydantic", "jsonschema", "anyio", "runner.conformance.cases", "runner.engine",
+             "runner.images", "runner.sandbox")
     code = f"import sys, runner.cli; print(' '.join(sorted(m for m in sys.modules if m.startswith({heavy!r}))))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == [], f"importing runner.cli loads {loaded}"
@@ -124,7 +129,7 @@ def test_the_command_line_starts_without_the_engine_the_sdk_or_the_case_data() -
 # do, and the modules allowed one because the tree they walk is runner's own, never the CLI's.
 TREE_CALLS = {"rglob", "walk", "extractall", "extract", "copytree"}
 RUNNERS_OWN_TREES = {
-    "runner.sandbox.images.context": "the repository's build context, before any container exists",
+    "runner.images.context": "the repository's build context, before any container exists",
     "runner.turn.turndir": "runner's own turn dir, handed to the container's uid before the container starts",
     "runner.harnesses.deepseek.session": "runner's copy of dsh's session (made through the intake)",
 }
@@ -157,3 +162,43 @@ def test_the_core_takes_only_the_pure_side_of_the_intake(module: str) -> None:
     """The core does no I/O: of the intake it may use the byte side (payload), never the file side."""
     taken = {m for m in imports(modules()[module]) if m.startswith("runner.intake.") and m in modules()}
     assert taken <= {"runner.intake.payload"}, f"{module} imports {sorted(taken)}: the core takes only the payload"
+
+
+# A module's private names (``_name``) are its own: another module of runner imports only what a module offers
+# publicly, by ``from runner.x import _name`` or through the module (``import runner.x as m; m._name``).
+def private_names_taken(module: str, path: Path) -> set[str]:
+    """The private names ``module`` takes from other runner modules."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    known = modules()
+    aliases: dict[str, str] = {}  # a local name bound to a runner module -> that module
+    taken: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("runner"):
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in known:
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                elif alias.name.startswith("_") and node.module != module:
+                    taken.add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("runner") and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__") and aliases[node.value.id] != module):
+            taken.add(f"{aliases[node.value.id]}.{node.attr}")
+    return {name for name in taken if not name.rsplit(".", 1)[1].startswith("__")}
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_no_module_takes_another_modules_private_names(module: str) -> None:
+    taken = private_names_taken(module, modules()[module])
+    assert not taken, f"{module} imports private names of other modules: {sorted(taken)} (make what it needs public)"
+
+
+def test_the_private_name_rule_sees_both_ways_of_taking_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from runner.images.shared import _hidden, shown\nimport runner.images.lock as lock\n"
+                      "lock._secret()\nfrom runner.images import lock as again\nagain._other\nlock.__name__\n")
+    assert private_names_taken("runner.sample", sample) == {
+        "runner.images.shared._hidden", "runner.images.lock._secret", "runner.images.lock._other"}

@@ -26,9 +26,9 @@ def cell(cell_id: str, status: str, outcome: str | None = None, code: str | None
 
 def test_the_manifest_carries_each_cells_cli_outcome_and_version() -> None:
     data = manifest([cell("a.base.x", "pass", "fail", "api_error", cli="2.1.332")]).to_dict()
-    graded = {k: v for k, v in grade_json("a.base.x", "pass").items() if k not in ("status", "attempts")}
+    graded = {k: v for k, v in grade_json("a.base.x", "pass").items() if k not in ("status", "attempts", "columnId")}
     assert data["rows"][0]["cells"][0] == {
-        "columnId": "x", "status": "pass", **graded, "cliVersion": "2.1.332", "harnessOutcome": "fail",
+        "harnessId": "x", "status": "pass", **graded, "cliVersion": "2.1.332", "harnessOutcome": "fail",
         "harnessErrorCode": "api_error"}
 
 

@@ -131,7 +131,7 @@ def test_the_grid_has_every_cell_its_grade_and_the_unavailable_reason_once(tmp_p
     assert "1/2 pass, 1/2 fail" in text  # the unstable cell's stability, in the grid
     assert text.count("Amp talks only to the Amp service") == 1
     data = Page(text).data()
-    amp = [c for c in data["cells"] if c["column"] == "amp"]
+    amp = [c for c in data["cells"] if c["harness"] == "amp"]
     assert all("files" not in run for c in amp for run in c["runs"])  # a declared cell ran nothing: no logs
 
 
@@ -142,7 +142,7 @@ def test_an_unavailable_columns_reason_is_said_once_beside_its_rows_declared_oth
     text, _ = render(tmp_path, run)
     assert re.search(f'data-id="{re.escape(declared)}" data-status="not_applicable"', text)
     assert text.count("Amp talks only to the Amp service") == 1
-    assert '<li class="col" data-column="amp"><b>amp</b>: <span class="reason">Amp talks only' in text
+    assert '<li class="col" data-harness="amp"><b>amp</b>: <span class="reason">Amp talks only' in text
 
 
 def test_a_run_links_its_files_relative_to_the_page_and_inlines_only_tails(tmp_path: Path) -> None:
@@ -207,9 +207,9 @@ def test_a_full_matrix_stays_small(tmp_path: Path) -> None:
                                  "tool": "files.read", "answer": "ok", "afterAsk": False}) + "\n"
                      for k in range(MAX_EVENTS * 3))
     for row in range(36):
-        for column in range(17):
-            cell_id = f"case{row}.baseline.col{column}"
-            result = CellResult.read(result_json(cell_id, "pass" if (row + column) % 2 else "not_implemented"))
+        for harness in range(17):
+            cell_id = f"case{row}.baseline.col{harness}"
+            result = CellResult.read(result_json(cell_id, "pass" if (row + harness) % 2 else "not_implemented"))
             if result.status == "pass":
                 result = CellResult.read({**result.to_dict(), "turn": {"status": "escalated", "exitCode": 0}})
             directory = trial_dir(run / cell_id, 1)

@@ -30,9 +30,9 @@ def result(cell_id: str, status: str, attempts: list[dict[str, str]] | None = No
 
 def grade_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """A grade as the judge writes it: every field, each attempt an attack that was made unless it says."""
-    case, condition, column = cell_id.split(".")
+    case, condition, harness = cell_id.split(".")
     return {
-        "caseId": case, "conditionId": condition, "columnId": column, "status": status, "refusedBy": [],
+        "caseId": case, "conditionId": condition, "columnId": harness, "status": status, "refusedBy": [],
         "reasonCodes": [], "declared": 1, "attempted": 1, "notApplicable": 0, "recordUsable": True, "recordGaps": [],
         "driverIssued": [], "turns": 1,
         "attempts": [{"role": "attack", "attempted": True, **a} for a in attempts or []],
@@ -42,12 +42,12 @@ def grade_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None 
 
 def result_json(cell_id: str, status: str, attempts: list[dict[str, str]] | None = None, **pins: Any
                 ) -> dict[str, Any]:
-    case, condition, column = cell_id.split(".")
+    case, condition, harness = cell_id.split(".")
     return {
-        "version": 1, "cell": {"id": cell_id, "case": case, "condition": condition, "column": column},
+        "version": 1, "cell": {"id": cell_id, "case": case, "condition": condition, "column": harness},
         "row": {"kind": "k", "invariant": f"inv {case}", "expectedOutcome": "exp", "condition": None},
         "grade": grade_json(cell_id, status, attempts),
-        "pins": {**PINS, **pins}, "repro": f"runner exec --harness {column} --case {case} --condition {condition}",
+        "pins": {**PINS, **pins}, "repro": f"runner exec --harness {harness} --case {case} --condition {condition}",
     }
 
 
@@ -79,7 +79,7 @@ def test_report_outputs_merge_cells_say_when_pins_differ_and_print_repro_command
         write_cell(tmp_path / cell.id, cell)
     loaded = load_cells([tmp_path])
     data = manifest(loaded).to_dict()
-    assert [c["id"] for c in data["columns"]] == ["x", "y"]
+    assert [c["id"] for c in data["harnesses"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])
     text = markdown(loaded, gate(loaded, []))
     assert "| x | 1 | 1 |  |" in text and "| y | 1 |  | 1 |" in text  # cells by grade: pass, fail
@@ -173,7 +173,7 @@ def test_runs_of_one_cell_on_another_catalogue_are_kept_apart_columns_of_one_row
     runs = [trial("a.base.x", "pass", 1), trial("a.base.x", "pass", 2, catalogHash="sha256:other"),
             trial("a.base.y", "pass", 1, catalogHash="sha256:other")]
     data = manifest(runs).to_dict()
-    assert [c["columnId"] for c in data["rows"][0]["cells"]] == ["x", "y"]
+    assert [c["harnessId"] for c in data["rows"][0]["cells"]] == ["x", "y"]
     assert any("different catalogues" in p for p in data["comparability"])  # reported, as it always was
     [kept] = data["keptApart"]
     assert kept["apart"] == ["group 1: catalogHash of a.base.x sha256:" + "k" * 64 + " → sha256:other"]
@@ -257,9 +257,9 @@ def full_matrix() -> list[CellResult]:
     carries. Each cell's evidence is as long as a real one (~300 characters)."""
     runs = []
     for row in ROWS:
-        for column in COLUMNS:
-            cell_id = f"{row}.base.{column}"
-            if row in DECLARED or column == "acme":  # a cell that runs no turn: no image, no prompt, no catalogue
+        for harness in COLUMNS:
+            cell_id = f"{row}.base.{harness}"
+            if row in DECLARED or harness == "acme":  # a cell that runs no turn: no image, no prompt, no catalogue
                 body = result_json(cell_id, "not_implemented")  # in every column, an unavailable one included
                 body["pins"] = {k: PINS[k] for k in ("caseSetHash", "worldSetHash", "judgeVersion", "runnerVersion",
                                                      "behaviour")} | {"modelMode": "none"}
@@ -287,14 +287,14 @@ def test_the_markdown_of_a_full_matrix_stays_a_summary() -> None:
     assert text.count(WHY.strip()) == 1 and f"- **acme** (30 cells): {WHY.strip()}" in lines
     assert sum(line.startswith("| col00 |") for line in lines) == 2  # its counts, its pins: nothing per row
     assert "| acme | — | — | none | cooperative | — |" in lines
-    # counts per column and grade: 30 graded rows and 2 declared ones, and the two cells that do not pass
-    assert lines[lines.index("## Cells by grade, per column") + 2] == (
-        "| Column | Cells | pass | fail | unstable | not implemented | unavailable |")
+    # counts per harness and grade: 30 graded rows and 2 declared ones, and the two cells that do not pass
+    assert lines[lines.index("## Cells by grade, per harness") + 2] == (
+        "| Harness | Cells | pass | fail | unstable | not implemented | unavailable |")
     assert "| col00 | 32 | 30 |  |  | 2 |  |" in lines
     assert "| col03 | 32 | 29 | 1 |  | 2 |  |" in lines
     assert "| col11 | 32 | 29 |  | 1 | 2 |  |" in lines
     assert "| acme | 32 |  |  |  | 2 | 30 |" in lines
-    assert "Not implemented in any column (2 rows): `row30.base`, `row31.base`" in lines
+    assert "Not implemented in any harness (2 rows): `row30.base`, `row31.base`" in lines
     # what a reader acts on: each failing cell with the command that reproduces it, the unstable one's runs
     repro = "runner exec --harness col03 --case row07 --condition base"
     assert f"- `{FAILING}` (2/2 fail): `{repro}`" in lines

@@ -49,8 +49,8 @@ def test_a_field_that_cannot_be_read_is_named_with_the_file(change: object, name
 
 
 def test_a_newer_shape_is_refused_by_its_version() -> None:
-    with pytest.raises(ResultError, match="field 'version': 4 is newer than this runner reads \\(3\\); upgrade"):
-        CellResult.read({**golden(), "version": 4}, "there/result.json")
+    with pytest.raises(ResultError, match="field 'version': 5 is newer than this runner reads \\(4\\); upgrade"):
+        CellResult.read({**golden(), "version": 5}, "there/result.json")
     with pytest.raises(ResultError, match="expected a JSON object"):
         CellResult.read([], "there/result.json")
 
@@ -79,6 +79,20 @@ def test_a_result_of_several_turns_is_version_2_and_writes_them_all_as_turns(tmp
     write_cell(tmp_path, twice)
     read = load_result(tmp_path / "result.json")
     assert read.version == 2 and read.turns == twice.turns and read.turn == second
+
+
+def test_a_result_written_now_is_version_4_names_its_harness_and_lists_several_turns_only(tmp_path: Path) -> None:
+    result = CellResult.read(golden()).model_copy(update={"version": 4})
+    one = result.to_dict()
+    assert one["cell"]["harness"] == result.cell.harness and "column" not in one["cell"]  # type: ignore[index,operator]
+    assert "turn" in one and "turns" not in one  # one turn, as version 1 writes it
+    twice = result.model_copy(update={"turns": (*result.turns, TurnSummary(status="succeeded"))})
+    body = twice.to_dict()
+    assert "turn" not in body and [t["status"] for t in body["turns"]] == ["escalated", "succeeded"]  # type: ignore[index,union-attr]
+    write_cell(tmp_path, twice)
+    read = load_result(tmp_path / "result.json")
+    assert read.version == 4 and read.turns == twice.turns and read.cell == result.cell
+    assert CellResult.model_fields["version"].default == 4  # what a cell writes unless it says otherwise
 
 
 def test_a_pin_is_written_when_given_null_included() -> None:

@@ -10,7 +10,7 @@ import pytest
 from mcp_types import methods
 
 from runner.core.catalogue import resolve_catalogue
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import ProtocolError, ToolCall, ToolResult
 from runner.core.tools import PublishedTool
@@ -124,7 +124,7 @@ def test_a_refusal_without_an_error_is_a_bug() -> None:
 
 
 def _latch() -> tuple[Envelope, EscalationLatch]:
-    env = Envelope(build_world(), "exec-1", RuntimeInfo("runner.reference.mcp", "0.1.0"))
+    env = Envelope(build_world(), "exec-1", ServerIdentity("runner.reference.mcp", "0.1.0"))
     return env, EscalationLatch(env, env.catalogue.names)
 
 

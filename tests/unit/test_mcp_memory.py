@@ -8,7 +8,7 @@ import anyio
 import mcp_types as types
 
 from runner.conformance.cases import get_case
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.world import build_world
 from runner.mcp.encoding import CATALOG_HASH_META
@@ -17,7 +17,7 @@ from runner.mcp.memory import memory_session, memory_streams
 
 def _authority() -> tuple[Any, EscalationLatch]:
     world = build_world(get_case("escalation").condition.world)
-    envelope = Envelope(world, "escalation.baseline.reference", RuntimeInfo("test", "1"), clock=world.clock)
+    envelope = Envelope(world, "escalation.baseline.reference", ServerIdentity("test", "1"), clock=world.clock)
     return envelope.catalogue, EscalationLatch(envelope, envelope.catalogue.names)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.harnesses.model_only import agent
+from runner.harnesses.model import agent
 from runner.model.dialects import BY_NAME, RenderContext, RequestInfo
 from runner.model.names import ExposedTool, ToolTarget, resolve_tool
 from runner.model.script import TextReply, ToolCallReply, plan_for

@@ -27,7 +27,7 @@ CASE = get_case("escalation")
 def plans(*harnesses: str, dialect: str | None = None, strict: bool = False, **environ: str) -> list[CellPlan]:
     cells = [MatrixCell(CASE, CASE.condition, find_profile(h)) for h in harnesses]
     options = CellOptions(dialect=parse_dialect(dialect), host=Host(environ))
-    return plan_cells(cells, options, fault_every_column=strict)
+    return plan_cells(cells, options, fault_every_harness=strict)
 
 
 def test_the_default_is_the_profiles_and_it_is_pinned_on_a_column_that_can_choose() -> None:

@@ -87,10 +87,10 @@ CONNECTION = [("host", "127.0.0.1:8787"), ("content-length", "17862"), ("connect
 NEEDED = {"content-type", "accept", "user-agent", "anthropic-version", "anthropic-beta"}
 
 
-@pytest.mark.parametrize(("column", "dialect", "method", "path", "query", "headers"), MEASURED,
+@pytest.mark.parametrize(("harness", "dialect", "method", "path", "query", "headers"), MEASURED,
                          ids=[m[0] for m in MEASURED])
 def test_every_measured_model_call_is_forwarded_with_only_what_it_needs(
-    column: str, dialect: str, method: str, path: str, query: str, headers: dict[str, str]
+    harness: str, dialect: str, method: str, path: str, query: str, headers: dict[str, str]
 ) -> None:
     decision = decide(dialect, method, path, query, [*CONNECTION, *headers.items()])
     assert decision.route is not None and not decision.route.local, decision.reason

@@ -1,7 +1,7 @@
 """Verdicts come only from runner's own files: ``runner report`` (and its gate, and CI's report job) reads a cell
 directory's ``result.json`` and its trials' and reruns', never one below ``session/`` (where the CLI's own files are
 copied), a turn's ``turn-<n>/`` or an earlier attempt's ``attempt-<n>/``, never through a link; and every id read
-back from a result is a plain id before it names a path (``runner repro`` loads ``<column>.yaml``)."""
+back from a result is a plain id before it names a path (``runner repro`` loads ``<harness>.yaml``)."""
 
 from __future__ import annotations
 
@@ -26,19 +26,19 @@ FORGED = result("escalation.baseline.codex", "fail")  # a failing cell of anothe
 def layout(root: Path) -> Path:
     """A run directory as CI's report job downloads it (cells/column-<job>/<cell>/...), with a forged failing result
     everywhere a CLI's files (or a link) could put one."""
-    column = root / "cells" / "column-reference"
-    cell = column / REAL
+    harness = root / "cells" / "column-reference"
+    cell = harness / REAL
     write_cell(cell, result(REAL, "pass"))
     write_cell(cell / "trial-2", result(REAL, "pass", trial=2))
     write_cell(cell / "repro-20261201T000000Z-abcdef", result(REAL, "pass"))
     for below in ("session", "session/deeper", "turn-1/session", "turn-2", "attempt-1"):
         write_cell(cell / below, FORGED)
-    write_cell(column / "hidden-tool.baseline.reference" / "session", FORGED)  # a cell whose own result is missing
+    write_cell(harness / "hidden-tool.baseline.reference" / "session", FORGED)  # a cell whose own result is missing
     elsewhere = root / "elsewhere"
     write_cell(elsewhere / "escalation.baseline.codex", FORGED)
-    os.symlink(elsewhere, column / "linked")  # a directory reached through a link
-    (column / "linked-cell").mkdir()
-    os.symlink(elsewhere / "escalation.baseline.codex" / "result.json", column / "linked-cell" / "result.json")
+    os.symlink(elsewhere, harness / "linked")  # a directory reached through a link
+    (harness / "linked-cell").mkdir()
+    os.symlink(elsewhere / "escalation.baseline.codex" / "result.json", harness / "linked-cell" / "result.json")
     return root / "cells"
 
 
@@ -55,7 +55,7 @@ def test_only_runners_own_results_are_read_and_a_forged_one_never_flips_the_gate
     ran = CliRunner().invoke(app, ["report", str(cells), "--manifest", str(manifest),
                                    "--markdown", str(tmp_path / "r.md")])
     assert ran.exit_code == 0, ran.stderr
-    assert [c["id"] for c in json.loads(manifest.read_text())["columns"]] == ["reference"]
+    assert [c["id"] for c in json.loads(manifest.read_text())["harnesses"]] == ["reference"]
 
 
 def test_a_result_file_that_is_a_link_a_fifo_or_too_large_is_refused_by_name(tmp_path: Path) -> None:
@@ -71,11 +71,11 @@ def test_a_result_file_that_is_a_link_a_fifo_or_too_large_is_refused_by_name(tmp
 
 
 @pytest.mark.parametrize(("cell", "field", "words"), [
-    ({"id": "a.b.../x", "case": "a", "condition": "b", "column": "../x"}, "cell.column", "'../x' is not a column id"),
+    ({"id": "a.b.../x", "case": "a", "condition": "b", "column": "../x"}, "cell.column", "'../x' is not a harness id"),
     ({"id": "../a.b.x", "case": "../a", "condition": "b", "column": "x"}, "cell.case", "'../a' is not an id"),
     ({"id": "a.b/c.x", "case": "a", "condition": "b/c", "column": "x"}, "cell.condition", "'b/c' is not an id"),
     ({"id": "../../etc", "case": "a", "condition": "b", "column": "x"}, "cell",
-     "cell id '../../etc' is not <case>.<condition>.<column> of this cell"),
+     "cell id '../../etc' is not <case>.<condition>.<harness> of this cell"),
 ])
 def test_an_id_that_is_not_plain_is_refused_naming_the_field(tmp_path: Path, cell: dict[str, str], field: str,
                                                                words: str) -> None:
@@ -110,5 +110,5 @@ def test_repro_refuses_a_result_whose_column_is_a_path_before_anything_runs(tmp_
     (cell / "result.json").write_text(json.dumps(forged))
     ran = CliRunner().invoke(app, ["repro", str(cell)])
     assert ran.exit_code == Exit.USAGE
-    assert "result.json: not a cell result: field 'cell.column': Value error, '../x' is not a column id" in ran.stderr
+    assert "result.json: not a cell result: field 'cell.column': Value error, '../x' is not a harness id" in ran.stderr
     assert [p.name for p in cell.iterdir()] == ["result.json"]  # no rerun directory: nothing ran

@@ -8,9 +8,9 @@ from pathlib import Path
 import docker.errors
 import pytest
 
+from runner.engine import DEFAULT_SOCKET
 from runner.sandbox import probe
 from runner.sandbox.container import SandboxedProcess
-from runner.sandbox.engine import DEFAULT_SOCKET
 from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import ContainerSpec, Transport, TransportChoice
 from runner.sandbox.stream_transport import StreamSandboxedProcess

@@ -19,7 +19,7 @@ from runner.cli import Exit, app
 from runner.cli.settings import cell_options
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
-from runner.core.envelope import Envelope, RuntimeInfo
+from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
 from runner.core.outcomes import Complete
 from runner.core.protocol import (
@@ -54,7 +54,7 @@ def test_the_default_is_the_released_epoch_1() -> None:
     assert RELEASED_EPOCH is ProtocolEpoch.ONE
     assert CellOptions().protocol is RELEASED_EPOCH
     assert cell_options(behaviour=Behaviour.COOPERATIVE, run_id="r").protocol is RELEASED_EPOCH
-    assert RuntimeInfo("x", "0").protocol_version == "1"
+    assert ServerIdentity("x", "0").protocol_version == "1"
 
 
 @pytest.mark.parametrize("pin", ["1", "3", "99", 2, None, "", " 2"])
@@ -121,7 +121,7 @@ def test_the_stamp_is_added_beside_the_meta_already_there() -> None:
 
 def _authority(protocol: ProtocolEpoch) -> tuple[Envelope, EscalationLatch]:
     world = build_world(CASE.condition.world)
-    envelope = Envelope(world, "exec-epoch", RuntimeInfo("test", "1", protocol.value), clock=world.clock)
+    envelope = Envelope(world, "exec-epoch", ServerIdentity("test", "1", protocol.value), clock=world.clock)
     return envelope, EscalationLatch(envelope, envelope.catalogue.names)
 
 

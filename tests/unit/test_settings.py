@@ -15,12 +15,12 @@ from runner.cli import settings as edge
 from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import find_profile
+from runner.images import ImageRecord, source_root
+from runner.images.settings import ImageSettings
 from runner.matrix.cells import Disposition, MatrixCell, cells
 from runner.matrix.plan import CellOptions, plan_cells
 from runner.model.settings import Dialect, FaultKind, ModelFault, ModelMode
 from runner.model.types import DIALECT_NAMES
-from runner.sandbox.image_settings import ImageSettings
-from runner.sandbox.images import ImageRecord, repo_root
 from runner.sandbox.interface import TransportChoice
 from runner.turn.model_choice import ModelChoice
 from runner.turn.prepare import TurnRequest, prepare_turn
@@ -102,7 +102,7 @@ def test_the_image_settings_default_to_the_paths_a_user_who_sets_nothing_always_
     """Read once at the edge: with no variable set, the repository is found from the package, the cache is
     ~/.cache/runner, the CA certificates are update-ca-certificates' directory and no base is pinned."""
     plain = ImageSettings.from_environ({"PATH": "/usr/bin"})
-    assert plain.repo_root is None and repo_root(plain) == Path(__file__).resolve().parents[2]
+    assert plain.repo_root is None and source_root(plain) == Path(__file__).resolve().parents[2]
     assert plain.cache_dir == Path.home() / ".cache" / "runner" == ImageSettings().cache_dir
     assert plain.ca_certs_dir == Path("/usr/local/share/ca-certificates") and plain.base_refs == {}
     assert plain.environ == {"PATH": "/usr/bin"}  # what npm and mmdebstrap run with
@@ -110,7 +110,7 @@ def test_the_image_settings_default_to_the_paths_a_user_who_sets_nothing_always_
     set_ = ImageSettings.from_environ({"RUNNER_REPO_ROOT": str(tmp_path), "RUNNER_CACHE_DIR": str(tmp_path / "c"),
                                        "RUNNER_CA_CERTS_DIR": str(tmp_path / "certs"), "RUNNER_BASE_IMAGE": ref,
                                        "RUNNER_BASE_NODE_IMAGE": "node:20", "RUNNER_REAPER": "0"})
-    assert (repo_root(set_), set_.cache_dir, set_.ca_certs_dir) == (tmp_path, tmp_path / "c", tmp_path / "certs")
+    assert (source_root(set_), set_.cache_dir, set_.ca_certs_dir) == (tmp_path, tmp_path / "c", tmp_path / "certs")
     assert set_.base_refs == {"RUNNER_BASE_IMAGE": ref, "RUNNER_BASE_NODE_IMAGE": "node:20"}
     assert Host.from_environ({"RUNNER_CACHE_DIR": str(tmp_path / "c")}).images.cache_dir == tmp_path / "c"
 

@@ -97,11 +97,12 @@ def test_a_side_request_without_tools_adds_nothing_but_its_evidence() -> None:
 
 def test_a_reviewed_proxy_counts_as_managed_and_its_review_is_cited() -> None:
     assert REVIEWED_PROXIES == {}  # runner ships none reviewed
-    review = {"codemode": "docs/columns/pi.md#a-review-of-codemode"}
+    review = {"codemode": "runner/harnesses/pi/README.md#a-review-of-codemode"}
     policy, inventory = policy_of("pi", reviewed=review, extra_evidence=["image:sha256:abc", "cli:pi 1.6.0"])
     assert (policy.mode, policy.inventory, policy.harness_local) == ("broker-only", "complete", ())
-    assert policy.evidence == ("image:sha256:abc", "cli:pi 1.6.0", "review:codemode:docs/columns/pi.md#a-review-of-"
-                               "codemode", "model-exchanges.jsonl#seq=1")
+    assert policy.evidence == ("image:sha256:abc", "cli:pi 1.6.0",
+                               "review:codemode:runner/harnesses/pi/README.md#a-review-of-codemode",
+                               "model-exchanges.jsonl#seq=1")
     assert inventory.reviewed == review
     # a review of one proxy is not a review of another
     adapter, _ = policy_of("pi-adapter", reviewed=review)

@@ -24,11 +24,11 @@ from mcp import ClientSession
 
 from runner.conformance.cases import get_case
 from runner.harnesses.profile import Profile, WindDown, find_profile
+from runner.images import ImageRecord
 from runner.intake.files import DEFAULT_BOUNDS, IntakeBounds, Tree
 from runner.mcp.unix_client import unix_client
 from runner.model.settings import ModelMode
 from runner.sandbox.container import ContainerStartError
-from runner.sandbox.images import ImageRecord
 from runner.sandbox.interface import (
     STDERR,
     STDOUT,
@@ -40,7 +40,7 @@ from runner.sandbox.interface import (
     Transport,
 )
 from runner.turn.model_choice import ModelChoice
-from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 from runner.turn.settings import TurnSettings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]

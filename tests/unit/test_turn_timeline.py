@@ -18,7 +18,7 @@ from runner.mcp.unix_client import unix_client
 from runner.model.settings import ModelMode
 from runner.sandbox.container import ContainerSpec
 from runner.turn.model_choice import ModelChoice
-from runner.turn.runtime import TurnReport, TurnRequest, run_turn
+from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 from runner.turn.settings import TurnSettings
 from tests.unit.test_turn_settlement import IMAGE, REASON, FakeCli, FakeProcess, frame, reference
 

@@ -108,7 +108,7 @@ def test_only_the_in_container_modules_are_not_strict() -> None:
     """Every module of runner/ is checked strict but the three that run inside the containers, on the image's
     interpreter, with no runner types to import (the list the floors left when they were made strict is gone)."""
     assert sorted(relaxed()) == [
-        "runner.harnesses.model_only.agent", "runner.harnesses.reference.client", "runner.sandbox.relay.relay",
+        "runner.harnesses.model.agent", "runner.harnesses.reference.client", "runner.sandbox.relay.relay",
     ]
 
 
@@ -149,7 +149,7 @@ def test_the_check_sees_an_untyped_signature(tmp_path: Path) -> None:
 FLOORS = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
 # the standalone in-container clients (tests/unit/test_layers.py STANDALONE): they cannot import runner's classes,
 # so they spell their own
-IN_CONTAINER = {PACKAGE / "harnesses" / "reference" / "client.py", PACKAGE / "harnesses" / "model_only" / "agent.py"}
+IN_CONTAINER = {PACKAGE / "harnesses" / "reference" / "client.py", PACKAGE / "harnesses" / "model" / "agent.py"}
 # public class names still defined in two modules, each pair in one floor or naming one thing in two senses; the
 # list only shrinks (a rename takes its entry out)
 SHARED_CLASS_NAMES = {"Decision", "Dialect", "Failed", "Plan", "Row", "Skipped"}
@@ -160,8 +160,12 @@ def module_name(path: Path) -> str:
 
 
 def test_no_package_is_named_as_a_floor() -> None:
-    """runner.model (the model endpoint) and runner.harnesses.model (a column's agent) were two packages of one name."""
-    nested = [module_name(p.parent) for p in PACKAGE.glob("*/*/**/__init__.py") if p.parent.name in FLOORS]
+    """runner.model (the model endpoint) and runner.harnesses.model were two packages of one name (issue 18); a
+    harness's package is now named by its harness id, whatever floor shares the word (issue 30: the model harness is
+    runner.harnesses.model, found by its id as every harness is), and no other package may take a floor's name."""
+    harnesses = {p.parent for p in (PACKAGE / "harnesses").glob("*/__init__.py")}
+    nested = [module_name(p.parent) for p in PACKAGE.glob("*/*/**/__init__.py")
+              if p.parent.name in FLOORS and p.parent not in harnesses]
     assert not nested, f"packages named as a floor of runner/: {nested}"
 
 

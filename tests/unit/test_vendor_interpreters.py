@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runner.core.outcomes import Complete, Fail, RuntimeOutcome
-from runner.harnesses.interpreters import INTERPRETERS, get_interpreter
+from runner.harnesses.interpreters import INTERPRETERS, PACKAGES, get_interpreter
 from runner.harnesses.stream import Completed, Failed, LineSplitter, McpStartup, Message, StreamReader, harness_outcome
 
 Frame = dict[str, Any]
@@ -39,11 +39,12 @@ def failure(result: RuntimeOutcome) -> tuple[str, str, bool | None]:
     return result.error.code, result.error.message, result.error.retryable
 
 
-def test_every_vendor_interpreter_is_registered_next_to_the_generic_ones() -> None:
-    assert {"codex", "claude-code", "pi", "gemini", "qwen", "opencode", "deepseek", "jsonl"} <= set(INTERPRETERS)
+def test_every_packages_interpreter_is_registered_next_to_the_generic_ones() -> None:
+    provided = {name for package in PACKAGES.values() for name in package.interpreters}
+    assert provided and set(INTERPRETERS) == {"jsonl", "exit-code", *provided}
 
 
-@pytest.mark.parametrize("name", ["codex", "claude-code", "pi", "gemini", "qwen", "opencode", "deepseek"])
+@pytest.mark.parametrize("name", sorted(INTERPRETERS))
 def test_junk_frames_yield_nothing_and_never_raise(name: str) -> None:
     interpret = get_interpreter(name)
     junk: list[Frame] = [

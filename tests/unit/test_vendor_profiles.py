@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
-from runner.harnesses.interpreters import INTERPRETERS
-from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shipped_profiles_dir
+from runner.harnesses.interpreters import INTERPRETERS, PACKAGES
+from runner.harnesses.profile import PLACEHOLDERS, Profile, load_profile, shipped_profile, shipped_profiles
+from runner.images.tree import INSTALLED_ROOT, image_dir, image_dirs
 
-VENDORS = [
-    "codex", "claude-code", "pi", "pi-direct", "pi-adapter", "gemini", "qwen", "opencode", "deepseek",
-    "copilot", "cline", "vibe",
-]
+# the vendor CLIs: every shipped profile read by an interpreter a harness package provides (not runner's own
+# jsonl, nor exit-code, which reads nothing a CLI prints)
+VENDORS = [p.stem for p in shipped_profiles()
+           if load_profile(p).interpreter in {name for package in PACKAGES.values() for name in package.interpreters}]
 PROMPT = 'Call `files.read` with arguments: {"path": "a b"}; it costs $5 and is "quoted" \\ done.'
 VALUES = {
     "prompt": PROMPT,
@@ -34,11 +35,13 @@ VALUES = {
     "model_dialect": "openai-chat",
 }
 SOCAT = ["STDIO", "UNIX-CONNECT:/run/runner/mcp.sock"]
-REPO = shipped_profiles_dir().parent
+# the images that carry node 22's module compile cache (their Dockerfile sets it)
+COMPILE_CACHED = [name for name, d in image_dirs(INSTALLED_ROOT).items()
+                  if (d / "Dockerfile").exists() and "ENV NODE_COMPILE_CACHE" in (d / "Dockerfile").read_text()]
 
 
 def profile(name: str) -> Profile:
-    return load_profile(shipped_profiles_dir() / f"{name}.yaml")
+    return load_profile(shipped_profile(name))
 
 
 def parsed(name: str, path: str) -> Any:
@@ -54,7 +57,7 @@ def test_the_placeholder_set_here_is_the_full_one() -> None:
     assert set(VALUES) == PLACEHOLDERS
 
 
-@pytest.mark.parametrize("path", sorted(shipped_profiles_dir().glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", shipped_profiles(), ids=lambda p: p.stem)
 def test_every_shipped_profile_loads_renders_and_its_config_files_parse(path: Path) -> None:
     loaded = load_profile(path)
     assert loaded.interpreter in INTERPRETERS
@@ -176,22 +179,28 @@ def test_pi_adapter_loads_the_adapter_and_its_proxy() -> None:
 
 def test_pi_adapter_starts_from_the_images_transpile_cache() -> None:
     # jiti transpiles the adapter's TypeScript on every start unless $TMPDIR/jiti holds it (2.5 CPU-seconds of the
-    # start, docs/columns/pi.md); the turn's /tmp is empty, so the image's cache is copied there before pi runs,
-    # with the prompt a positional parameter of the shell, never part of its script
+    # start, runner/harnesses/pi/README.md); the turn's /tmp is empty, so the image's cache is copied there before pi
+    # runs, with the prompt a positional parameter of the shell, never part of its script
     argv = profile("pi-adapter").render_argv(VALUES)
     assert argv[1:5] == ["sh", "-c", 'cp -R /opt/pi-jiti/jiti /tmp/ && exec pi "$@"', "pi"]
-    dockerfile = (REPO / "images" / "pi-adapter" / "Dockerfile").read_text()
+    dockerfile = (image_dir("pi-adapter", INSTALLED_ROOT) / "Dockerfile").read_text()
     assert "TMPDIR=/opt/pi-jiti" in dockerfile and 'test -n "$(ls -A /opt/pi-jiti/jiti)"' in dockerfile
 
 
-@pytest.mark.parametrize("image", ["kimi", "pi-adapter"])
+def test_some_images_carry_a_compile_cache() -> None:
+    assert COMPILE_CACHED, "no image's Dockerfile sets NODE_COMPILE_CACHE: the test below checks nothing"
+
+
+@pytest.mark.parametrize("image", COMPILE_CACHED)
 def test_node22_images_carry_a_compile_cache_built_as_the_turns_uid(image: str) -> None:
     # Node 22's compile cache keys its entries by uid: built as 1000 (the turn's uid), else never read
-    dockerfile = (REPO / "images" / image / "Dockerfile").read_text()
+    dockerfile = (image_dir(image, INSTALLED_ROOT) / "Dockerfile").read_text()
     assert "ENV NODE_COMPILE_CACHE=/opt/node-compile-cache" in dockerfile
     warm = dockerfile.index("ENV NODE_COMPILE_CACHE")
     assert dockerfile.rindex("USER 1000:1000", 0, warm) > dockerfile.rindex("USER root", 0, warm)
-    assert 'test -n "$(ls -A /opt/node-compile-cache)"' in dockerfile
+    # the build fails when warming it filled nothing
+    assert ('test -n "$(ls -A /opt/node-compile-cache)"' in dockerfile
+            or 'test "$(find /opt/node-compile-cache -type f | wc -l)" -gt' in dockerfile)
     # node writes its entries 0600: owned by root, they must be made readable or the turn never reads them
     assert "chmod -R a+rX /opt/node-compile-cache" in dockerfile
 

@@ -1,4 +1,4 @@
-"""The registry of columns: a column is its profile, its package under runner/harnesses (its ``VENDOR``) and its
+"""The registry of columns: a column is its profile, its package under runner/harnesses (its ``HARNESS``) and its
 image recipe, and nothing else in runner/ names it; a profile naming what no package provides, a dialect no model
 speaks or a field the schema lacks is refused when it loads, with exit code 4 naming the file and the field, by
 every command that loads profiles, before any engine is reached."""
@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 import runner.harnesses
 from runner.cli import Exit, app
-from runner.harnesses.interpreters import INTERPRETERS, SESSION_READERS, VENDORS, UnknownInterpreter, get_interpreter
-from runner.harnesses.profile import ProfileError, load_profile, shipped_profiles_dir
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.interpreters import INTERPRETERS, PACKAGES, SESSION_READERS, UnknownInterpreter, get_interpreter
+from runner.harnesses.package import HarnessPackage
+from runner.harnesses.profile import ProfileError, load_profile, shipped_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "runner"
-SHIPPED = sorted(shipped_profiles_dir().glob("*.yaml"))
+SHIPPED = shipped_profiles()
 cli = CliRunner()
 
 GOOD = """\
@@ -36,7 +36,7 @@ model:
 # (what is misspelt, the profile's text, the field named, words of the message)
 MISSPELT = [
     ("interpreter", GOOD.replace("interpreter: jsonl", "interpreter: codx"), "interpreter",
-     "no such interpreter 'codx' (known: claude-code, cline, codex,"),
+     f"no such interpreter 'codx' (known: {', '.join(sorted(INTERPRETERS))})"),
     ("dialect", GOOD.replace("dialect: openai-chat", "dialect: openai-chatt"), "model.dialect",
      "Input should be 'openai-responses', 'openai-chat', 'anthropic-messages' or 'gemini'"),
     ("field", GOOD.replace("interpreter: jsonl", "interpeter: jsonl"), "interpeter",
@@ -64,16 +64,16 @@ def invoke(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
 
 def test_every_package_under_harnesses_declares_its_vendor() -> None:
     packages = {m.name for m in pkgutil.iter_modules(runner.harnesses.__path__) if m.ispkg}
-    assert packages == set(VENDORS) and "codex" in packages and "reference" in packages
-    assert all(isinstance(vendor, Vendor) for vendor in VENDORS.values())
+    assert packages == set(PACKAGES) and "codex" in packages and "reference" in packages
+    assert all(isinstance(vendor, HarnessPackage) for vendor in PACKAGES.values())
 
 
 def test_the_interpreters_are_runners_own_two_and_every_packages_each_once() -> None:
-    provided = [name for vendor in VENDORS.values() for name in vendor.interpreters]
+    provided = [name for vendor in PACKAGES.values() for name in vendor.interpreters]
     assert len(provided) == len(set(provided))
     assert set(INTERPRETERS) == {"jsonl", "exit-code", *provided}
-    assert INTERPRETERS["codex"] is VENDORS["codex"].interpreters["codex"]
-    assert {name: r for vendor in VENDORS.values() for name, r in vendor.session_readers.items()} == SESSION_READERS
+    assert INTERPRETERS["codex"] is PACKAGES["codex"].interpreters["codex"]
+    assert {name: r for vendor in PACKAGES.values() for name, r in vendor.session_readers.items()} == SESSION_READERS
 
 
 def test_every_interpreter_is_used_by_a_shipped_profile_and_every_profile_uses_one() -> None:
@@ -83,7 +83,7 @@ def test_every_interpreter_is_used_by_a_shipped_profile_and_every_profile_uses_o
 
 def test_a_session_reader_belongs_to_an_interpreter_of_its_own_package() -> None:
     with pytest.raises(ValueError, match="session reader for an interpreter this package does not provide"):
-        Vendor(session_readers={"dsh": lambda home, code: []})
+        HarnessPackage(session_readers={"dsh": lambda home, code: []})
 
 
 def test_an_unknown_interpreter_outside_a_profile_is_a_profile_problem_too() -> None:
@@ -121,10 +121,11 @@ NOT_A_COLUMN: dict[str, set[str]] = {
 
 
 def test_nothing_outside_a_columns_package_names_a_vendor_column() -> None:
-    # runner's own columns (the reference harness, the model column) are named where the runner needs them
-    vendors = {path.stem for path in SHIPPED} - {"reference", "model"}
-    vendor_names = vendors | {name for vendor in VENDORS.values() for name in vendor.interpreters}
-    own = {PACKAGE / "harnesses" / name for name in VENDORS}
+    # runner's own columns (the reference harness, the model column: runner's jsonl frames) are named where the runner
+    # needs them
+    vendors = {path.stem for path in SHIPPED if load_profile(path).interpreter != "jsonl"}
+    vendor_names = vendors | {name for vendor in PACKAGES.values() for name in vendor.interpreters}
+    own = {PACKAGE / "harnesses" / name for name in PACKAGES}
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if any(path.is_relative_to(directory) for directory in own):

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.core.visible import hidden, visible, visible_json
+from runner.harnesses.profile import shipped_profile
 from runner.matrix.report import junit, markdown
 from runner.matrix.result import CellResult
 from tests.unit.test_matrix_report import result_json
@@ -201,7 +202,7 @@ def test_report_prints_and_writes_a_hostile_cell_with_nothing_obeyed(tmp_path: P
 
 
 def test_a_listing_shows_a_profiles_hostile_words(tmp_path: Path) -> None:
-    shipped = Path(__file__).resolve().parents[2] / "harness_profiles" / "reference.yaml"
+    shipped = shipped_profile("reference")
     text = shipped.read_text(encoding="utf-8").replace("id: reference", "id: zz-hostile")
     text = text.replace("label: Reference", f"label: {json.dumps(HOSTILE)}")
     (tmp_path / "zz-hostile.yaml").write_text(text + f"unavailable: {json.dumps(HOSTILE)}\n", encoding="utf-8")
@@ -224,12 +225,12 @@ def test_the_exec_summary_shows_every_text_a_cli_controls(
     from runner.core.outcomes import Escalation, ExecutionResult, ProtocolError
     from runner.core.vocabulary import ExecutionStatus
     from runner.harnesses.profile import find_profile
+    from runner.images import ImageRecord
     from runner.model.settings import ModelMode
-    from runner.sandbox.images import ImageRecord
     from runner.sandbox.interface import Transport
     from runner.turn.drive import Drive
     from runner.turn.model_choice import ModelChoice
-    from runner.turn.runtime import TurnReport, TurnRequest
+    from runner.turn.run_turn import TurnReport, TurnRequest
 
     monkeypatch.setattr(render, "is_terminal", lambda stderr=False: terminal)
     result = ExecutionResult(

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.harnesses.profile import Profile, load_profile, shipped_profiles_dir
+from runner.harnesses.profile import Profile, load_profile, shipped_profiles
 from tests.github_workflow import EXPR, KEY, job
 
 
 def run_step() -> dict[str, Any]:
-    steps = [s for s in job("column")["steps"] if ".venv/bin/runner run " in s.get("run", "")]
+    steps = [s for s in job("harness")["steps"] if ".venv/bin/runner run " in s.get("run", "")]
     assert len(steps) == 1, "the column job runs its cells in one step"
     return steps[0]
 
@@ -31,7 +31,7 @@ def test_the_run_steps_secret_lines_are_the_credentials_the_profiles_read() -> N
     lines = {name for name, value in env.items() if (found := EXPR.match(str(value))) and KEY.match(found.group(1))}
     # a line of another shape naming a secret would escape this check
     assert all("secrets." not in str(value) for name, value in env.items() if name not in lines)
-    profiles = [load_profile(path) for path in sorted(shipped_profiles_dir().glob("*.yaml"))]
+    profiles = [load_profile(path) for path in shipped_profiles()]
     read = set().union(*(read_by(p) for p in profiles))
     assert read - lines == set(), "a credential a profile reads has no secret line in the column job's run step"
     assert lines - read == set(), "a secret line for a credential no profile reads"

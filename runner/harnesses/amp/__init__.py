@@ -1,8 +1,8 @@
 """Sourcegraph Amp CLI (``amp -x --stream-json``): why its column is unavailable.
 
-Profile: ``harness_profiles/amp.yaml``. Why it is unavailable, and what was measured: ``docs/columns/amp.md``.
+Profile: ``amp.yaml``. Why it is unavailable, and what was measured: ``README.md``.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor()  # nothing of its own: the column is unavailable and the generic ``exit-code`` interpreter stands in
+HARNESS = HarnessPackage()  # nothing of its own: unavailable here, the generic ``exit-code`` interpreter stands in

@@ -1,8 +1,8 @@
 """Augment Auggie CLI (``auggie --print --output-format json``): why its column is unavailable.
 
-Profile: ``harness_profiles/auggie.yaml``. Why it is unavailable, and what was measured: ``docs/columns/auggie.md``.
+Profile: ``auggie.yaml``. Why it is unavailable, and what was measured: ``README.md``.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor()  # nothing of its own: the column is unavailable and the generic ``exit-code`` interpreter stands in
+HARNESS = HarnessPackage()  # nothing of its own: unavailable here, the generic ``exit-code`` interpreter stands in

@@ -1,12 +1,12 @@
 """Anthropic Claude Code (``claude -p --output-format stream-json``): its stdout interpreter.
 
-Profile: ``harness_profiles/claude-code.yaml``. What was measured on which version (the quirks the profile
-carries, how Claude Code reacts when the model API fails): ``docs/columns/claude-code.md``.
+Profile: ``claude-code.yaml``. What was measured on which version (the quirks the profile
+carries, how Claude Code reacts when the model API fails): ``README.md``.
 """
 
 from runner.harnesses.claude_code.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"claude-code": interpret})
+HARNESS = HarnessPackage(interpreters={"claude-code": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,6 +1,6 @@
 """``claude -p --output-format stream-json --verbose`` stdout frames → steps.
 
-Evidence: ``docs/columns/claude-code.md`` (Claude Code 2.1.328 and 2.1.332, measured against a scripted model and a
+Evidence: ``README.md`` (Claude Code 2.1.328 and 2.1.332, measured against a scripted model and a
 stdio MCP server) and ``reference/sharedos-reference.md`` §5.2 (upstream ``claude-code/protocol.ts@75eaa9bb``).
 
 Frames and rules:
@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
-from runner.harnesses.codex.interpreter import vendor_code
+from runner.harnesses.codex.interpreter import cli_code
 from runner.harnesses.stream import Completed, Failed, McpStartup, Message, Step
 
 FAILURE_TEXT = "The Claude Code harness reported a failure."
@@ -82,9 +82,9 @@ def result_steps(frame: dict[str, JsonValue], failure_text: str = FAILURE_TEXT) 
     subtype, result = frame.get("subtype"), frame.get("result")
     if frame.get("is_error") is True or subtype == "error":
         if isinstance(subtype, str) and subtype and subtype != "success":
-            code = vendor_code(subtype, Code.HARNESS_FAILED)
+            code = cli_code(subtype, Code.HARNESS_FAILED)
         else:
-            code = vendor_code(frame.get("terminal_reason"), Code.HARNESS_FAILED)
+            code = cli_code(frame.get("terminal_reason"), Code.HARNESS_FAILED)
         text = result if isinstance(result, str) and result else failure_text
         return [Failed(ProtocolError.of(code, text, retryable=True))]
     return [Completed({"text": result} if isinstance(result, str) else None)]

@@ -1,12 +1,12 @@
 """Cline CLI (``cline --json``) on an OpenAI-compatible provider: its stdout interpreter.
 
-Profile: ``harness_profiles/cline.yaml``. What was measured on which version (install, endpoint,
-MCP, tool names, a failing model API, turn time): ``docs/columns/cline.md``.
+Profile: ``cline.yaml``. What was measured on which version (install, endpoint,
+MCP, tool names, a failing model API, turn time): ``README.md``.
 """
 
 from runner.harnesses.cline.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"cline": interpret})
+HARNESS = HarnessPackage(interpreters={"cline": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,6 +1,6 @@
 """``cline --json <prompt>`` stdout frames → steps.
 
-Every line is ``{"ts", "type", ...}`` (measured on 3.0.65; the evidence: ``docs/columns/cline.md``):
+Every line is ``{"ts", "type", ...}`` (measured on 3.0.65; the evidence: ``README.md``):
 ``hook_event`` (``hookEventName`` agent_start, tool_call, tool_result, agent_end, agent_error),
 ``agent_event`` (``event.type`` iteration_start/_end, content_start/_end, usage, error, done) and
 last ``run_result``. Rules:

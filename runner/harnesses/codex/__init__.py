@@ -1,12 +1,12 @@
 """OpenAI Codex CLI (``codex exec --json``): its stdout interpreter.
 
-Profile: ``harness_profiles/codex.yaml``. What was measured on which version (the quirks the profile carries,
-how Codex reacts when the model API fails): ``docs/columns/codex.md``.
+Profile: ``codex.yaml``. What was measured on which version (the quirks the profile carries,
+how Codex reacts when the model API fails): ``README.md``.
 """
 
 from runner.harnesses.codex.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"codex": interpret})
+HARNESS = HarnessPackage(interpreters={"codex": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,6 +1,6 @@
 """``codex exec --json`` stdout frames → steps (upstream ``codex/protocol.ts@57319d17``, §5.2).
 
-Evidence: ``docs/columns/codex.md`` (Codex 0.169.0 and 0.171.0, measured against a scripted model and a stdio MCP
+Evidence: ``README.md`` (Codex 0.169.0 and 0.171.0, measured against a scripted model and a stdio MCP
 server) and ``reference/sharedos-reference.md`` §5.2 (the upstream rules).
 
 A ``codex exec --json`` turn prints ``thread.started``, ``turn.started``, ``item.started`` /
@@ -68,8 +68,8 @@ def arguments_object(raw: str) -> bool:
         return False
 
 
-def vendor_code(value: JsonValue, default: str) -> str:
-    """A code the vendor named, when it is a usable one (1..256 non-blank characters)."""
+def cli_code(value: JsonValue, default: str) -> str:
+    """A code the CLI named, when it is a usable one (1..256 non-blank characters)."""
     if isinstance(value, str) and 1 <= len(value.strip()) <= 256:
         return value
     return default
@@ -100,7 +100,7 @@ def interpret(frame: dict[str, JsonValue]) -> list[Step]:
     if kind == "response.failed":
         error = _dict(frame.get("error")) or _dict(_dict(frame.get("response")).get("error"))
         text = _text(error.get("message")) or _text(frame.get("message")) or "The Codex harness reported a failure."
-        code = vendor_code(error.get("code"), Code.HARNESS_FAILED)
+        code = cli_code(error.get("code"), Code.HARNESS_FAILED)
         return [Failed(ProtocolError.of(code, text, retryable=True))]
 
     if kind == "response.completed":

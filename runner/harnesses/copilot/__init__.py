@@ -1,12 +1,12 @@
 """GitHub Copilot CLI (``copilot -p --output-format json``) on a BYOK provider: its stdout interpreter.
 
-Profile: ``harness_profiles/copilot.yaml``. What was measured on which version (install, endpoint,
-MCP, tool names, a failing model API, turn time): ``docs/columns/copilot.md``.
+Profile: ``copilot.yaml``. What was measured on which version (install, endpoint,
+MCP, tool names, a failing model API, turn time): ``README.md``.
 """
 
 from runner.harnesses.copilot.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"copilot": interpret})
+HARNESS = HarnessPackage(interpreters={"copilot": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

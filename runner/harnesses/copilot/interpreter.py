@@ -1,7 +1,7 @@
 """``copilot -p ... --output-format json`` stdout frames → steps.
 
 Every line is ``{"type", "data", "id", "timestamp", "parentId", "ephemeral"?}`` (measured on 1.0.102;
-the evidence: ``docs/columns/copilot.md``). Rules:
+the evidence: ``README.md``). Rules:
 
 - ``session.mcp_servers_loaded`` (``data.servers[]``: ``name``, ``status``) → one
   :class:`McpStartup` per server that is not ``disabled`` (the built-in servers are listed as

@@ -1,14 +1,14 @@
 """DeepSeek Harness (``dsh --profile headless``): its interpreter and its session-log reader.
 
-Profile: ``harness_profiles/deepseek.yaml``; image: ``images/deepseek``. What was measured on which version (the
+Profile: ``deepseek.yaml``; image: ``images/deepseek``. What was measured on which version (the
 session log, tool names, model requests, the noexec /tmp, how dsh reacts when the model API fails):
-``docs/columns/deepseek.md``.
+``README.md``.
 """
 
 from runner.harnesses.deepseek.interpreter import interpret
 from runner.harnesses.deepseek.session import read_session
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session})
+HARNESS = HarnessPackage(interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session})
 
-__all__ = ["VENDOR", "interpret", "read_session"]
+__all__ = ["HARNESS", "interpret", "read_session"]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from runner.core.outcomes import JsonValue, ProtocolError
 from runner.harnesses.claude_code.interpreter import assistant_steps
-from runner.harnesses.codex.interpreter import ARGUMENTS_UNPARSEABLE, arguments_object, vendor_code
+from runner.harnesses.codex.interpreter import ARGUMENTS_UNPARSEABLE, arguments_object, cli_code
 from runner.harnesses.stream import Completed, Failed, Step
 
 TURN_END_FAILURES: dict[str, str] = {
@@ -85,7 +85,7 @@ def interpret(frame: dict[str, JsonValue]) -> list[Step]:
             return [Completed()]
         error = reason.get("error")
         error = error if isinstance(error, dict) else {}
-        code = vendor_code(error.get("code"), f"harness_turn_{end_kind.replace('-', '_')}")
+        code = cli_code(error.get("code"), f"harness_turn_{end_kind.replace('-', '_')}")
         message_text = error.get("message")
         text = message_text if isinstance(message_text, str) and message_text else fixed
         return [Failed(ProtocolError.of(code, text, retryable=True))]

@@ -1,13 +1,13 @@
 """Factory Droid (``droid exec -o stream-json``, ``@factory/cli`` via ``@factory/cli-linux-x64`` 0.225.2): its
 interpreter.
 
-Profile: ``harness_profiles/droid.yaml``. What was measured on which version (install, endpoint, MCP,
-retries, stream, files, timing): ``docs/columns/droid.md``.
+Profile: ``droid.yaml``. What was measured on which version (install, endpoint, MCP,
+retries, stream, files, timing): ``README.md``.
 """
 
 from runner.harnesses.droid.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"droid": interpret})
+HARNESS = HarnessPackage(interpreters={"droid": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

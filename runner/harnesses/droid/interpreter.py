@@ -1,6 +1,6 @@
 """``droid exec -o stream-json`` stdout frames → steps.
 
-Evidence: ``docs/columns/droid.md`` (0.225.2, measured on the host against ``python -m runner.model``). Lines:
+Evidence: ``README.md`` (0.225.2, measured on the host against ``python -m runner.model``). Lines:
 
 - ``{"type": "system", "subtype": "init", "cwd", "session_id", "tools": [...], "model", ...}``: no MCP status (the
   MCP tools are not in ``tools`` even when connected: they are deferred) → nothing.

@@ -1,11 +1,11 @@
 """Google Gemini CLI (``gemini -p ... -o stream-json``): its stdout interpreter.
 
-Profile: ``harness_profiles/gemini.yaml``. What was measured on which version: ``docs/columns/gemini.md``.
+Profile: ``gemini.yaml``. What was measured on which version: ``README.md``.
 """
 
 from runner.harnesses.gemini.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"gemini": interpret})
+HARNESS = HarnessPackage(interpreters={"gemini": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,6 +1,6 @@
 """``gemini -p ... -o stream-json`` stdout frames → steps.
 
-Evidence: ``docs/columns/gemini.md`` (Gemini CLI 0.61.0, measured against a scripted model and a stdio MCP
+Evidence: ``README.md`` (Gemini CLI 0.61.0, measured against a scripted model and a stdio MCP
 server), and the 0.61.0 bundle (``JsonStreamEventType``: ``init``,
 ``message``, ``tool_use``, ``tool_result``, ``error``, ``result``; ``emitFinalResult`` and the
 ``handle*Error`` functions).

@@ -1,12 +1,12 @@
 """Kilo Code (``kilo run --format json``, ``@kilocode/cli`` 7.7.7): opencode's stream, read by opencode's rules.
 
-Profile: ``harness_profiles/kilo.yaml``. What was measured on which version (install, endpoint,
-MCP, tool names, a failing model API, turn time): ``docs/columns/kilo.md``.
+Profile: ``kilo.yaml``. What was measured on which version (install, endpoint,
+MCP, tool names, a failing model API, turn time): ``README.md``.
 """
 
 from runner.harnesses.kilo.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"kilo": interpret})
+HARNESS = HarnessPackage(interpreters={"kilo": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,5 +1,5 @@
 """``kilo run --format json`` stdout frames → steps: opencode's rules (:mod:`runner.harnesses.opencode.interpreter`),
-with Kilo's name in the fallback failure text. Evidence: ``docs/columns/kilo.md``.
+with Kilo's name in the fallback failure text. Evidence: ``README.md``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Kimi Code (``kimi -p <prompt> --output-format stream-json``, ``@moonshot-ai/kimi-code`` 2.1.0): its interpreter.
 
-Profile: ``harness_profiles/kimi.yaml``. What was measured on which version (install, endpoint, MCP,
-retries, stream, files, timing): ``docs/columns/kimi.md``.
+Profile: ``kimi.yaml``. What was measured on which version (install, endpoint, MCP,
+retries, stream, files, timing): ``README.md``.
 """
 
 from runner.harnesses.kimi.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"kimi": interpret})
+HARNESS = HarnessPackage(interpreters={"kimi": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

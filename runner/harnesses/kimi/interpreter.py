@@ -1,6 +1,6 @@
 """``kimi -p ... --output-format stream-json`` stdout frames → steps.
 
-Evidence: ``docs/columns/kimi.md`` (Kimi Code 2.1.0, measured). Every line is one message of the conversation,
+Evidence: ``README.md`` (Kimi Code 2.1.0, measured). Every line is one message of the conversation,
 keyed by ``role``:
 
 - ``{"role": "assistant", "content": "..."}`` → a message, unless blank. An assistant line with ``tool_calls``

@@ -1,11 +1,11 @@
 """opencode (``opencode run --format json``): its stdout interpreter.
 
-Profile: ``harness_profiles/opencode.yaml``. What was measured on which version: ``docs/columns/opencode.md``.
+Profile: ``opencode.yaml``. What was measured on which version: ``README.md``.
 """
 
 from runner.harnesses.opencode.interpreter import interpret
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor(interpreters={"opencode": interpret})
+HARNESS = HarnessPackage(interpreters={"opencode": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,6 +1,6 @@
 """``opencode run --format json`` stdout frames → steps.
 
-Evidence: ``docs/columns/opencode.md`` (opencode 1.18.33, measured against a scripted model and a stdio MCP
+Evidence: ``README.md`` (opencode 1.18.33, measured against a scripted model and a stdio MCP
 server), and opencode's ``packages/opencode/src/cli/cmd/run.ts``
 (the ``emit(type, data)`` calls of the non-interactive loop).
 

@@ -1,6 +1,6 @@
 """``pi --mode json`` stdout frames → steps (every Pi profile: ``pi``, ``pi-direct``, ``pi-adapter``).
 
-Evidence: ``docs/columns/pi.md`` (Pi 0.73.1, then 1.6.0 and 0.86.1: the same frames and rules; what 1.6.0 adds is
+Evidence: ``README.md`` (Pi 0.73.1, then 1.6.0 and 0.86.1: the same frames and rules; what 1.6.0 adds is
 listed there), ``reference/sharedos-reference.md`` §5.2 (upstream ``pi/protocol.ts@75eaa9bb``, written for
 ``--mode rpc``), and Pi 0.73.1's own code (``dist/modes/print-mode.js``, ``dist/core/agent-session.js``).
 

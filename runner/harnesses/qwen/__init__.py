@@ -1,11 +1,11 @@
 """Qwen Code (``qwen -p ... -o stream-json``): its stdout interpreter.
 
-Profile: ``harness_profiles/qwen.yaml``. What was measured on which version: ``docs/columns/qwen.md``.
+Profile: ``qwen.yaml``. What was measured on which version: ``README.md``.
 """
 
+from runner.harnesses.package import HarnessPackage
 from runner.harnesses.qwen.interpreter import interpret
-from runner.harnesses.vendor import Vendor
 
-VENDOR = Vendor(interpreters={"qwen": interpret})
+HARNESS = HarnessPackage(interpreters={"qwen": interpret})
 
-__all__ = ["VENDOR", "interpret"]
+__all__ = ["HARNESS", "interpret"]

@@ -1,6 +1,6 @@
 """``qwen -p ... -o stream-json`` stdout frames → steps.
 
-Evidence: ``docs/columns/qwen.md`` (Qwen Code 0.24.4, measured against a scripted model and a stdio MCP server),
+Evidence: ``README.md`` (Qwen Code 0.24.4, measured against a scripted model and a stdio MCP server),
 and the 0.24.4 bundle (``buildSystemMessage`` builds the init frame with
 ``mcp_servers: [{name, status: getMCPServerStatus(name)}]``).
 

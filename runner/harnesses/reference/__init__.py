@@ -8,9 +8,9 @@ through a relay command (by default `socat STDIO UNIX-CONNECT:/run/runner/mcp.so
 executes the already-expanded action list in order, and reports what happened as
 JSON Lines frames on stdout; diagnostics go to stderr.
 
-The column: `docs/columns/reference.md`.
+The column: `README.md`.
 """
 
-from runner.harnesses.vendor import Vendor
+from runner.harnesses.package import HarnessPackage
 
-VENDOR = Vendor()  # nothing of its own: its client prints runner's ``jsonl`` frames
+HARNESS = HarnessPackage()  # nothing of its own: its client prints runner's ``jsonl`` frames

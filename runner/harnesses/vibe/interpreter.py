@@ -1,6 +1,6 @@
 """``vibe -p ... --output streaming`` stdout frames → steps.
 
-Evidence: ``docs/columns/vibe.md`` (2.26.1, measured on the host). Every line is a session entry ``{"id",
+Evidence: ``README.md`` (2.26.1, measured on the host). Every line is a session entry ``{"id",
 "sessionId", "turnId", "generationStatus", "type", ...}``:
 
 - ``{"type": "message", "role": "assistant", "content": [{"type": "text", "text": ...}]}`` → each non-blank text

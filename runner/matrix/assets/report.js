@@ -29,14 +29,14 @@
   // --- filters -------------------------------------------------------------------------------------------------
 
   function applyFilters() {
-    var column = document.getElementById("filter-column").value;
+    var harness = document.getElementById("filter-harness").value;
     var row = document.getElementById("filter-row").value;
     var grade = document.getElementById("filter-grade").value;
     var shown = 0, total = 0;
-    all(".col[data-column]").forEach(function (node) { node.hidden = !!column && node.dataset.column !== column; });
+    all(".col[data-harness]").forEach(function (node) { node.hidden = !!harness && node.dataset.harness !== harness; });
     all("table.grid tbody tr").forEach(function (tr) {
       var any = false;
-      all("td[data-column]", tr).forEach(function (td) {
+      all("td[data-harness]", tr).forEach(function (td) {
         var isCell = !!td.querySelector("button.cell");
         var matches = !grade || td.dataset.grades.split(" ").indexOf(grade) >= 0;
         td.classList.toggle("filtered", !matches);
@@ -47,7 +47,7 @@
       });
       tr.hidden = (!!row && tr.dataset.row !== row) || (!!grade && !any);
       if (!tr.hidden) {
-        all("td[data-column]", tr).forEach(function (td) {
+        all("td[data-harness]", tr).forEach(function (td) {
           if (!td.hidden && !td.classList.contains("filtered") && td.querySelector("button.cell")) shown += 1;
         });
       }
@@ -227,10 +227,10 @@
     return found ? found.href : null;
   }
 
-  // an unavailable column's reason is said once, in its group's section, not in every cell's data
-  function columnReason(cell) {
-    var found = document.querySelector('section[data-group="' + cell.group + '"] .unavailable li[data-column="' +
-      CSS.escape(cell.column) + '"] .reason');
+  // an unavailable harness's reason is said once, in its group's section, not in every cell's data
+  function harnessReason(cell) {
+    var found = document.querySelector('section[data-group="' + cell.group + '"] .unavailable li[data-harness="' +
+      CSS.escape(cell.harness) + '"] .reason');
     return found ? found.textContent : "";
   }
 
@@ -238,7 +238,7 @@
     var section = el("section", {"class": "run", "data-run": run.run},
       el("h3", {}, "Run " + run.run + (run.trial !== run.run ? " (trial " + run.trial + ")" : "") + " ",
         el("span", {"class": "badge g-" + run.status}, spaced(run.status))),
-      el("p", {"class": "evidence"}, run.evidence !== null ? run.evidence : "unavailable; " + columnReason(cell)));
+      el("p", {"class": "evidence"}, run.evidence !== null ? run.evidence : "unavailable; " + harnessReason(cell)));
     var turn = run.turn || {};
     var facts = [
       ["turn outcome", turn.status || "no turn ran"],
@@ -306,7 +306,7 @@
   document.getElementById("drill").addEventListener("close", function () {
     if (history.replaceState) history.replaceState(null, "", location.pathname + location.search);
   });
-  ["column", "row", "grade"].forEach(function (name) {
+  ["harness", "row", "grade"].forEach(function (name) {
     document.getElementById("filter-" + name).addEventListener("change", applyFilters);
   });
   // a link to one cell (report.html#cell=<cell id>) opens it

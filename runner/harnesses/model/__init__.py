@@ -1,0 +1,15 @@
+"""The model column (``model.yaml``): runner's own minimal agent loop, the model in the seat.
+
+``agent.py`` in this directory is copied into the model image and run there as
+``/opt/venv/bin/python /opt/model/agent.py --dialect ...``. Like the reference client it is a standalone
+file (stdlib, the ``mcp`` SDK and ``httpx2`` only) that must never import the ``runner`` package. It
+lists SharedOS's tools over MCP (through the same socat relay as every CLI), offers them to the model
+in the dialect ``--model-dialect`` picked, executes each call over MCP through the latch, and prints
+runner's ``jsonl`` frames. Its stdout is read by the generic ``jsonl`` interpreter.
+
+The column: ``README.md``.
+"""
+
+from runner.harnesses.package import HarnessPackage
+
+HARNESS = HarnessPackage()  # nothing of its own: its agent prints runner's ``jsonl`` frames
