@@ -2,21 +2,23 @@
 GitHub's hosted runner runs it, uid 1001, or any other uid), and a user outside it who must reach nothing of a turn.
 
 A user is made with ``useradd`` (as root: ``make test`` runs as root on the machines it provisions) once and kept,
-like the hosted runner's (tests/hosted_runner.py). runner runs as that user from this checkout, through the system's
-Python 3.11 with this venv's packages on its path (the venv's own interpreter lies under root's HOME, out of other
-users' reach), with a cache directory of its own that finds the images this engine already has: the build records
-and the staged inputs' digests copied from the test run's cache, the wheels linked (:func:`image_cache_for`).
+like the hosted runner's (tests/hosted_runner.py). runner runs as that user the way a user installs it: this
+checkout built as a wheel into a virtual environment of the system's Python that every user may read
+(:func:`installed_runner`, once per test session), never from the checkout itself, which may lie where other users
+cannot pass (a fresh clone in a ``mktemp -d`` directory is 0700). Each user has a cache directory of its own that
+finds the images this engine already has: the build records and the staged inputs' digests copied from the test
+run's cache, the wheels linked (:func:`image_cache_for`).
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import grp
 import os
 import pwd
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,26 @@ from tests import hosted_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM_PYTHON = "/usr/bin/python3"
-CLI = "import sys; from runner.cli import app; sys.argv[0] = 'runner'; app()"
+
+
+@functools.cache
+def installed_runner() -> Path:
+    """``runner`` installed from this checkout (its wheel, with the runtime lock's dependencies) into a virtual
+    environment of the system's Python under ``/var/tmp`` that every user may read; removed when the session ends."""
+    if not Path(SYSTEM_PYTHON).exists():
+        pytest.fail(f"runner runs as another user installed into a venv of {SYSTEM_PYTHON}, which is missing")
+    home = Path(tempfile.mkdtemp(prefix="runner-installed-", dir="/var/tmp"))
+    home.chmod(0o755)
+    atexit.register(shutil.rmtree, home, True)
+    venv = home / "venv"
+    steps = ([SYSTEM_PYTHON, "-m", "venv", str(venv)],
+             [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--require-hashes",
+              "-r", str(ROOT / "requirements" / "runtime.lock")],
+             [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(ROOT)])
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, timeout=900, cwd=home)
+        assert done.returncode == 0, f"{' '.join(step)}: {done.stderr[-2000:]}"
+    return venv / "bin" / "runner"
 
 
 @dataclass(frozen=True)
@@ -46,20 +67,18 @@ class LocalUser:
         return path
 
     def env(self, tmpdir: Path, cache: Path | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """What runner runs with as this user: its own HOME and TMPDIR, this checkout's code, the engine."""
-        site = sysconfig.get_paths()["purelib"]
+        """What runner runs with as this user: its own HOME and TMPDIR, the engine."""
         base = {
             "HOME": str(self.home), "USER": self.name, "LOGNAME": self.name, "LANG": "C.UTF-8",
             "PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(tmpdir),
-            "PYTHONPATH": os.pathsep.join([str(ROOT), site]), "RUNNER_REPO_ROOT": str(ROOT),
             **({"RUNNER_CACHE_DIR": str(cache)} if cache else {}),
             **{k: v for k, v in os.environ.items() if k in ("DOCKER_HOST", "RUNNER_RUNTIME")},
         }
         return {**base, **(extra or {})}
 
     def popen(self, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
-        """``argv`` as this user (its groups included); ``runner`` at its head is this checkout's command line."""
-        command = [SYSTEM_PYTHON, "-c", CLI, *argv[1:]] if argv[0] == "runner" else argv
+        """``argv`` as this user (its groups included); ``runner`` at its head is the installed tool."""
+        command = [str(installed_runner()), *argv[1:]] if argv[0] == "runner" else argv
         return subprocess.Popen(command, cwd=cwd, env=env, user=self.uid, group=self.gid,
                                 extra_groups=list(self.groups), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True)
@@ -79,8 +98,6 @@ def local_user(name: str, uid: int, *, docker: bool) -> LocalUser:
     """The user ``name`` of uid ``uid`` (made when missing), in the ``docker`` group or not."""
     if os.geteuid() != 0:
         pytest.fail("making another local user needs root (make test runs as root on the machines it provisions)")
-    if not Path(SYSTEM_PYTHON).exists() or sys.version_info[:2] != (3, 11):
-        pytest.fail(f"runner runs as another user through {SYSTEM_PYTHON} with this venv's packages: both 3.11")
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
