@@ -23,6 +23,9 @@ scheme             exposed as                                  measured on
 ``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``);
                    (runner's model column: without one)        ``runner/harnesses/model/agent.py``
 ``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
+``bare``           the MCP name itself, no server prefix       Continue's ``cn`` 1.5.47, Nanocoder 1.30.0
+                   (``files.read``); only a dotted name, so
+                   it cannot be a CLI's own tool
 =================  =========================================  ============================================
 
 A column with no router of its own (``issues_uncatalogued: true``: runner's model column, upstream's
@@ -42,7 +45,17 @@ scheme            tool called     arguments                                     
 ``pi-proxy``      ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
 ``pi-codemode``   ``codemode``    ``{"code": "return await tools.mcp__<s>__<js>({...});"}``   Pi 1.6 built-in MCP
 ``qwen-proxy``    ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
+``vibe-codemode`` ``run_typescript`` ``{"code": "async function main() {`` ... ``}"}``           Mistral Vibe 3.0.2
 ================  ==============  ==========================================================  ==========
+
+``vibe-codemode`` (Mistral Vibe's unified harness, the only one 3.x has) is Pi's codemode in TypeScript: the request
+declares ``run_typescript`` (``{"code": string}``) and ``search_tool_functions`` beside Vibe's own tools, the system
+prompt lists the connector group ``mcp_<s>``, and a script reaches an MCP tool as ``tools.mcp_<s>.<portable>``
+(``tools.mcp_sharedos.sharedos_escalate``). The sandbox runs ``main()``; its return value is the one tool result the
+next request carries (the MCP result's ``structuredContent``, else its text); an ``isError`` result throws inside the
+script (``run_typescript failed: {"name":"mcp_tool_error","message":...}``), and an unknown tool fails with
+``TypeError: tools.mcp_sharedos.nope is not a function`` (no MCP call). ``search_tool_functions`` (``best_match``,
+``details``) is what a real model is told to call first; a script needs neither.
 
 ``pi-codemode`` (Pi's default ``exposure: codemode``) is the one proxy whose argument is a program:
 the ``codemode`` tool's single parameter ``code`` is JavaScript that Pi runs in a QuickJS sandbox,
@@ -93,7 +106,8 @@ TOOL_SEARCH_TOOL = "ToolSearch"
 HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
 _HASHED = re.compile(HASH_SUFFIX)
 QWEN_PROXY_TOOL = "tool_call"
-PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL)
+VIBE_CODEMODE_TOOL = "run_typescript"
+PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL, VIBE_CODEMODE_TOOL)
 
 
 @dataclass(frozen=True)
@@ -145,6 +159,8 @@ def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str |
             ("cline", f"{server}__{form}", None),
             ("droid", f"{server}___{form}", None),
         ]
+        if form == canonical and "." in canonical:
+            out.append(("bare", form, None))  # a dotted name is never a CLI's own tool
         if form.startswith(f"{server}_"):
             # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
             # already has: measured here, sharedos.escalate is exposed as `sharedos_escalate`
@@ -186,6 +202,9 @@ def resolve_tool(
     if (QWEN_PROXY_TOOL, None) in offered:
         wrapped = {"name": f"mcp__{server}__{portable}", "arguments": args}
         return ToolTarget(canonical, "qwen-proxy", QWEN_PROXY_TOOL, wrapped, proxy=True)
+    if (VIBE_CODEMODE_TOOL, None) in offered:
+        wrapped = {"code": vibe_codemode_script(canonical, args, server)}
+        return ToolTarget(canonical, "vibe-codemode", VIBE_CODEMODE_TOOL, wrapped, proxy=True)
     return None
 
 
@@ -210,6 +229,14 @@ def codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: 
     return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"
 
 
+def vibe_codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: str = "sharedos") -> str:
+    """The TypeScript a model sends Vibe's ``run_typescript`` to call ``canonical`` once and return its result."""
+    group = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp_{server}")
+    method = re.sub(r"[^A-Za-z0-9_]", "_", canonical)
+    call = f"tools.{group}.{method}({json.dumps(dict(arguments), sort_keys=True)})"
+    return f"async function main() {{\n  return await {call};\n}}"
+
+
 def is_server_tool(tool: ExposedTool, server: str = "sharedos") -> bool:
     """Whether ``tool`` is named like a tool of ``server`` under a direct scheme (any of the table above, a hash
     suffix included); a proxy tool is not (:data:`PROXY_TOOLS`)."""
@@ -217,10 +244,10 @@ def is_server_tool(tool: ExposedTool, server: str = "sharedos") -> bool:
 
 
 def _direct_of_server(tool: ExposedTool, server: str) -> bool:
-    """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
+    """Whether ``tool`` is named like a tool of ``server`` under a direct scheme (a dotted flat name: ``bare``)."""
     if tool.namespace is not None:
         return tool.namespace == f"mcp__{server}"
-    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
+    return "." in tool.name or tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
 
 
 def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:

@@ -130,7 +130,7 @@ def test_arguments_are_copied_not_shared() -> None:
 
 def test_candidate_order() -> None:
     schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline", "droid"]
-    assert [c[0] for c in direct_candidates("files.read", "s")] == schemes + schemes
+    assert [c[0] for c in direct_candidates("files.read", "s")] == [*schemes, *schemes, "bare"]
     assert len(direct_candidates("echo", "s")) == 7  # no dot: one form only
 
 
@@ -170,6 +170,8 @@ def test_cline_names_carry_a_hash() -> None:
         (flat("mcp__other__files_read"), False),
         (flat("ToolSearch"), True),  # Droid, its MCP tools not loaded yet
         (flat("ToolSearch", "sharedos___files_read"), True),
+        (flat("run_typescript", "search_tool_functions", "bash"), True),  # Mistral Vibe 3.x
+        (flat("Read", "Bash", "files.read"), True),  # cn, Nanocoder: the MCP name itself
     ],
 )
 def test_carries_server_tools(exposed: list[ExposedTool], expected: bool) -> None:
@@ -223,3 +225,29 @@ def test_droid_defers_the_server_tools_behind_tool_search() -> None:
     search = tool_search_target(["files.read", "sharedos.escalate", "files.read"])
     assert (search.name, search.arguments) == (
         "ToolSearch", {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"})
+
+
+def test_vibe_codemode_writes_a_typescript_main_that_calls_the_tool() -> None:
+    """Mistral Vibe 3.0.2's unified harness (measured): ``run_typescript`` runs ``main()``, and the MCP tools are
+    ``tools.mcp_<server>.<portable>``; the request never declares them."""
+    exposed = flat("search_tool_functions", "run_typescript", "wait", "read_file", "write_file", "edit", "bash",
+                   "skill", "todo", "unified_harness_scratchpad")
+    target = resolve_tool("sharedos.escalate", {"reason": "need a human"}, exposed)
+    assert target is not None
+    assert (target.scheme, target.name, target.proxy) == ("vibe-codemode", "run_typescript", True)
+    assert target.arguments == {"code": (
+        'async function main() {\n  return await tools.mcp_sharedos.sharedos_escalate({"reason": "need a human"});\n}'
+    )}
+    other = resolve_tool("files.snapshot.create", {}, exposed, server="my-os")
+    assert other is not None and "tools.mcp_my_os.files_snapshot_create({})" in str(other.arguments["code"])
+
+
+def test_bare_mcp_names_are_called_as_they_are_and_only_dotted_ones() -> None:
+    """cn 1.5.47 and Nanocoder 1.30.0 offer an MCP tool under its own name (measured: ``files.read``,
+    ``sharedos.escalate`` beside ``Read``/``read_file``); a name without a dot is never taken as the server's."""
+    exposed = flat("Read", "Bash", "files.read", "sharedos.escalate")
+    read = resolve_tool("files.read", ARGS, exposed)
+    assert read is not None and (read.scheme, read.name, read.proxy) == ("bare", "files.read", False)
+    assert resolve_tool("admin.grant.issue", {}, exposed) is None  # not offered, and no proxy is tried
+    assert resolve_tool("echo", {}, flat("echo", "files.read")) is None
+    assert not carries_server_tools(flat("Read", "Bash", "echo"))
