@@ -200,6 +200,8 @@ def test_every_recipe_is_current_or_carries_a_hold_with_its_reason() -> None:
     by_image = {(r.image, r.package): r for r in rows}
     assert by_image["kilo", "@kilocode/cli"].uninstallable == (
         "7.8.1: its linux-x64 platform package @kilocode/cli-linux-x64@7.8.1 is not published",)
+    vibe = by_image["vibe", "mistral-vibe"]
+    assert (vibe.pinned, vibe.behind) == ("3.0.2", 0) and vibe.uninstallable[0].startswith("3.0.3: ")
     assert fake.targets["mistral-vibe"] == InstallTarget("3.13", ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64",
                                                                   "manylinux2014_x86_64"))
 

@@ -1,5 +1,5 @@
-"""Mistral Vibe (``vibe -p <prompt> --output streaming``, ``mistral-vibe`` 2.26.1 from PyPI, on Debian trixie's
-Python 3.13 in its image's own layer).
+"""Mistral Vibe (``vibe -p <prompt> --output streaming``, ``mistral-vibe`` 3.0.2 from PyPI on its unified harness, on
+Debian trixie's Python 3.13 in its image's own layer).
 
 Profile: ``vibe.yaml``. What was measured: ``README.md``.
 """

@@ -1,0 +1,77 @@
+"""The harnesses of issue 32: Mistral Vibe on its 3.x unified harness (3.0.2). Its interpreter fed the output
+measured on that version (the harness's README.md), and its profile's traps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runner.core.outcomes import Complete, Fail, RuntimeOutcome
+from runner.harnesses.interpreters import INTERPRETERS
+from runner.harnesses.stream import LineSplitter, StreamReader, harness_outcome
+from tests.unit.test_vendor_profiles import PROMPT, SOCAT, VALUES, parsed, profile
+
+Frame = dict[str, Any]
+
+
+def read_bytes(interpreter: str, data: bytes) -> StreamReader:
+    reader = StreamReader(INTERPRETERS[interpreter])
+    splitter = LineSplitter()
+    for line, oversized in [*splitter.feed(data), *splitter.close()]:
+        reader.line(line, oversized)
+    return reader
+
+
+def lines(frames: list[Frame]) -> bytes:
+    return b"".join(json.dumps(f).encode() + b"\n" for f in frames)
+
+
+def failure(result: RuntimeOutcome) -> tuple[str, str, bool | None]:
+    assert isinstance(result, Fail), result
+    return result.error.code, result.error.message, result.error.retryable
+
+
+# --- Mistral Vibe 3.0.2 (`vibe -p ... --output streaming`, unified harness) ------------------------------------
+
+def _entry(kind: str, **fields: Any) -> Frame:
+    return {"id": f"{kind}-1", "sessionId": "s", "turnId": "turn-1", "generationStatus": "completed", "type": kind,
+            **fields}
+
+
+VIBE_TURN: list[Frame] = [
+    _entry("message", role="user", content=[{"type": "text", "text": "the prompt"}], source="turn_start",
+           outcome=None),
+    _entry("effect", title="Searching for relevant tools", detail={"toolName": "search_tool_functions"},
+           state={"status": "completed", "output": {"mode": "details", "toolCount": 2}}),
+    _entry("message", role="assistant", content=[{"type": "text", "text": "Let me read it."}], source="harness",
+           outcome={"type": "committed"}),
+    _entry("effect", title="mcp_sharedos.files_read", detail={"toolName": "mcp_sharedos.files_read"},
+           state={"status": "completed", "outputText": "{\"content\": \"x\"}",
+                  "output": {"type": "success", "content": [{"type": "text", "text": "{\"content\": \"x\"}"}]}}),
+    _entry("effect", title="mcp_sharedos.files_fail", detail={"toolName": "mcp_sharedos.files_fail"},
+           state={"status": "failed", "outputText": "denied: escalation_pending",
+                  "error": {"code": "mcp_tool_error", "message": "denied: escalation_pending"}}),
+    _entry("message", role="assistant", content=[{"type": "text", "text": "Done."}], source="harness",
+           outcome={"type": "committed"}),
+]
+
+
+def test_vibe_3_entries_give_the_assistant_texts_and_no_terminal_the_exit_status_decides() -> None:
+    reader = read_bytes("vibe", lines(VIBE_TURN))
+    assert reader.messages == ["Let me read it.", "Done."] and reader.terminal is None
+    assert harness_outcome(reader, 0, "vibe") == Complete({"text": "Let me read it.\nDone."})
+    # a model API error exits 2 with the error on stderr only; --max-turns, --time-limit and SIGTERM exit 3
+    assert failure(harness_outcome(read_bytes("vibe", lines(VIBE_TURN[:1])), 2, "vibe"))[0] == (
+        "harness_exited_without_outcome")
+    assert failure(harness_outcome(read_bytes("vibe", lines(VIBE_TURN[:4])), 3, "vibe"))[0] == (
+        "harness_exited_without_outcome")
+
+
+def test_vibe_3_profile_runs_the_unified_harness() -> None:
+    loaded = profile("vibe")
+    argv = loaded.render_argv(VALUES)
+    assert "--legacy-harness" not in argv  # 3.x: "error: unexpected argument '--legacy-harness' found", exit 1
+    assert argv[argv.index("--output") + 1] == "streaming" and "--auto-approve" in argv
+    assert argv[-2:] == ["-p", PROMPT]
+    server = parsed("vibe", ".vibe/config.toml")["mcp_servers"][0]
+    assert (server["name"], server["command"], server["args"]) == ("sharedos", "socat", SOCAT)
