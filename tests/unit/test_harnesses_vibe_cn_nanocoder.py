@@ -1,5 +1,5 @@
-"""The harnesses of issue 32: Mistral Vibe on its 3.x unified harness (3.0.2). Its interpreter fed the output
-measured on that version (the harness's README.md), and its profile's traps."""
+"""The harnesses of issue 32: Continue's ``cn`` (1.5.47) and Mistral Vibe on its 3.x unified harness (3.0.2). Their
+interpreters fed the output measured on those versions (each harness's README.md), and their profiles' traps."""
 
 from __future__ import annotations
 
@@ -75,3 +75,34 @@ def test_vibe_3_profile_runs_the_unified_harness() -> None:
     assert argv[-2:] == ["-p", PROMPT]
     server = parsed("vibe", ".vibe/config.toml")["mcp_servers"][0]
     assert (server["name"], server["command"], server["args"]) == ("sharedos", "socat", SOCAT)
+
+
+# --- Continue's cn 1.5.47 (`cn -p ... --format json`) ----------------------------------------------------------
+
+def test_cn_reads_its_one_response_line_and_the_exit_status_decides() -> None:
+    wrapped = {"response": "Done: handed to a human.", "status": "success",
+               "note": "Response was not valid JSON, so it was wrapped in a JSON object"}
+    reader = read_bytes("cn", lines([wrapped]))
+    assert reader.terminal is None
+    assert harness_outcome(reader, 0, "cn") == Complete({"text": "Done: handed to a human."})
+    # a model answer that is itself JSON is printed as it is: whatever its shape, it is no outcome
+    own = read_bytes("cn", lines([{"status": "error", "message": "the model wrote this"}]))
+    assert own.messages == [] and harness_outcome(own, 0, "cn") == Complete({"text": ""})
+    # a failed model request: {"status": "error", ...} on stderr, nothing on stdout, exit 1
+    assert failure(harness_outcome(read_bytes("cn", b""), 1, "cn"))[0] == "harness_exited_without_outcome"
+    for junk in [{}, {"response": 3}, {"response": "  "}, {"status": "info", "message": "Auto-compacting"}]:
+        assert INTERPRETERS["cn"](junk) == []
+
+
+def test_cn_profile_gives_its_config_file_and_allows_every_tool() -> None:
+    loaded = profile("cn")
+    argv = loaded.render_argv(VALUES)
+    config_path = argv[argv.index("--config") + 1]
+    assert config_path == VALUES["home"] + "/.continue/runner.yaml"
+    assert "--auto" in argv and argv[argv.index("--format") + 1] == "json" and argv[-2:] == ["-p", PROMPT]
+    config = parsed("cn", ".continue/runner.yaml")
+    (model,) = config["models"]
+    assert (model["provider"], model["apiBase"], model["apiKey"]) == (
+        "openai", "http://127.0.0.1:8787/v1", VALUES["api_key"])
+    assert config["mcpServers"] == [{"name": "sharedos", "command": "socat", "args": SOCAT}]
+    assert loaded.model is not None and loaded.model.dialect == "openai-chat"

@@ -1,0 +1,12 @@
+"""Continue's CLI (``cn -p <prompt> --format json``, ``@continuedev/cli`` 1.5.47): its stdout interpreter.
+
+Profile: ``cn.yaml``. What was measured on which version (install, config, MCP names, output, retries, files):
+``README.md``.
+"""
+
+from runner.harnesses.cn.interpreter import interpret
+from runner.harnesses.package import HarnessPackage
+
+HARNESS = HarnessPackage(interpreters={"cn": interpret})
+
+__all__ = ["HARNESS", "interpret"]
