@@ -12,6 +12,12 @@ A turn that printed malformed frames and no terminal one fails ``harness_malform
 whatever its exit code: the frame that could not be read may have been the one that ended the turn. A line
 over the frame bound is cut and not read, as before (Pi's ``agent_end`` repeats a whole transcript and may be
 one; its ``message_end`` frames decide).
+
+A CLI may print no frame at all but one JSON object pretty-printed over many lines once it is done (Nanocoder's
+``--json`` report): every line that is no frame is also kept (at most :data:`MAX_FRAME_BYTES` in all), and
+:meth:`StreamReader.end`, after the CLI exited, reads them as one frame through the same intake when no line was one
+and together they are exactly one JSON object; its pieces (``{`` alone is a malformed frame) are then no longer
+malformed output. Anything else, or more, is read line by line as before.
 """
 
 from __future__ import annotations
@@ -137,6 +143,8 @@ class StreamReader:
     non_json_lines: int = 0
     malformed: int = 0  # lines that start like a frame and cannot be read as one
     malformed_cause: str | None = None  # why the first of them could not
+    document: bytearray = field(default_factory=bytearray, repr=False)  # the lines that were no frame, in order
+    document_overflow: bool = False  # they were more than MAX_FRAME_BYTES, or one was cut: never one document
 
     def line(self, raw: bytes, oversized: bool = False) -> bool:
         """Read one stdout line; True when this line set the terminal."""
@@ -145,6 +153,7 @@ class StreamReader:
             return False
         if oversized or not text.startswith(b"{"):
             self.non_json_lines += 1
+            self._keep(text, oversized)
             return False
         try:
             frame = loads(text)
@@ -152,10 +161,34 @@ class StreamReader:
             self.non_json_lines += 1
             self.malformed += 1
             self.malformed_cause = self.malformed_cause or str(err)
+            self._keep(text, oversized)
             return False
         if not isinstance(frame, dict):
             return False
         self.frames += 1
+        return self.steps(self.interpret(frame))
+
+    def _keep(self, text: bytes, oversized: bool) -> None:
+        if oversized or len(self.document) + len(text) + 1 > MAX_FRAME_BYTES:
+            self.document_overflow = True
+            self.document.clear()
+        elif not self.document_overflow:
+            self.document += text + b"\n"
+
+    def end(self) -> bool:
+        """After the CLI exited: the kept lines as one frame, when no line was one and together they are one JSON
+        object (whose pieces then were no malformed output); True when that set the terminal."""
+        if self.frames or self.document_overflow or not self.document.startswith(b"{"):
+            return False
+        try:
+            frame = loads(bytes(self.document))
+        except Malformed:
+            return False
+        self.document.clear()
+        if not isinstance(frame, dict):
+            return False
+        self.frames += 1
+        self.malformed, self.malformed_cause = 0, None
         return self.steps(self.interpret(frame))
 
     def steps(self, steps: list[Step]) -> bool:
@@ -177,7 +210,9 @@ class StreamReader:
 
 def harness_outcome(reader: StreamReader, exit_code: int | None, harness: str) -> RuntimeOutcome:
     """A terminal beats the exit code; malformed frames and no terminal fail with their cause; exit 0 completes
-    with the joined prose; else it failed."""
+    with the joined prose; else it failed. A stdout that was one JSON document rather than lines of frames is read
+    first (:meth:`StreamReader.end`)."""
+    reader.end()
     if reader.terminal is not None:
         return reader.terminal
     if reader.malformed:

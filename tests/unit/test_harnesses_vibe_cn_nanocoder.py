@@ -1,5 +1,7 @@
-"""The harnesses of issue 32: Continue's ``cn`` (1.5.47) and Mistral Vibe on its 3.x unified harness (3.0.2). Their
-interpreters fed the output measured on those versions (each harness's README.md), and their profiles' traps."""
+"""The harnesses of issue 32: Continue's ``cn`` (1.5.47), Nanocoder (1.30.0) and Mistral Vibe on its 3.x unified
+harness (3.0.2). Their interpreters fed the output measured on those versions (each harness's README.md), their
+profiles' traps, and Nanocoder's one pretty-printed report read as a document once the CLI exited
+(runner.harnesses.stream)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 from runner.core.outcomes import Complete, Fail, RuntimeOutcome
 from runner.harnesses.interpreters import INTERPRETERS
-from runner.harnesses.stream import LineSplitter, StreamReader, harness_outcome
+from runner.harnesses.stream import MAX_FRAME_BYTES, LineSplitter, StreamReader, harness_outcome
 from tests.unit.test_vendor_profiles import PROMPT, SOCAT, VALUES, parsed, profile
 
 Frame = dict[str, Any]
@@ -106,3 +108,64 @@ def test_cn_profile_gives_its_config_file_and_allows_every_tool() -> None:
         "openai", "http://127.0.0.1:8787/v1", VALUES["api_key"])
     assert config["mcpServers"] == [{"name": "sharedos", "command": "socat", "args": SOCAT}]
     assert loaded.model is not None and loaded.model.dialect == "openai-chat"
+
+
+# --- Nanocoder 1.30.0 (`nanocoder ... --json run <prompt>`) ----------------------------------------------------
+
+NANO_REPORT: Frame = {
+    "kind": "success", "exitCode": 0, "finalText": "Let me read it.Done.", "reasoning": None,
+    "toolCalls": [{"name": "files.read", "arguments": {"path": ["Workspace", "policy.md"]},
+                   "result": "{\"content\": \"x\"}", "error": None}],
+    "filesChanged": [], "usage": {"inputTokens": 40, "outputTokens": 20, "totalTokens": 60},
+}
+
+
+def pretty(report: Frame) -> bytes:
+    """As Nanocoder writes it: ``JSON.stringify(report, null, 2)`` and a newline."""
+    return json.dumps(report, indent=2).encode() + b"\n"
+
+
+def test_nanocoder_report_is_read_as_one_document_after_the_exit() -> None:
+    reader = read_bytes("nanocoder", pretty(NANO_REPORT))
+    # no line of it is a frame, and its "{" lines (the report's and each tool call's) start like malformed ones
+    assert (reader.frames, reader.terminal, reader.malformed) == (0, None, 2)
+    assert harness_outcome(reader, 0, "nanocoder") == Complete({"text": "Let me read it.Done."})
+    assert (reader.frames, reader.malformed, reader.messages) == (1, 0, ["Let me read it.Done."])
+    # the exit status does not overrule the report: a "success" report with exit 1 still completes
+    assert harness_outcome(read_bytes("nanocoder", pretty(NANO_REPORT)), 1, "nanocoder") == Complete(
+        {"text": "Let me read it.Done."})
+
+
+def test_nanocoder_error_and_approval_reports_fail_the_turn() -> None:
+    error = {**NANO_REPORT, "kind": "error", "exitCode": 1, "finalText": "", "message": "Server error: boom"}
+    assert failure(harness_outcome(read_bytes("nanocoder", pretty(error)), 1, "nanocoder")) == (
+        "harness_failed", "Server error: boom", True)
+    ask = {**NANO_REPORT, "kind": "tool-approval-required", "exitCode": 2, "toolNames": ["execute_bash"]}
+    code, text, retryable = failure(harness_outcome(read_bytes("nanocoder", pretty(ask)), 2, "nanocoder"))
+    assert (code, retryable) == ("harness_failed", False) and "execute_bash" in text
+
+
+def test_a_document_that_is_cut_short_too_big_or_follows_frames_is_not_read() -> None:
+    """A report cut short is malformed output whatever the exit code (its ``{`` lines start like frames and none
+    could be read): the part that was lost may have been the one that said how the turn ended."""
+    cut = pretty(NANO_REPORT)[:-40]
+    for code in (0, 1):
+        outcome = failure(harness_outcome(read_bytes("nanocoder", cut), code, "nanocoder"))
+        assert outcome[0] == "harness_malformed_output" and outcome[2] is False
+    huge = pretty({**NANO_REPORT, "finalText": "x" * MAX_FRAME_BYTES})
+    reader = read_bytes("nanocoder", huge)
+    assert reader.document_overflow and not reader.end() and reader.messages == []
+    framed = read_bytes("nanocoder", lines([{"kind": "noise"}]) + pretty(NANO_REPORT))
+    assert not framed.end() and framed.messages == []  # a stream of frames is never re-read as a document
+
+
+def test_nanocoder_profile_trusts_the_turn_dir_and_registers_sharedos_in_home() -> None:
+    loaded = profile("nanocoder")
+    argv = loaded.render_argv(VALUES)
+    assert "--trust-directory" in argv and argv[argv.index("--mode") + 1] == "yolo" and "--json" in argv
+    assert argv[argv.index("--provider") + 1] == "runner" and argv[-2:] == ["run", PROMPT]
+    (provider,) = parsed("nanocoder", ".config/nanocoder/agents.config.json")["nanocoder"]["providers"]
+    assert provider == {"name": "runner", "baseUrl": "http://127.0.0.1:8787/v1", "apiKey": VALUES["api_key"],
+                        "models": [VALUES["model"]]}
+    assert parsed("nanocoder", ".config/nanocoder/.mcp.json") == {
+        "mcpServers": {"sharedos": {"command": "socat", "args": SOCAT}}}

@@ -1,0 +1,12 @@
+"""Nanocoder (``nanocoder ... --json run <prompt>``, ``@nanocollective/nanocoder`` 1.30.0): its stdout interpreter.
+
+Profile: ``nanocoder.yaml``. What was measured on which version (install, config, MCP names, the JSON report, exit
+codes, files): ``README.md``.
+"""
+
+from runner.harnesses.nanocoder.interpreter import interpret
+from runner.harnesses.package import HarnessPackage
+
+HARNESS = HarnessPackage(interpreters={"nanocoder": interpret})
+
+__all__ = ["HARNESS", "interpret"]
