@@ -14,10 +14,11 @@ over the frame bound is cut and not read, as before (Pi's ``agent_end`` repeats 
 one; its ``message_end`` frames decide).
 
 A CLI may print no frame at all but one JSON object pretty-printed over many lines once it is done (Nanocoder's
-``--json`` report): every line that is no frame is also kept (at most :data:`MAX_FRAME_BYTES` in all), and
-:meth:`StreamReader.end`, after the CLI exited, reads them as one frame through the same intake when no line was one
-and together they are exactly one JSON object; its pieces (``{`` alone is a malformed frame) are then no longer
-malformed output. Anything else, or more, is read line by line as before.
+``--json`` report): until a line is a frame, the stdout lines are also kept, in order (:meth:`StreamReader.keep`, one
+call per batch of lines; at most :data:`MAX_FRAME_BYTES` in all, and none cut), and :meth:`StreamReader.end`, after
+the CLI exited, reads them as one frame through the same intake when no line was one and together they are exactly
+one JSON object; its pieces (``{`` alone is a malformed frame) are then no longer malformed output. Anything else,
+or more, is read line by line as before.
 """
 
 from __future__ import annotations
@@ -153,7 +154,6 @@ class StreamReader:
             return False
         if oversized or not text.startswith(b"{"):
             self.non_json_lines += 1
-            self._keep(text, oversized)
             return False
         try:
             frame = loads(text)
@@ -161,24 +161,29 @@ class StreamReader:
             self.non_json_lines += 1
             self.malformed += 1
             self.malformed_cause = self.malformed_cause or str(err)
-            self._keep(text, oversized)
             return False
         if not isinstance(frame, dict):
             return False
         self.frames += 1
         return self.steps(self.interpret(frame))
 
-    def _keep(self, text: bytes, oversized: bool) -> None:
-        if oversized or len(self.document) + len(text) + 1 > MAX_FRAME_BYTES:
+    def keep(self, batch: list[tuple[bytes, bool]]) -> None:
+        """Keep a batch of stdout lines, in order, before they are read as frames, in case the whole stdout is one
+        JSON document (:meth:`end`): nothing once a line was a frame or the document outgrew its bound (or a line
+        was cut), so a flood costs one check per batch."""
+        if self.frames or self.document_overflow or not batch:
+            return
+        chunk = b"\n".join(line for line, _ in batch) + b"\n"
+        if any(cut for _, cut in batch) or len(self.document) + len(chunk) > MAX_FRAME_BYTES:
             self.document_overflow = True
             self.document.clear()
-        elif not self.document_overflow:
-            self.document += text + b"\n"
+        else:
+            self.document += chunk
 
     def end(self) -> bool:
         """After the CLI exited: the kept lines as one frame, when no line was one and together they are one JSON
         object (whose pieces then were no malformed output); True when that set the terminal."""
-        if self.frames or self.document_overflow or not self.document.startswith(b"{"):
+        if self.frames or self.document_overflow or not self.document.lstrip().startswith(b"{"):
             return False
         try:
             frame = loads(bytes(self.document))

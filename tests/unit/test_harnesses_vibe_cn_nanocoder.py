@@ -6,21 +6,28 @@ profiles' traps, and Nanocoder's one pretty-printed report read as a document on
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from runner.core.outcomes import Complete, Fail, RuntimeOutcome
+from runner.core.scrub import Scrubber
 from runner.harnesses.interpreters import INTERPRETERS
-from runner.harnesses.stream import MAX_FRAME_BYTES, LineSplitter, StreamReader, harness_outcome
+from runner.harnesses.stream import MAX_FRAME_BYTES, StreamReader, Tail, harness_outcome
+from runner.turn.transcript import StreamSink
 from tests.unit.test_vendor_profiles import PROMPT, SOCAT, VALUES, parsed, profile
 
 Frame = dict[str, Any]
 
 
-def read_bytes(interpreter: str, data: bytes) -> StreamReader:
+def read_bytes(interpreter: str, data: bytes, chunk: int | None = None) -> StreamReader:
+    """``data`` as the CLI's stdout, through the sink a turn reads it with (in chunks of ``chunk`` bytes)."""
     reader = StreamReader(INTERPRETERS[interpreter])
-    splitter = LineSplitter()
-    for line, oversized in [*splitter.feed(data), *splitter.close()]:
-        reader.line(line, oversized)
+    with tempfile.TemporaryDirectory() as tmp:
+        sink = StreamSink(Path(tmp) / "stdout.log", Scrubber({}), Tail(), reader)
+        for at in range(0, len(data), chunk or max(len(data), 1)):
+            sink.feed(data[at:at + (chunk or len(data))])
+        sink.close()
     return reader
 
 
@@ -131,6 +138,9 @@ def test_nanocoder_report_is_read_as_one_document_after_the_exit() -> None:
     assert (reader.frames, reader.terminal, reader.malformed) == (0, None, 2)
     assert harness_outcome(reader, 0, "nanocoder") == Complete({"text": "Let me read it.Done."})
     assert (reader.frames, reader.malformed, reader.messages) == (1, 0, ["Let me read it.Done."])
+    # however the report arrives in chunks (split inside lines), it is the same document
+    chunked = read_bytes("nanocoder", pretty(NANO_REPORT), chunk=7)
+    assert harness_outcome(chunked, 0, "nanocoder") == Complete({"text": "Let me read it.Done."})
     # the exit status does not overrule the report: a "success" report with exit 1 still completes
     assert harness_outcome(read_bytes("nanocoder", pretty(NANO_REPORT)), 1, "nanocoder") == Complete(
         {"text": "Let me read it.Done."})
