@@ -6,7 +6,8 @@ kernel cannot print) and the host's under runc; the hardening as the CLI sees it
 ``no-new-privileges``, a read-only root, no interface but loopback). From the engine: the runtime it ran under, the
 hardening it was created with, the limits in force on the sandbox, and no container left. Over both transports,
 through the sandbox interface: output, exit code, the tree the CLI left, and the deadline's signal to the process
-group. The scrubber and the reaper, by their own tests run with ``RUNNER_RUNTIME=runsc``.
+group. The scrubber and the reaper under runsc: ``test_credentials.py`` and ``test_interrupts.py``, each
+parametrized by runtime.
 
 The engine must have runsc registered (``make engine RUNTIME=runsc``; ``make integration`` does it).
 """
@@ -39,8 +40,6 @@ from runner.sandbox.interface import (
     TransportChoice,
 )
 from runner.sandbox.probe import WiringProbe
-from tests.integration import test_credentials as credentials
-from tests.integration import test_interrupts as interrupts
 from tests.support import gone, no_containers_left, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -188,25 +187,6 @@ def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends
     finally:
         box.remove()
     assert gone(engine, box)
-
-
-def test_the_scrubber_holds_under_runsc(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(RUNTIME_ENV, "runsc")  # the test's runner inherits it
-    credentials.test_a_host_key_spread_through_a_scripted_turn_is_in_no_file_and_no_output(
-        tmp_path, engine, reference_image)
-    [result] = list((tmp_path / "out").glob("result.json")) or list((tmp_path / "out").rglob("result.json"))
-    assert json.loads(result.read_text())["pins"]["runtime"] == "runsc"
-
-
-def test_after_sigkill_the_reaper_removes_the_runsc_containers(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(RUNTIME_ENV, "runsc")
-    interrupts.test_after_sigkill_the_reaper_removes_the_runs_containers_without_gc(
-        tmp_path, engine, reference_image,
-        ["exec", "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask"])
 
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ensure-runtime.sh"
