@@ -152,8 +152,10 @@ def status_of(result: dict[str, Any]) -> str:
     return str(result["grade"]["status"])
 
 
-@pytest.mark.parametrize(("transport", "runtime"), [("mount", "runc"), ("stream", "runc"), ("mount", "runsc")],
-                         ids=["mount-runc", "stream-runc", "mount-runsc"])
+# both transports and both runtimes in two runs: the readers are runner's, on the host, whatever the runtime (each
+# other pairing passed as well when this test was written; the suite runs two to keep its time down)
+@pytest.mark.parametrize(("transport", "runtime"), [("mount", "runc"), ("stream", "runsc")],
+                         ids=["mount-runc", "stream-runsc"])
 def test_a_matrix_of_every_hostile_cli_beside_ordinary_cells_grades_them_and_lets_nothing_out(
     host: Host, engine: docker.DockerClient, reference_image: ImageRecord, transport: str, runtime: str
 ) -> None:
