@@ -7,6 +7,7 @@ The hostile columns are the profiles under ``tests/hostile/`` (the ``cell-*``, `
 as they are, the ``files-*`` ones rendered as ``test_hostile_files.render`` does, the session link once per target)
 and two of this test's own (a CLI that dies by a signal, one that ignores SIGTERM and hangs past its deadline), in
 one profiles directory handed to ``runner run --profiles-dir``: they run on the reference image, no build needed.
+(``live-proxy.yaml`` is not among them: it needs live mode and an upstream, tests/e2e/test_live_mode.py.)
 The host holds a secret file, a directory with an ``id_rsa``, a neighbour's ``id_rsa`` in runner's TMPDIR and a
 canary in runner's environment, and (stream transport) a unix socket listening outside the turn dir.
 
