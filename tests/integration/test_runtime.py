@@ -40,7 +40,7 @@ from runner.sandbox.interface import (
     TransportChoice,
 )
 from runner.sandbox.probe import WiringProbe
-from tests.support import gone, no_containers_left, runner_exec, sections
+from tests.support import RUNNER, gone, no_containers_left, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -128,6 +128,28 @@ def test_the_reference_escalation_turn_under_runsc_escalates_and_leaves_no_conta
     assert report["status"] == "escalated" and report["pins"]["runtime"] == "runsc"
     assert report["mcp"]["sessionsInitialized"] == 1
     no_containers_left(engine, report)
+
+
+def test_runner_repro_of_a_runsc_cell_reruns_it_under_runsc(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    """``runner repro`` reads the runtime back from the cell's pins, as its repro.sh says it: the rerun's kernel is
+    gVisor's (it reran under runc, and said ``pin not matched: runtime``, before the settings were one table)."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    report = runner_exec(tmp_path, "--profile", str(inside_profile(profiles)), "--case", "escalation",
+                         "--runtime", "runsc")
+    cell, rerun = tmp_path / "out", tmp_path / "rerun"
+    assert report["pins"]["runtime"] == "runsc" and report["repro"].endswith("--runtime runsc")
+    proc = subprocess.run([RUNNER, "repro", str(cell), "--json", "--out", str(rerun)], capture_output=True,
+                          text=True, timeout=240, env={**os.environ, "RUNNER_PROFILES_DIR": str(profiles),
+                                                       "TMPDIR": str(tmp_path / "tmp")})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["unmatchedPins"] == []
+    reran = json.loads((rerun / "result.json").read_text())
+    assert reran["pins"]["runtime"] == "runsc"
+    stdout = Path(report["files"]["stdout"]).relative_to(cell)
+    assert sections((rerun / stdout).read_text())["release"] == [GVISOR_RELEASE]
 
 
 def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transport: Transport,
