@@ -40,6 +40,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from runner.harnesses.stream import Tail
+from runner.matrix import report_figures as figures
 from runner.matrix.gate import Gate
 from runner.matrix.result import UNAVAILABLE, CellResult
 from runner.matrix.series import SHARED_PINS, Group, group_runs, outcome, series_status, stability
@@ -180,6 +181,9 @@ def _run(number: int, run: CellResult, directory: Path | None, base: Path) -> di
         "interrupted": run.interrupted,
         # a run that took more than one attempt says each (runner run retried an infrastructure error)
         "attempts": " · ".join(a.summary(EVENT_TEXT) for a in run.cell_attempts) or None,
+        "failure": run.failure.line if run.failure else None,  # why it failed: its cause, kind and evidence
+        "tokens": figures.tokens(run.usage) if run.usage else None,
+        "toolPolicy": figures.policy(run.tool_policy) if run.tool_policy else None,
     }
     if directory is not None and (run.turn is not None or run.infrastructure_error is not None or run.interrupted):
         data.update(_files(directory, base))  # a declared cell ran nothing: it has no logs to show

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from runner.conformance.hashing import judge_version_text
 from runner.core.visible import visible
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
@@ -126,7 +127,7 @@ def _group(group: Group, every_run: bool) -> KeptApart:
     judge, cases, worlds = shared.get("judgeVersion"), shared.get("caseSetHash"), shared.get("worldSetHash")
     firsts = [group.series[k][0] for k in sorted(group.series)]
     return KeptApart(
-        judge_version=judge if isinstance(judge, int) else None,
+        judge_version=judge_version_text(judge),
         case_set_hash=cases if isinstance(cases, str) else None,
         world_set_hash=worlds if isinstance(worlds, str) else None,
         harnesses=tuple(ManifestHarness(id=col, prompt_set_hash=_prompt_set(firsts, col))

@@ -189,6 +189,7 @@ def test_an_older_result_without_causes_and_with_a_numeric_judge_version_still_r
     older.write_text(json.dumps(body, indent=2) + "\n")
     read = load_result(older)
     assert read.grade is not None and read.grade.to_dict()["causes"] == []
-    assert read.pins.judge_version == 5
+    assert read.pins.judge_version == "5"  # held as upstream's string, written back as the number it was
+    assert json.loads(read.dumps())["pins"]["judgeVersion"] == 5
     assert "judgeVersion" not in comparable({"judgeVersion": 6}, {"judgeVersion": current_pins().judge_version})
     assert comparable({"judgeVersion": 5}, {"judgeVersion": current_pins().judge_version}) == ["judgeVersion"]

@@ -101,7 +101,7 @@ def test_run_resumes_finished_cells_and_retries_infrastructure_errors(tmp_path: 
         calls.append(cell.id)
         if len(calls) == 1:
             return CellResult.read(
-                {**result_json(cell.id, "pass"), "infrastructureError": {"kind": "engine", "detail": "503"}}
+                {**result_json(cell.id, "pass"), "infrastructureError": {"kind": "EngineError", "detail": "503"}}
             )
         outcome = result(cell.id, "pass")
         write_cell(directory, outcome)
