@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TypeVar
 
 import runner.harnesses
@@ -24,6 +25,7 @@ from runner.core.vocabulary import Code
 from runner.errors import ProfileProblem
 from runner.harnesses.package import HarnessPackage
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
+from runner.model.names import BUILT_IN, ToolNaming
 
 T = TypeVar("T")
 
@@ -77,6 +79,7 @@ def discover() -> dict[str, HarnessPackage]:
         harness = getattr(module, "HARNESS", None)
         if not isinstance(harness, HarnessPackage):
             raise TypeError(f"{module.__name__} declares no HARNESS (a runner.harnesses.package.HarnessPackage)")
+        FOLDERS[info.name] = Path(str(module.__file__)).resolve().parent
         found[info.name] = harness
     return found
 
@@ -93,6 +96,7 @@ def _merged(what: str, provided: list[tuple[str, Mapping[str, T]]]) -> dict[str,
     return merged
 
 
+FOLDERS: dict[str, Path] = {}  # each package's folder, by its name (filled by discover)
 PACKAGES: dict[str, HarnessPackage] = discover()
 # runner's own two, then every package's
 INTERPRETERS: dict[str, Interpreter] = _merged("interpreter", [
@@ -103,6 +107,14 @@ INTERPRETERS: dict[str, Interpreter] = _merged("interpreter", [
 SESSION_READERS: dict[str, SessionReader] = _merged(
     "session reader", [(f"{__package__}.{name}", package.session_readers) for name, package in PACKAGES.items()]
 )
+
+
+def tool_naming(profile_source: str) -> ToolNaming:
+    """How the CLI of the profile read from ``profile_source`` names its MCP tools: the ``tool_naming`` of the package
+    whose folder holds that file, or every built-in scheme for a profile outside any package (a user directory)."""
+    folder = Path(profile_source).resolve().parent
+    owner = next((name for name, path in FOLDERS.items() if path == folder), None)
+    return PACKAGES[owner].tool_naming if owner is not None else BUILT_IN
 
 
 def get_session_reader(name: str) -> SessionReader | None:
