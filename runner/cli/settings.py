@@ -5,7 +5,8 @@ plan's :class:`runner.matrix.plan.CellOptions`). A cell setting is declared (:fu
 
 The variables runner reads:
 
-- ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
+- ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the user's directory
+  (``$XDG_CONFIG_HOME/runner/harnesses``, else ``~/.config/runner/harnesses``), then the harness packages' own;
 - ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
 - ``DOCKER_HOST`` (and docker-py's ``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``): the engine
   (:func:`runner.engine.connect` is handed them);
@@ -38,9 +39,23 @@ REAPER_ENV = "RUNNER_REAPER"
 
 
 def profiles_dirs(explicit: Path | None = None) -> list[Path]:
-    """Where to look for profiles before the shipped ones: ``--profiles-dir``, then ``$RUNNER_PROFILES_DIR``."""
+    """Where to look for profiles before the harness packages' own: ``--profiles-dir``, then ``$RUNNER_PROFILES_DIR``,
+    then the user's directory (:func:`user_profiles_dir`, whether or not it exists)."""
+    return [path for _, path in profile_search(explicit)]
+
+
+def profile_search(explicit: Path | None = None) -> list[tuple[str, Path]]:
+    """:func:`profiles_dirs`, each with what put it there (``--profiles-dir``, ``$RUNNER_PROFILES_DIR``, ``user``)."""
     from_env = os.environ.get(PROFILES_ENV)
-    return [d for d in (explicit, Path(from_env) if from_env else None) if d is not None]
+    found = [("--profiles-dir", explicit), (f"${PROFILES_ENV}", Path(from_env) if from_env else None),
+             ("user", user_profiles_dir())]
+    return [(label, path) for label, path in found if path is not None]
+
+
+def user_profiles_dir() -> Path:
+    """The user's own profiles: ``$XDG_CONFIG_HOME/runner/harnesses``, else ``~/.config/runner/harnesses``."""
+    config = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(config) if config else Path.home() / ".config") / "runner" / "harnesses"
 
 
 def host() -> Host:

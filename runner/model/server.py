@@ -180,7 +180,7 @@ class _Service:
             self.handle.last_step = step
             if dialect.generates(RequestInfo(method, path)):
                 # a side request (a title, a summary, a sub-agent without our tools) or the conversation
-                side = not carries_server_tools(dialect.exposed_tools(body), self.server_name)
+                side = not carries_server_tools(dialect.exposed_tools(body), self.server_name, self.config.naming)
                 record["side_request"] = side
                 self.handle.generation_requests += 1
                 self.handle.tool_requests += 0 if side else 1

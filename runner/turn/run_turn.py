@@ -287,6 +287,7 @@ async def _serve_model(
     profile = req.profile
     if profile.model is None:
         return None
+    from runner.harnesses.interpreters import tool_naming
     from runner.model import ModelEndpointConfig, serve_model
 
     live, host = profile.model.live, req.settings.host
@@ -295,7 +296,7 @@ async def _serve_model(
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber, environ=host.variables,
         recording=req.model.recording, placeholder_key=profile.model.placeholder_key, fault=req.model.fault,
-        invents=profile.issues_uncatalogued, dialect=profile.model.dialect,
+        invents=profile.issues_uncatalogued, dialect=profile.model.dialect, naming=tool_naming(profile.source),
     )
     return await stack.enter_async_context(serve_model(
         turn.turn_dir.model_socket, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name,

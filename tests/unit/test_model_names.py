@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from runner.harnesses.droid.naming import NAMING as DROID
+from runner.harnesses.interpreters import PACKAGES
 from runner.model.names import (
+    BUILT_IN,
     ExposedTool,
     carries_server_tools,
-    defers_server_tools,
     direct_candidates,
     resolve_tool,
-    tool_search_target,
 )
 
 ARGS = {"path": ["Workspace", "policy.md"]}
@@ -129,9 +130,10 @@ def test_arguments_are_copied_not_shared() -> None:
 
 
 def test_candidate_order() -> None:
-    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline", "droid"]
+    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline"]
     assert [c[0] for c in direct_candidates("files.read", "s")] == schemes + schemes
-    assert len(direct_candidates("echo", "s")) == 7  # no dot: one form only
+    assert len(direct_candidates("echo", "s")) == 6  # no dot: one form only (and no `s_` prefix to deduplicate)
+    assert direct_candidates("s.escalate", "s")[6] == ("server-prefix-deduplicated", "s_escalate", None)
 
 
 def test_copilot_dashes_every_separator() -> None:
@@ -168,7 +170,7 @@ def test_cline_names_carry_a_hash() -> None:
         (flat("codemode"), True),
         (flat("tool_call"), True),
         (flat("mcp__other__files_read"), False),
-        (flat("ToolSearch"), True),  # Droid, its MCP tools not loaded yet
+        (flat("ToolSearch"), False),  # only Droid's naming defers its tools behind ToolSearch
         (flat("ToolSearch", "sharedos___files_read"), True),
     ],
 )
@@ -213,13 +215,31 @@ def test_a_server_prefix_already_in_the_tool_name_is_not_repeated() -> None:
 
 
 def test_droid_defers_the_server_tools_behind_tool_search() -> None:
-    assert defers_server_tools(flat("ToolSearch"))
-    assert defers_server_tools(flat("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate"))
+    """Droid's naming (its harness's record, ``runner/harnesses/droid/naming.py``), not the model's."""
+    assert DROID.deferred is not None and BUILT_IN.deferred is None
+    defers = DROID.deferred.defers
+    assert defers(flat("ToolSearch"), "sharedos")
+    assert defers(flat("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate"), "sharedos")
     # Claude Code's names next to a tool called ToolSearch are not Droid's exposure
-    assert not defers_server_tools(flat("ToolSearch", "mcp__sharedos__files_read"))
-    assert not defers_server_tools(flat("sharedos___files_read"))
-    target = resolve_tool("files.read", ARGS, flat("ToolSearch", "sharedos___files_read"))
+    assert not defers(flat("ToolSearch", "mcp__sharedos__files_read"), "sharedos")
+    assert not defers(flat("sharedos___files_read"), "sharedos")
+    assert carries_server_tools(flat("ToolSearch"), naming=DROID)
+    target = resolve_tool("files.read", ARGS, flat("ToolSearch", "sharedos___files_read"), naming=DROID)
     assert target is not None and (target.scheme, target.name) == ("droid", "sharedos___files_read")
-    search = tool_search_target(["files.read", "sharedos.escalate", "files.read"])
+    search = DROID.deferred.load(["files.read", "sharedos.escalate", "files.read"], "sharedos")
     assert (search.name, search.arguments) == (
         "ToolSearch", {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"})
+
+
+def test_a_harness_naming_resolves_only_its_own_schemes() -> None:
+    """The scripted model calls a tool by the harness's own naming: Codex's names are not Claude Code's."""
+    codex, claude = PACKAGES["codex"].tool_naming, PACKAGES["claude_code"].tool_naming
+    namespaced = [ExposedTool("files_read", "mcp__sharedos")]
+    target = resolve_tool("files.read", ARGS, namespaced, naming=codex)
+    assert target is not None and (target.scheme, target.namespace) == ("codex", "mcp__sharedos")
+    assert resolve_tool("files.read", ARGS, namespaced, naming=claude) is None
+    assert not carries_server_tools(namespaced, naming=claude) and carries_server_tools(namespaced, naming=codex)
+    # a hash suffix only where the CLI adds one (Qwen, dsh, Cline)
+    hashed = flat("mcp__sharedos__files_read_1rtbejb")
+    assert resolve_tool("files.read", ARGS, hashed, naming=claude) is None
+    assert resolve_tool("files.read", ARGS, hashed, naming=PACKAGES["qwen"].tool_naming) is not None

@@ -6,7 +6,8 @@ Profile: ``vibe.yaml``. What was measured: ``README.md``.
 
 from runner.harnesses.package import HarnessPackage
 from runner.harnesses.vibe.interpreter import interpret
+from runner.model.names import SERVER_PREFIX, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"vibe": interpret})
+HARNESS = HarnessPackage(interpreters={"vibe": interpret}, tool_naming=ToolNaming(direct=(SERVER_PREFIX,)))
 
 __all__ = ["HARNESS", "interpret"]
