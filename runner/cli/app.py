@@ -29,10 +29,9 @@ EPILOG = (
 HELP_WIDTH = {} if is_terminal() else {"terminal_width": UNWRAPPED, "max_content_width": UNWRAPPED}
 
 class _Runner(typer.Typer):
-    """The command tree, run; the process then exits without the interpreter's final garbage collection: once the
-    MCP SDK is loaded (its ~570 pydantic models, every turn's) that collection alone took 0.5-1.2 s of a runner exec
-    on this 2-core machine under load (0.03-0.09 s frozen). Finalisation still runs: files are closed and flushed,
-    atexit handlers run."""
+    """The command tree, run; the process then exits without the interpreter's final garbage collection, which, once
+    the MCP SDK is loaded, costs a runner exec more than the rest of its exit (docs/measurements.md, "runner exec's
+    final garbage collection"). Finalisation still runs: files are closed and flushed, atexit handlers run."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

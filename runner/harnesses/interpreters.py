@@ -1,7 +1,7 @@
 """Stream interpreters by name: a profile picks one with ``interpreter: <name>``.
 
 - ``jsonl``: runner's own frame vocabulary, spoken by the reference harness and usable by any CLI
-  wrapper nobody has written an interpreter for (documented in the README):
+  wrapper nobody has written an interpreter for (documented in docs/profiles.md):
   ``session.started`` (with ``mcp_servers[].status``), ``message``, ``turn.completed``,
   ``turn.failed``; ``tool.call``/``tool.result`` frames are read for the transcript only, because on
   the MCP path calls travel over MCP, never over stdout (§8 item 9).
@@ -64,8 +64,9 @@ def jsonl(frame: dict[str, JsonValue]) -> list[Step]:
         text = frame.get("text")
         return [Completed({"text": text} if isinstance(text, str) else None)]
     if kind == "turn.failed":
-        error = frame.get("error") if isinstance(frame.get("error"), dict) else {}
-        assert isinstance(error, dict)
+        error = frame.get("error")
+        if not isinstance(error, dict):
+            error = {}
         code = str(error.get("code") or Code.HARNESS_FAILED)
         text = str(error.get("message") or "The harness reported a failure.")
         return [Failed(ProtocolError.of(code, text, retryable=True))]
