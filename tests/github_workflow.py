@@ -19,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"  # the reusable workflow: the plan, column and report jobs
 CALLER = ROOT / ".github" / "workflows" / "conformance.yml"  # this repository's own call of it
+DOC = ROOT / "docs" / "reusable-workflow.md"  # how another repository calls it, with an example caller
 EXPECTED_FAILURES = ROOT / ".github" / "expected-failures.yml"
 BIN = Path(sys.executable).parent
 SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # GitHub's `shell: bash`
@@ -30,6 +31,13 @@ def workflow(path: Path = WORKFLOW) -> dict[str, Any]:
     if True in data:  # YAML 1.1 reads the key `on` as a boolean
         data["on"] = data.pop(True)
     return data
+
+
+def example_caller() -> str:
+    """The docs' example caller: the first ```yaml block of docs/reusable-workflow.md."""
+    found = re.search(r"^```yaml\n(.*?)^```$", DOC.read_text(encoding="utf-8"), re.M | re.S)
+    assert found, f"{DOC.name} has no ```yaml block"
+    return found.group(1)
 
 
 def job(name: str, path: Path = WORKFLOW) -> dict[str, Any]:
