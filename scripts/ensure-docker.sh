@@ -12,7 +12,7 @@
 #   its API already answers on $XDG_RUNTIME_DIR/podman/podman.sock, start `podman system service` there (its log:
 #   service.log beside the socket), wait (bounded) until the API answers, and print the DOCKER_HOST to export.
 #   Debian packages: podman uidmap slirp4netns catatonit. What Podman 4.3 on this kind of host cannot keep is in
-#   the README's "Engines" section (the probe names it before any turn).
+#   docs/engines.md (the probe names it before any turn).
 set -euo pipefail
 
 LOG=${RUNNER_DOCKERD_LOG:-/var/log/runner-dockerd.log}

@@ -8,7 +8,7 @@
 #   directory /run/user/<uid>.
 # - Starts that user's `podman system service` through `RUNNER_ENGINE=podman scripts/ensure-docker.sh` (the same
 #   path a non-root user takes by hand), and prints its `export DOCKER_HOST=unix://…` line on stdout.
-# What rootless Podman cannot keep on this kind of host is in the README's "Engines" section; runner's probe names
+# What rootless Podman cannot keep on this kind of host is in docs/engines.md; runner's probe names
 # it before any turn. make test uses this (tests/integration/test_podman.py) when RUNNER_TEST_PODMAN_HOST is unset.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -11,23 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, line, out, print_json, reported
-from runner.cli.shared import (
-    BEHAVIOUR_HELP,
-    DIALECT_HELP,
-    FAULT_HELP,
-    PROTOCOL_HELP,
-    RUNTIME_ENV,
-    RUNTIME_HELP,
-    TRANSPORT_HELP,
-    TRIALS_HELP,
-    check_out,
-    connect_engine,
-    interruptible,
-    new_run_id,
-    unraised,
-)
+from runner.cli.settings import option
+from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
 from runner.core.visible import visible
 from runner.errors import Exit, RunnerError
+from runner.matrix.options import BEHAVIOUR, MODEL, MODEL_DIALECT, MODEL_FAULT, PROTOCOL, RUNTIME, TRANSPORT, TRIALS
 
 if TYPE_CHECKING:
     from runner.matrix.plan import CellPlan
@@ -35,23 +23,22 @@ if TYPE_CHECKING:
 
 
 def run(
+    ctx: typer.Context,
     harness: Annotated[str, typer.Option(help="Columns: harness ids separated by commas, or all.")] = "all",
     case: Annotated[str, typer.Option(help="Rows: case ids separated by commas, or all.")] = "all",
     jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Cells at once.")] = 2,
     per_harness: Annotated[int, typer.Option(min=1, help="Cells of one CLI at once.")] = 1,
     out_dir: Annotated[Path, typer.Option("--out", help="The run directory (one subdirectory per cell).")]
     = Path("runs/matrix"),
-    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
-    model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per harness).")] = None,
-    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
-    = None,
-    model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
-    = None,
+    behaviour: Annotated[str, option(BEHAVIOUR)] = BEHAVIOUR.default,
+    model: Annotated[str | None, option(MODEL)] = MODEL.default,
+    model_fault: Annotated[str | None, option(MODEL_FAULT)] = MODEL_FAULT.default,
+    model_dialect: Annotated[str | None, option(MODEL_DIALECT)] = MODEL_DIALECT.default,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
-    transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
-    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
-    protocol: Annotated[str | None, typer.Option(metavar="1|2", help=PROTOCOL_HELP)] = None,
-    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
+    transport: Annotated[str, option(TRANSPORT)] = TRANSPORT.default,
+    runtime: Annotated[str, option(RUNTIME)] = RUNTIME.default,
+    protocol: Annotated[str | None, option(PROTOCOL)] = PROTOCOL.default,
+    trials: Annotated[int, option(TRIALS)] = TRIALS.default,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
         "same on every machine); the cells that run no turn are left to a run without --shard or with "
@@ -68,8 +55,8 @@ def run(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # the cell's settings (behaviour, model, ...) are parsed from ctx.params, each by its row
     from runner.cli.settings import cell_options, profiles_dirs
-    from runner.conformance.behaviours import parse_behaviour
     from runner.matrix import report as rep
     from runner.matrix.cells import cells
     from runner.matrix.plan import plan_cells, with_trials
@@ -78,7 +65,6 @@ def run(
     from runner.matrix.shards import parse_shard
 
     with reported():
-        behaviour_obj = parse_behaviour(behaviour)
         slice_ = parse_shard(shard) if shard is not None else None
         if slice_ is not None and declared_only:
             fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
@@ -89,9 +75,7 @@ def run(
         chosen = [c for c in chosen if not c.runs_a_turn()]
     run_id = new_run_id()
     with reported():
-        options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
-                               model_dialect=model_dialect, transport=transport, runtime=runtime,
-                               protocol=protocol)
+        options = cell_options(ctx.params, run_id=run_id)
     check_out(out_dir, False, run_id)
     with reported():
         plans = with_trials(plan_cells(chosen, options), trials)
@@ -230,7 +214,7 @@ def repro(
         plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
     check_out(target, as_json, run_id)
-    client = connect_engine(as_json)
+    client = connect_engine(as_json, plan.options.runtime)  # the runtime the cell was pinned with, checked
     ended = interruptible(lambda: unraised(run_cell(client, plan, target)), client, run_id, False, as_json)
     if isinstance(ended, RunnerError):
         fail(ended.exit_code, f"the rerun's result could not be written to {target} ({ended})", as_json)

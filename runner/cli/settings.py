@@ -1,6 +1,7 @@
 """The edge: the one module of the command line that reads the environment, and where each command's options are
 parsed into the typed, frozen settings everything below takes (:class:`runner.turn.settings.TurnSettings`, with the
-plan's :class:`runner.matrix.plan.CellOptions`).
+plan's :class:`runner.matrix.plan.CellOptions`). A cell setting is declared (:func:`option`) and parsed
+(:func:`cell_options`) from its row in :mod:`runner.matrix.options`.
 
 The variables runner reads:
 
@@ -21,14 +22,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from runner.conformance.behaviours import Behaviour
+    from typer.models import OptionInfo
+
     from runner.images.settings import ImageSettings
+    from runner.matrix.options import Setting
     from runner.matrix.plan import CellOptions
     from runner.turn.settings import Host
 
+T = TypeVar("T")
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
 REAPER_ENV = "RUNNER_REAPER"
 
@@ -63,28 +67,20 @@ def reaper_enabled() -> bool:
     return os.environ.get(REAPER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def cell_options(
-    *, behaviour: Behaviour, run_id: str, model: str | None = None, model_fault: str | None = None,
-    model_dialect: str | None = None, transport: str = "auto", deadline: float | None = None, keep: bool = False,
-    run_unsupported: bool = False, runtime: str = "runc", protocol: str | None = None,
-) -> CellOptions:
-    """The command's options as the plan takes them, with the host's environment: each parsed once, here. A value
-    an option does not take raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
-    from runner.core.protocol import RELEASED_EPOCH
-    from runner.matrix.plan import CellOptions
-    from runner.turn.settings import (
-        parse_dialect,
-        parse_fault,
-        parse_model,
-        parse_protocol,
-        parse_runtime,
-        parse_transport,
-    )
+def option(setting: Setting[T]) -> OptionInfo:
+    """The typer declaration of a cell setting, from its row: a command takes it as
+    ``name: Annotated[T, option(ROW)] = ROW.default`` (typer makes the flag of the parameter's name)."""
+    import typer
 
-    mode, recording = parse_model(model)
-    return CellOptions(
-        behaviour=behaviour, model=mode, recording=recording, fault=parse_fault(model_fault),
-        dialect=parse_dialect(model_dialect), transport=parse_transport(transport), deadline=deadline, keep=keep,
-        run_id=run_id, host=host(), run_unsupported=run_unsupported, runtime=parse_runtime(runtime),
-        protocol=parse_protocol(protocol) if protocol is not None else RELEASED_EPOCH,
-    )
+    declared: OptionInfo = typer.Option(help=setting.help, metavar=setting.metavar, envvar=setting.envvar,
+                                        min=setting.min)
+    return declared
+
+
+def cell_options(given: Mapping[str, object], *, run_id: str, run_unsupported: bool = False) -> CellOptions:
+    """The command's options as the plan takes them, with the host's environment: ``given`` is what typer parsed,
+    by parameter name (``ctx.params``), each setting parsed once, here, by its row. A value an option does not take
+    raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
+    from runner.matrix.plan import CellOptions
+
+    return CellOptions.parse(given, run_id=run_id, host=host(), run_unsupported=run_unsupported)

@@ -171,12 +171,6 @@ class WiringProbe:
 WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
 
 
-def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT, *,
-                 cache: Path | None) -> None:
-    """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
-    WIRING.check(client, spec, transport, cache=cache)
-
-
 def check_runtime(client: EngineClient, runtime: Runtime) -> None:
     """:class:`RuntimeMissing`, naming the fix, unless the engine (``docker info``'s Runtimes) has ``runtime``.
 

@@ -125,8 +125,9 @@ def test_the_edge_reads_the_image_settings(monkeypatch: pytest.MonkeyPatch, tmp_
 
 def test_the_edge_builds_the_plans_options_with_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUNNER_FAULT", "latch-disabled")
-    options = edge.cell_options(behaviour=Behaviour.PERSISTENT, run_id="r", model="scripted", model_fault="stall@2",
-                                model_dialect="gemini", transport="mount", deadline=5.0, run_unsupported=True)
+    given = {"behaviour": "persistent", "model": "scripted", "model_fault": "stall@2", "model_dialect": "gemini",
+             "transport": "mount", "deadline": 5.0}
+    options = edge.cell_options(given, run_id="r", run_unsupported=True)
     assert options == CellOptions(behaviour=Behaviour.PERSISTENT, model=ModelMode.SCRIPTED,
                                   fault=ModelFault(FaultKind.STALL, 2), dialect=Dialect.GEMINI,
                                   transport=TransportChoice.MOUNT, deadline=5.0, run_id="r",
