@@ -16,6 +16,7 @@ from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
 from runner.cli.profiles import app as profiles_app
 from runner.cli.render import UNWRAPPED, is_terminal, line, print_json, warn
+from runner.cli.setup import app as setup_app
 from runner.cli.show import show
 from runner.cli.turn import exec_, gc
 
@@ -58,6 +59,7 @@ app.command("harnesses")(harnesses)
 app.command("gc")(gc)
 app.add_typer(images_app, name="images")
 app.add_typer(profiles_app, name="profiles")
+app.add_typer(setup_app, name="setup")
 
 
 @app.callback(invoke_without_command=True)

@@ -57,7 +57,7 @@ class Runtime(StrEnum):
 
     ``runc``: the engine's default runtime, the host's kernel behind the container's hardening. ``runsc``:
     gVisor, a kernel of its own between the CLI and the host's (registered with the engine by
-    ``make engine RUNTIME=runsc``, scripts/ensure-runtime.sh). The result pins which one ran.
+    ``runner setup engine --runtime runsc``, ``make engine RUNTIME=runsc``). The result pins which one ran.
     """
 
     RUNC = "runc"

@@ -211,7 +211,7 @@ def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends
     assert gone(engine, box)
 
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ensure-runtime.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "runner" / "engine" / "host" / "ensure-runtime.sh"
 
 
 def test_the_set_up_step_leaves_an_engine_that_has_runsc_as_it_is(engine: docker.DockerClient) -> None:
@@ -227,4 +227,4 @@ def test_the_set_up_step_names_what_to_do_for_an_engine_it_cannot_reach() -> Non
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
     done = subprocess.run([str(SCRIPT), "runsc"], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1
-    assert "has no runsc runtime" in done.stderr and "ensure-runtime.sh runsc" in done.stderr
+    assert "has no runsc runtime" in done.stderr and "runner setup engine --runtime runsc" in done.stderr
