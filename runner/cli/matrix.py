@@ -18,6 +18,7 @@ from runner.errors import Exit, RunnerError
 from runner.matrix.options import BEHAVIOUR, MODEL, MODEL_DIALECT, MODEL_FAULT, PROTOCOL, RUNTIME, TRANSPORT, TRIALS
 
 if TYPE_CHECKING:
+    from runner.matrix.gate import Gate
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
 
@@ -47,17 +48,25 @@ def run(
         "Write only the cells that run no turn (rows not implemented or not applicable to the harness, "
         "unavailable harnesses): graded from what is declared, with no engine."))] = False,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+    expected_failures: Annotated[Path | None, typer.Option(help=(
+        "Known failures (YAML, as for runner report): the gate at the end passes on them."))] = None,
 ) -> None:
-    """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it.
+    """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it and apply
+    the expected-failures gate over the cells it selected, as runner report does.
+
+    Exit 0 when every cell ran and the gate passed; 1 when the gate failed (a new failure, or a stale expected one);
+    5 when a cell hit an infrastructure error (whatever the gate); 130 interrupted. The cells are written whatever
+    the exit.
 
     Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2 ·
-    runner run --harness reference,codex --case escalation --trials 3
+    runner run --harness reference,codex --case escalation --trials 3 --expected-failures .github/expected-failures.yml
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     # the cell's settings (behaviour, model, ...) are parsed from ctx.params, each by its row
     from runner.cli.settings import cell_options, profiles_dirs
     from runner.matrix import report as rep
+    from runner.matrix.artifact import RESULT
     from runner.matrix.cells import cells
     from runner.matrix.plan import plan_cells, with_trials
     from runner.matrix.run import ImagePins, run_matrix
@@ -65,6 +74,8 @@ def run(
     from runner.matrix.shards import parse_shard
 
     with reported():
+        # read before any turn: a gate file that cannot be read fails the run before it costs anything
+        expected = rep.load_expected(expected_failures) if expected_failures else []
         slice_ = parse_shard(shard) if shard is not None else None
         if slice_ is not None and declared_only:
             fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
@@ -113,16 +124,29 @@ def run(
                                events=events),
             client, run_id, False, False,
         )
+    cell_dirs = [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)]
     try:
-        found = rep.write_reports(out_dir, [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)])
+        found = rep.write_reports(out_dir, cell_dirs)
+        # the gate runner report applies, over this run's cells (every trial of each)
+        with reported():
+            verdict = rep.gate(rep.load_cells([d for d in cell_dirs if (d / RESULT).exists()]), expected)
     except OSError as error:  # the cells are written; a report that cannot be is said in one line
         fail(Exit.INFRASTRUCTURE, f"{out_dir}: the run's reports could not be written ({error})")
     for finding in found:  # the scripted model plays the same script every time: trials that differ are news
         err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)
     out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
                 f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}", markup=False, highlight=False)
+    print_gate(verdict)
     if summary.infrastructure:
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
+    if not verdict.passed:
+        raise typer.Exit(int(Exit.VERDICT))
+
+
+def print_gate(verdict: Gate) -> None:
+    """The gate's verdict in one line on stderr, as run and report both say it."""
+    err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
+                f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
 
 
 def report(
@@ -181,8 +205,7 @@ def report(
 
         html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings)),
                         encoding="utf-8", errors="backslashreplace")
-    err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
-                f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
+    print_gate(verdict)
     if not verdict.passed:
         raise typer.Exit(int(Exit.VERDICT))
 
