@@ -160,29 +160,46 @@ def report(
         "beside the cell directories (publish them together)."))] = None,
     expected_failures: Annotated[Path | None, typer.Option(help="Known failures (YAML): the gate passes on them.")]
     = None,
-    compare: Annotated[Path | None, typer.Option(help="An earlier report's manifest.json: print the grade diff "
-                                                      "against it (Markdown) instead of the report; a missing file "
-                                                      "is said so in the diff.")] = None,
+    compare: Annotated[Path | None, typer.Option(metavar="PATH", help=(
+        "An earlier report's manifest.json: print the grade diff against it (Markdown) instead of the report; a "
+        "missing file is said so in the diff. Or an earlier run's directory (A; the DIRS are B): print, per "
+        "harness, whether B's pass rate differs from A's beyond noise (Fisher's exact test) and what changed in its "
+        "tool policy, then the cells with trials whose rate moved; exit 1 also when a harness's or a cell's rate "
+        "is lower beyond noise."))] = None,
     diff: Annotated[Path | None, typer.Option(help="With --compare: write the diff here (else to stdout).")] = None,
     compare_label: Annotated[str | None, typer.Option(help="With --compare: what the earlier report is, in the "
                                                            "diff's words (default: its path).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=(
+        "With --compare RUN_DIR: print the comparison as one JSON object on stdout instead of Markdown."))] = False,
 ) -> None:
-    """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one."""
+    """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one.
+
+    With --compare RUN_DIR, also exit 1 when a harness's (or a cell's) pass rate dropped beyond noise against that
+    earlier run; a rise, a move within noise and a tool policy change are said, not failed.
+
+    Examples: runner report runs/matrix --expected-failures .github/expected-failures.yml ·
+    runner report runs/bump --compare runs/main --json
+    """
     from runner.matrix import report as rep
 
     if (diff is not None or compare_label is not None) and compare is None:
-        fail(Exit.USAGE, "--diff and --compare-label need --compare OLD_MANIFEST")
+        fail(Exit.USAGE, "--diff and --compare-label need --compare OLD_MANIFEST or --compare OLD_RUN_DIR")
+    if as_json and (compare is None or not compare.is_dir()):
+        fail(Exit.USAGE, "--json needs --compare OLD_RUN_DIR (a run's directory)")
+    earlier_run = compare is not None and compare.is_dir()
     with reported():
         # a path that does not exist is an error: a gate never passes on nothing
         located = rep.locate_cells(dirs)
         loaded = [run for run, _ in located]
         expected = rep.load_expected(expected_failures) if expected_failures else []
-        if compare is not None:
+        if compare is not None and earlier_run:
+            earlier = rep.load_cells([compare])
+        elif compare is not None:
             from runner.matrix.compare import diff_markdown, load_manifest
 
             old = load_manifest(compare)
     verdict = rep.gate(loaded, expected)
-    if markdown or compare is None:
+    if markdown or (compare is None and not as_json):
         page = f"`{html.name}` (the HTML report beside this one)" if html else None
         text = rep.markdown(loaded, verdict, full_detail=page)
         if markdown:
@@ -190,9 +207,22 @@ def report(
         else:
             line(text)
     data = rep.manifest(loaded, verdict)
+    dropped: list[str] = []
     if compare is not None:
-        body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
-        if diff:
+        if earlier_run:
+            from runner.matrix.report_compare import compare_runs, comparison_markdown
+
+            found = compare_runs(earlier, loaded)
+            dropped = found.dropped
+            body = (json.dumps(found.to_json(), ensure_ascii=False) if as_json else comparison_markdown(
+                found, compare_label or f"`{compare}`", ", ".join(f"`{d}`" for d in dirs)))
+        else:
+            body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
+        if as_json and not diff:
+            print_json(body)
+        elif as_json and diff:
+            diff.write_text(body + "\n", encoding="utf-8")
+        elif diff:
             diff.write_text(visible(body), encoding="utf-8", errors="backslashreplace")
         else:
             line(body, end="")
@@ -206,7 +236,9 @@ def report(
         html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings)),
                         encoding="utf-8", errors="backslashreplace")
     print_gate(verdict)
-    if not verdict.passed:
+    if dropped:
+        err().print(escape(f"lower beyond noise than {compare}: {', '.join(dropped)}"), highlight=False)
+    if not verdict.passed or dropped:
         raise typer.Exit(int(Exit.VERDICT))
 
 
