@@ -109,9 +109,7 @@ def run(
                 status = result.status if result is not None else "unknown"
                 err().print(f"  {cell.label}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
-                problem = result.infrastructure_error if result is not None else None
-                said = f" ({problem.kind})" if problem is not None else ""
-                err().print(f"  {cell.label}: infrastructure error{said}, retrying", highlight=False, markup=False)
+                err().print(retrying_line(cell.label, result), highlight=False, markup=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         async def one(plan: CellPlan, directory: Path) -> CellResult:
@@ -141,6 +139,13 @@ def run(
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
     if not verdict.passed:
         raise typer.Exit(int(Exit.VERDICT))
+
+
+def retrying_line(label: str, result: CellResult | None) -> str:
+    """The progress line of an attempt about to be retried: why it ended, by its cause, kind and evidence (a graded
+    attempt is retried too when its cause's rule says so: it is not always an infrastructure error)."""
+    why = result.why if result is not None else None  # its evidence may quote the CLI: shown, never obeyed
+    return visible(f"  {label}: {why.line if why is not None else 'the attempt ended without a record'}, retrying")
 
 
 def print_gate(verdict: Gate) -> None:

@@ -51,3 +51,23 @@ def test_an_unreadable_expected_failures_file_fails_before_any_cell_is_run(tmp_p
 def test_run_help_says_its_exit_codes() -> None:
     text = CliRunner().invoke(app, ["run", "--help"], terminal_width=200).output
     assert "--expected-failures" in text and "1 when the gate failed" in text
+
+
+def test_the_retrying_line_says_why_the_attempt_ended_by_its_cause() -> None:
+    """A graded attempt whose cause's rule retries it is not called an infrastructure error: the line is the
+    failure's own (cause, kind, evidence), and what a CLI put in the evidence is shown, never obeyed."""
+    from runner.cli.matrix import retrying_line
+    from runner.conformance.failures import failure
+    from runner.matrix.result import CellResult, FailureRecord, InfrastructureProblem
+    from tests.unit.test_matrix_report import result_json
+
+    graded = CellResult.read(result_json("a.base.x", "fail")).model_copy(update={
+        "failure": FailureRecord.of(failure("vendor_error", "the vendor answered 529 \x1b[2J"))})
+    assert retrying_line("a.base.x", graded) == (
+        "  a.base.x: model_api (vendor_error): the vendor answered 529 \\x1b[2J, retrying")
+    # a result written before version 5: its infrastructure error names the failure
+    old = CellResult.read(result_json("a.base.x", "pass")).model_copy(update={
+        "infrastructure_error": InfrastructureProblem(kind="ContainerStartError", detail="no room")})
+    assert retrying_line("a.base.x", old).startswith("  a.base.x: engine (") and "no room" in retrying_line(
+        "a.base.x", old)
+    assert retrying_line("a.base.x", None) == "  a.base.x: the attempt ended without a record, retrying"
