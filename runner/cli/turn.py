@@ -115,12 +115,14 @@ def exec_(
 
 
 def _exec_body(result: CellResult, report: TurnReport | None) -> dict[str, JsonValue]:
-    """``exec --json``: the turn as its report says it, then the cell as its result says it."""
-    problem = result.infrastructure_error
+    """``exec --json``: the turn as its report says it, then the cell as its result says it, ending with why the
+    cell's attempt failed (its cause, kind and evidence line as ``result.json`` records it; null when it did not)."""
+    problem, why = result.infrastructure_error, result.why
     return {**(report.to_json() if report else {}), "cell": result.cell.to_dict(),
             "grade": result.grade.to_dict() if result.grade else None, "pins": result.pins.to_dict(),
             "repro": result.repro, "transport": result.transport,
-            "infrastructureError": problem.to_dict() if problem else None}
+            "infrastructureError": problem.to_dict() if problem else None,
+            "failure": why.to_dict() if why else None}
 
 
 def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) -> None:

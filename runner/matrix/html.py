@@ -42,6 +42,7 @@ from urllib.parse import quote
 from runner.harnesses.stream import Tail
 from runner.matrix import report_figures as figures
 from runner.matrix.gate import Gate
+from runner.matrix.options import SETTINGS
 from runner.matrix.result import UNAVAILABLE, CellResult
 from runner.matrix.series import SHARED_PINS, Group, group_runs, outcome, series_status, stability
 
@@ -61,9 +62,11 @@ class TailBounds:
 
 TRANSCRIPT = TailBounds(lines=16, bytes=3072, line=400)
 STDERR = TailBounds(lines=8, bytes=1536, line=400)
-# the pins each column shows (the shared ones, SHARED_PINS, are shown once for the group)
-COLUMN_PINS = ("cliVersion", "imageId", "runnerVersion", "modelMode", "modelDialect", "modelFault", "behaviour",
-               "runtime", "profileHash")
+# the pins each column shows (the shared ones, SHARED_PINS, are shown once for the group): what the harness and its
+# image are, then every cell setting that is pinned (one row of SETTINGS each: a new setting shows without an edit
+# here), then the profile
+COLUMN_PINS = ("cliVersion", "imageId", "runnerVersion",
+               *(setting.pin for setting in SETTINGS if setting.pin is not None), "profileHash")
 # timeline events that are frequent and plain: thinned first when a run has more than MAX_EVENTS
 CHATTY = ("model_request", "mcp_call")
 ASK_TOOL = "sharedos.escalate"

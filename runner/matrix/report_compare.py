@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner.conformance.jsonmodel import JsonValue
 from runner.conformance.rates import ALPHA, Comparison, compare_rates
 from runner.matrix import report_figures as figures
 from runner.matrix.result import CellResult
@@ -43,6 +44,24 @@ class RunComparison:
     def differs(self) -> bool:
         """Whether any harness's rate moved beyond noise, or any tool policy changed."""
         return any(h.rate.differs or h.findings for h in self.harnesses) or any(c.differs for _, c in self.cells)
+
+    @property
+    def dropped(self) -> list[str]:
+        """The harnesses, then the cells, whose pass rate is lower in B beyond noise (what ``runner report --compare
+        RUN`` exits 1 on): a rise, a move within noise or a tool policy change is read, not failed."""
+        return ([h.harness for h in self.harnesses if h.rate.direction == "lower"]
+                + [cell for cell, c in self.cells if c.direction == "lower"])
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """The comparison as ``runner report --compare RUN --json`` prints it."""
+        return {
+            "differs": self.differs, "dropped": list(self.dropped),
+            "harnesses": [{"harness": h.harness, "rate": h.rate.to_json(),
+                           "toolPolicy": {"measured": h.policy is not None, "findings": list(h.findings)}}
+                          for h in self.harnesses],
+            "cells": [{"cell": cell, "rate": c.to_json()} for cell, c in self.cells],
+            "onlyInA": list(self.only_in_a), "onlyInB": list(self.only_in_b),
+        }
 
 
 def compare_runs(a: list[CellResult], b: list[CellResult], alpha: float = ALPHA) -> RunComparison:

@@ -166,7 +166,7 @@ def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_pa
     assert first["infrastructureError"] == {"kind": "container_not_started",
                                             "detail": "the engine could not start the container"}
     assert first["failure"] == {"cause": "engine", "kind": "container_not_started",
-                                "evidence": "container_not_started: the engine could not start the container",
+                                "evidence": "the engine could not start the container",
                                 "retried": True,
                                 "counts": False}
     assert "failure" not in second
@@ -178,7 +178,7 @@ def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_pa
     assert "## Retried cells: every attempt" in text
     assert f"- `{ESCALATION}` (pass after 2 attempts)" in text
     assert "attempt 1 at " in text and ": infrastructure error: engine (container_not_started): " \
-        "container_not_started: the engine could not start the container; its files in attempt-1/" in text
+        "the engine could not start the container; its files in attempt-1/" in text
     page = html_report(locate_cells([tmp_path]), tmp_path / "report.html")
     assert "attempt 1 at " in page and "engine (container_not_started)" in page  # in the drill-down
     again = anyio.run(lambda: run_matrix(plans("escalation"), tmp_path, flaky, planned))

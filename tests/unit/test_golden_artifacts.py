@@ -131,12 +131,29 @@ def test_exec_json_says_the_same_about_the_cell() -> None:
     printed = json.loads((GOLDEN / "exec.json").read_text())
     result = load_result(RUNS / "exec" / RESULT)
     about_the_cell = _exec_body(result, None)
-    assert list(about_the_cell) == ["cell", "grade", "pins", "repro", "transport", "infrastructureError"]
-    assert json.dumps(about_the_cell) == json.dumps({k: printed[k] for k in about_the_cell})
+    # issue 31 added "failure" after the golden output was captured: every key main printed is printed the same, and
+    # the cells here (a pass, a graded failure written before version 5) carry no failure record
+    assert list(about_the_cell) == ["cell", "grade", "pins", "repro", "transport", "infrastructureError", "failure"]
+    said = {k: v for k, v in about_the_cell.items() if k != "failure"}
+    assert json.dumps(said) == json.dumps({k: printed[k] for k in said}) and about_the_cell["failure"] is None
     trials = json.loads((GOLDEN / "exec-trials.json").read_text())["trials"]
     for printed, directory in zip(trials, [RUNS / "exec-trials", RUNS / "exec-trials" / "trial-2"], strict=True):
         body = _exec_body(load_result(directory / RESULT), None)
-        assert json.dumps(body) == json.dumps({k: printed[k] for k in body})
+        said = {k: v for k, v in body.items() if k != "failure"}
+        assert json.dumps(said) == json.dumps({k: printed[k] for k in said}) and body["failure"] is None
+
+
+def test_exec_json_names_why_the_cell_failed() -> None:
+    """A cell the infrastructure ended (written before version 5: an image build whose engine call failed) is printed
+    with the failure its result names: the cause, the kind and the evidence line."""
+    from runner.cli.turn import _exec_body
+
+    result = load_result(RUNS / "constructed" / "image-failed" / "escalation.baseline.model" / RESULT)
+    assert result.why is not None
+    body = _exec_body(result, None)
+    assert body["failure"] == result.why.to_dict()
+    assert body["failure"] == {"cause": "engine", "kind": "engine_call_failed", "retried": True, "counts": False,
+                               "evidence": "EngineError: the image model could not be built"}
 
 
 HASHES = json.loads((GOLDEN / "hashes.json").read_text())

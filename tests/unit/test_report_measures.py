@@ -137,3 +137,44 @@ def test_the_html_page_says_each_harnesss_figures_and_each_runs_in_its_drill_dow
     second = data["cells"][0]["runs"][1]
     assert second["failure"] == "cli (conduct): conduct seen" and second["toolPolicy"].startswith("mixed")
     assert second["tokens"].startswith("in 1,200 (cached 400)")
+
+
+def test_report_compare_run_says_per_harness_beyond_noise_and_exits_1_on_a_drop(tmp_path: Path) -> None:
+    """`runner report B --compare A` with A a run's directory: the comparison (Markdown, or JSON with --json), and
+    exit 1 when a harness's rate dropped beyond noise, whatever the gate."""
+    from typer.testing import CliRunner
+
+    from runner.cli import app
+
+    a, b, noise = tmp_path / "a", tmp_path / "b", tmp_path / "noise"
+    write(a, [run("a.base.x", "pass", n) for n in range(1, 11)] + [run("a.base.y", "pass")])
+    write(b, [run("a.base.x", "fail", n, kind="conduct", policy=MIXED) for n in range(1, 11)] + [run("a.base.y",
+                                                                                                     "pass")])
+    write(noise, [run("a.base.x", "pass", n) for n in range(1, 10)] + [run("a.base.x", "fail", 10, kind="conduct"),
+                                                                      run("a.base.y", "pass")])
+    expected = tmp_path / "expected.yml"
+    expected.write_text("- cell: a.base.x\n  reason: broken on purpose\n  unstable: true\n")
+    gated = ["--expected-failures", str(expected)]  # the gate passes: what exits is the comparison
+
+    printed = CliRunner().invoke(app, ["report", str(b), "--compare", str(a), "--json", *gated])
+    assert printed.exit_code == 1 and "lower beyond noise than" in printed.stderr and "a.base.x" in printed.stderr
+    assert "gate passed" in printed.stderr
+    body = json.loads(printed.stdout)  # one object, and nothing else, on stdout
+    assert body["dropped"] == ["x", "a.base.x"] and body["differs"] is True
+    x, y = body["harnesses"]
+    assert x["harness"] == "x" and x["rate"]["direction"] == "lower" and x["rate"]["pValue"] < 1e-4
+    assert x["rate"]["a"] == {"passes": 10, "trials": 10} and x["rate"]["b"] == {"passes": 0, "trials": 10}
+    assert x["toolPolicy"] == {"measured": True, "findings": ["tool policy broker-only -> mixed",
+                                                              "new local tools: shell"]}
+    assert y["rate"]["differs"] is False and body["onlyInA"] == body["onlyInB"] == []
+
+    text = CliRunner().invoke(app, ["report", str(b), "--compare", str(a), "--compare-label", "main", *gated])
+    assert text.exit_code == 1 and text.stdout.startswith(f"# `{b}` against main\n")
+    assert "| x | 10/10 (95% CI 72-100%) -> 0/10 (95% CI 0-28%): lower beyond noise" in text.stdout
+    assert "# Conformance report" not in text.stdout  # the comparison replaces the report on stdout
+
+    within = CliRunner().invoke(app, ["report", str(noise), "--compare", str(a), "--diff", str(tmp_path / "d.md"),
+                                      *gated])
+    assert within.exit_code == 0, within.stderr  # 9/10 against 10/10 is noise: read, not failed
+    assert "within noise" in (tmp_path / "d.md").read_text()
+    assert CliRunner().invoke(app, ["report", str(b), "--json"]).exit_code == 2  # --json needs a run to compare
