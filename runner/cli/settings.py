@@ -77,6 +77,12 @@ def engine_environ() -> Mapping[str, str]:
     return dict(os.environ)
 
 
+def host_script_environ(**extra: str) -> dict[str, str]:
+    """What a host script (``runner setup``) runs with: the user's environment (its PATH, DOCKER_HOST, sudo's), and
+    ``extra``."""
+    return {**os.environ, **extra}
+
+
 def reaper_enabled() -> bool:
     """Whether a run holds a lease on a reaper process (``RUNNER_REAPER=0`` says no)."""
     return os.environ.get(REAPER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")

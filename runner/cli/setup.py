@@ -5,7 +5,6 @@ that installs it; its messages and exit code are the command's."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from enum import StrEnum
 from typing import Annotated
@@ -32,9 +31,10 @@ class RuntimeName(StrEnum):
 
 def _run(script: str, *args: str, environ: dict[str, str] | None = None) -> None:
     """``bash <script> args``, its output the user's, its exit code the command's."""
+    from runner.cli.settings import host_script_environ
     from runner.engine.host import host_script  # imported when used: runner.engine loads docker-py
 
-    done = subprocess.run(["bash", str(host_script(script)), *args], env={**os.environ, **(environ or {})},
+    done = subprocess.run(["bash", str(host_script(script)), *args], env=host_script_environ(**(environ or {})),
                           check=False)
     if done.returncode:
         raise typer.Exit(done.returncode)
