@@ -7,6 +7,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 RUNNER := $(BIN)/runner
+# what a host needs to carry a turn (an engine, gVisor, the tools a step needs): shipped in the package, so the
+# installed tool runs the same scripts (`runner setup engine`, `runner setup tools`)
+HOST   := runner/engine/host
 PYTEST := $(BIN)/pytest
 
 .PHONY: run test setup venv lock engine runsc base-tools test-tools images lint unit integration e2e bench gc clean soak
@@ -47,22 +50,22 @@ lock: venv
 	$(PIP_COMPILE) --extra=dev --constraint=requirements/runtime.lock --output-file=requirements/dev.lock pyproject.toml
 
 # an engine that answers, and nothing else: a CI job whose image comes from its cache needs no more.
-# RUNTIME=runsc also installs gVisor and registers it with the engine (as root: scripts/ensure-runtime.sh)
+# RUNTIME=runsc also installs gVisor and registers it with the engine (as root; the installed tool: runner setup engine --runtime runsc)
 RUNTIME ?=
 engine:
-	scripts/ensure-docker.sh
-	$(if $(RUNTIME),scripts/ensure-runtime.sh $(RUNTIME))
+	$(HOST)/ensure-docker.sh
+	$(if $(RUNTIME),$(HOST)/ensure-runtime.sh $(RUNTIME))
 
 # mmdebstrap, needed only when a Debian base must be bootstrapped: installed where it can be (root on Debian),
 # otherwise runner names it, with the command that installs it, at the moment it is needed
 base-tools:
-	scripts/ensure-tools.sh --if-possible --for "bootstrapping the Debian bases" mmdebstrap
+	$(HOST)/ensure-tools.sh --if-possible --for "bootstrapping the Debian bases" mmdebstrap
 
 # what the integration tests need on the host: socat (the reference client's relay), sudo (the workflow's jobs
 # run as GitHub's non-root user), chromium and chromedriver (the HTML report is tested in a headless browser:
 # Debian's Chromium and its driver, never one downloaded at run time)
 test-tools:
-	scripts/ensure-tools.sh --for "the integration tests" socat sudo chromium chromedriver
+	$(HOST)/ensure-tools.sh --for "the integration tests" socat sudo chromium chromedriver
 
 images: venv engine base-tools
 	$(RUNNER) images build --all

@@ -1,7 +1,7 @@
 """GitHub's hosted runner, as near as this machine can be made to look like it, for running a workflow job's own
 steps the way GitHub runs them.
 
-What the hosted runner is (ubuntu-latest; each fact is listed in the README's "On GitHub Actions" with where it
+What the hosted runner is (ubuntu-latest; each fact is listed in docs/ci.md's "What the workflows rely on" with where it
 was verified): a non-root user, in the ``docker`` group (its engine answers on the default socket), with
 passwordless ``sudo``, a HOME of its own, the job's Python from ``actions/setup-python`` first on PATH, and an
 Ubuntu system without this machine's Debian extras. What is done here to match it:

@@ -36,20 +36,28 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 def installed_runner() -> Path:
     """``runner`` installed from this checkout (its wheel, with the runtime lock's dependencies) into a virtual
     environment of the system's Python under ``/var/tmp`` that every user may read; removed when the session ends."""
+    return runner_venv("runner-installed-") / "bin" / "runner"
+
+
+def runner_venv(prefix: str, *also: Path) -> Path:
+    """A fresh virtual environment of the system's Python under ``/var/tmp`` (every user may read it; removed when the
+    session ends) with this checkout installed as a user installs it (the runtime lock's dependencies, then the
+    project), and the projects ``also`` after it (a plugin's): the venv's directory."""
     if not Path(SYSTEM_PYTHON).exists():
-        pytest.fail(f"runner runs as another user installed into a venv of {SYSTEM_PYTHON}, which is missing")
-    home = Path(tempfile.mkdtemp(prefix="runner-installed-", dir="/var/tmp"))
+        pytest.fail(f"runner is installed into a venv of {SYSTEM_PYTHON}, which is missing")
+    home = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
     home.chmod(0o755)
     atexit.register(shutil.rmtree, home, True)
     venv = home / "venv"
     steps = ([SYSTEM_PYTHON, "-m", "venv", str(venv)],
              [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--require-hashes",
               "-r", str(ROOT / "requirements" / "runtime.lock")],
-             [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(ROOT)])
+             [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(ROOT)],
+             *([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(project)] for project in also))
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=900, cwd=home)
         assert done.returncode == 0, f"{' '.join(step)}: {done.stderr[-2000:]}"
-    return venv / "bin" / "runner"
+    return venv
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@
 - :mod:`matrix`   ``run``, ``report``, ``repro``, ``matrix``
 - :mod:`listing`  ``cases``, ``harnesses``
 - :mod:`images`   ``images build|list|verify``
+- :mod:`setup`    ``setup engine|tools``: the host scripts, from the installed package
 
 Exit codes are carried by the error classes (:mod:`runner.errors`); commands import what they use when they
 use it, so ``runner --help`` loads the command tree and nothing else.

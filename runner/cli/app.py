@@ -4,6 +4,8 @@ loads typer and the command modules, which import their work only when they run.
 from __future__ import annotations
 
 import gc as garbage
+import json
+import warnings
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +15,8 @@ from runner.cli.images import app as images_app
 from runner.cli.listing import cases, harnesses
 from runner.cli.matrix import matrix, report, repro, run
 from runner.cli.profiles import app as profiles_app
-from runner.cli.render import UNWRAPPED, is_terminal, line
+from runner.cli.render import UNWRAPPED, is_terminal, line, print_json, warn
+from runner.cli.setup import app as setup_app
 from runner.cli.show import show
 from runner.cli.turn import exec_, gc
 
@@ -27,10 +30,9 @@ EPILOG = (
 HELP_WIDTH = {} if is_terminal() else {"terminal_width": UNWRAPPED, "max_content_width": UNWRAPPED}
 
 class _Runner(typer.Typer):
-    """The command tree, run; the process then exits without the interpreter's final garbage collection: once the
-    MCP SDK is loaded (its ~570 pydantic models, every turn's) that collection alone took 0.5-1.2 s of a runner exec
-    on this 2-core machine under load (0.03-0.09 s frozen). Finalisation still runs: files are closed and flushed,
-    atexit handlers run."""
+    """The command tree, run; the process then exits without the interpreter's final garbage collection, which, once
+    the MCP SDK is loaded, costs a runner exec more than the rest of its exit (docs/measurements.md, "runner exec's
+    final garbage collection"). Finalisation still runs: files are closed and flushed, atexit handlers run."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -41,7 +43,8 @@ class _Runner(typer.Typer):
 
 app = _Runner(
     help="Run coding-agent CLIs in pinned containers against a SharedOS catalogue served over MCP.",
-    epilog=EPILOG, no_args_is_help=True, add_completion=False, rich_markup_mode=None, context_settings=HELP_WIDTH,
+    # --install-completion / --show-completion: typer's, for bash, zsh, fish and PowerShell (docs/install.md)
+    epilog=EPILOG, no_args_is_help=True, add_completion=True, rich_markup_mode=None, context_settings=HELP_WIDTH,
     # a bug's traceback as Python prints it: whole lines in a log (typer's panel folds them at 80 columns in a pipe)
     pretty_exceptions_enable=False,
 )
@@ -56,12 +59,57 @@ app.command("harnesses")(harnesses)
 app.command("gc")(gc)
 app.add_typer(images_app, name="images")
 app.add_typer(profiles_app, name="profiles")
+app.add_typer(setup_app, name="setup")
 
 
 @app.callback(invoke_without_command=True)
 def main(
-    version: Annotated[bool, typer.Option("--version", help="Print the runner version and exit.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the runner version and where its profiles, image recipes and cache are, and exit.",
+    )] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --version: one JSON object.")] = False,
 ) -> None:
+    warnings.showwarning = _show_plugin_warning
     if version:
-        line(f"runner {runner.__version__}")
+        where = locations()
+        if as_json:
+            print_json(json.dumps({"version": runner.__version__, **where}, ensure_ascii=False))
+        else:
+            line(f"runner {runner.__version__}")
+            for key, paths in where.items():
+                line(f"{key}: {', '.join(paths) if isinstance(paths, list) else paths}")
         raise typer.Exit()
+
+
+def locations() -> dict[str, list[str] | str]:
+    """Where this runner looks for profiles (in order), where its image recipes are (the builder's bases, each harness
+    package's images), and its cache."""
+    from runner.cli.settings import image_settings, profiles_dirs
+    from runner.harnesses.profile import looked_in
+    from runner.images import image_dirs, source_root
+    from runner.images.tree import harnesses_dir
+
+    settings = image_settings()
+    root = source_root(settings)
+    built_in = harnesses_dir(root)
+    # the built-in harnesses' images as one pattern; the builder's bases and each plugin's images as they are
+    folders = {str(built_in / "*" / "images") if d.is_relative_to(built_in) else str(d.parent)
+               for d in image_dirs(root).values()}
+    return {
+        "profiles": [str(d) for d in looked_in(profiles_dirs())],
+        "recipes": sorted(folders),
+        "cache": str(settings.cache_dir),
+    }
+
+
+_default_showwarning = warnings.showwarning
+
+
+def _show_plugin_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """A plugin runner set aside, as one ``runner:`` line on stderr (others as Python shows them)."""
+    from runner.harnesses.interpreters import PluginWarning
+
+    if issubclass(category, PluginWarning):
+        warn(str(message))
+    else:
+        _default_showwarning(message, category, *args, **kwargs)

@@ -11,47 +11,35 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, line, out, print_json, reported
-from runner.cli.shared import (
-    BEHAVIOUR_HELP,
-    DIALECT_HELP,
-    FAULT_HELP,
-    PROTOCOL_HELP,
-    RUNTIME_ENV,
-    RUNTIME_HELP,
-    TRANSPORT_HELP,
-    TRIALS_HELP,
-    check_out,
-    connect_engine,
-    interruptible,
-    new_run_id,
-    unraised,
-)
+from runner.cli.settings import option
+from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
 from runner.core.visible import visible
 from runner.errors import Exit, RunnerError
+from runner.matrix.options import BEHAVIOUR, MODEL, MODEL_DIALECT, MODEL_FAULT, PROTOCOL, RUNTIME, TRANSPORT, TRIALS
 
 if TYPE_CHECKING:
+    from runner.matrix.gate import Gate
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
 
 
 def run(
+    ctx: typer.Context,
     harness: Annotated[str, typer.Option(help="Columns: harness ids separated by commas, or all.")] = "all",
     case: Annotated[str, typer.Option(help="Rows: case ids separated by commas, or all.")] = "all",
     jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Cells at once.")] = 2,
     per_harness: Annotated[int, typer.Option(min=1, help="Cells of one CLI at once.")] = 1,
     out_dir: Annotated[Path, typer.Option("--out", help="The run directory (one subdirectory per cell).")]
     = Path("runs/matrix"),
-    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
-    model: Annotated[str | None, typer.Option("--model", help="scripted or live (default: per harness).")] = None,
-    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
-    = None,
-    model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
-    = None,
+    behaviour: Annotated[str, option(BEHAVIOUR)] = BEHAVIOUR.default,
+    model: Annotated[str | None, option(MODEL)] = MODEL.default,
+    model_fault: Annotated[str | None, option(MODEL_FAULT)] = MODEL_FAULT.default,
+    model_dialect: Annotated[str | None, option(MODEL_DIALECT)] = MODEL_DIALECT.default,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a cell that hit an infrastructure error.")] = 2,
-    transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
-    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
-    protocol: Annotated[str | None, typer.Option(metavar="1|2", help=PROTOCOL_HELP)] = None,
-    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
+    transport: Annotated[str, option(TRANSPORT)] = TRANSPORT.default,
+    runtime: Annotated[str, option(RUNTIME)] = RUNTIME.default,
+    protocol: Annotated[str | None, option(PROTOCOL)] = PROTOCOL.default,
+    trials: Annotated[int, option(TRIALS)] = TRIALS.default,
     shard: Annotated[str | None, typer.Option(metavar="K/N", help=(
         "Run only slice K of N of the selected cells that run a turn (each cell is in exactly one slice, the "
         "same on every machine); the cells that run no turn are left to a run without --shard or with "
@@ -60,17 +48,25 @@ def run(
         "Write only the cells that run no turn (rows not implemented or not applicable to the harness, "
         "unavailable harnesses): graded from what is declared, with no engine."))] = False,
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
+    expected_failures: Annotated[Path | None, typer.Option(help=(
+        "Known failures (YAML, as for runner report): the gate at the end passes on them."))] = None,
 ) -> None:
-    """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it.
+    """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it and apply
+    the expected-failures gate over the cells it selected, as runner report does.
+
+    Exit 0 when every cell ran and the gate passed; 1 when the gate failed (a new failure, or a stale expected one);
+    5 when a cell hit an infrastructure error (whatever the gate); 130 interrupted. The cells are written whatever
+    the exit.
 
     Examples: runner run --harness all --case all -j 2 · runner run --harness codex --shard 1/2 ·
-    runner run --harness reference,codex --case escalation --trials 3
+    runner run --harness reference,codex --case escalation --trials 3 --expected-failures .github/expected-failures.yml
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # the cell's settings (behaviour, model, ...) are parsed from ctx.params, each by its row
     from runner.cli.settings import cell_options, profiles_dirs
-    from runner.conformance.behaviours import parse_behaviour
     from runner.matrix import report as rep
+    from runner.matrix.artifact import RESULT
     from runner.matrix.cells import cells
     from runner.matrix.plan import plan_cells, with_trials
     from runner.matrix.run import ImagePins, run_matrix
@@ -78,7 +74,8 @@ def run(
     from runner.matrix.shards import parse_shard
 
     with reported():
-        behaviour_obj = parse_behaviour(behaviour)
+        # read before any turn: a gate file that cannot be read fails the run before it costs anything
+        expected = rep.load_expected(expected_failures) if expected_failures else []
         slice_ = parse_shard(shard) if shard is not None else None
         if slice_ is not None and declared_only:
             fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
@@ -89,9 +86,7 @@ def run(
         chosen = [c for c in chosen if not c.runs_a_turn()]
     run_id = new_run_id()
     with reported():
-        options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
-                               model_dialect=model_dialect, transport=transport, runtime=runtime,
-                               protocol=protocol)
+        options = cell_options(ctx.params, run_id=run_id)
     check_out(out_dir, False, run_id)
     with reported():
         plans = with_trials(plan_cells(chosen, options), trials)
@@ -114,9 +109,7 @@ def run(
                 status = result.status if result is not None else "unknown"
                 err().print(f"  {cell.label}: {status}{' (resumed)' if kind == 'reused' else ''}", highlight=False)
             elif kind == "retrying":
-                problem = result.infrastructure_error if result is not None else None
-                said = f" ({problem.kind})" if problem is not None else ""
-                err().print(f"  {cell.label}: infrastructure error{said}, retrying", highlight=False, markup=False)
+                err().print(retrying_line(cell.label, result), highlight=False, markup=False)
             bar.update(task, description=f"running {', '.join(sorted(running)) or '…'}"[:80])
 
         async def one(plan: CellPlan, directory: Path) -> CellResult:
@@ -129,16 +122,36 @@ def run(
                                events=events),
             client, run_id, False, False,
         )
+    cell_dirs = [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)]
     try:
-        found = rep.write_reports(out_dir, [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)])
+        found = rep.write_reports(out_dir, cell_dirs)
+        # the gate runner report applies, over this run's cells (every trial of each)
+        with reported():
+            verdict = rep.gate(rep.load_cells([d for d in cell_dirs if (d / RESULT).exists()]), expected)
     except OSError as error:  # the cells are written; a report that cannot be is said in one line
         fail(Exit.INFRASTRUCTURE, f"{out_dir}: the run's reports could not be written ({error})")
     for finding in found:  # the scripted model plays the same script every time: trials that differ are news
         err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)
     out().print(f"ran {len(summary.ran)}, resumed {len(summary.reused)}, infrastructure errors "
                 f"{len(summary.infrastructure)}; report: {out_dir / 'report.md'}", markup=False, highlight=False)
+    print_gate(verdict)
     if summary.infrastructure:
         raise typer.Exit(int(Exit.INFRASTRUCTURE))
+    if not verdict.passed:
+        raise typer.Exit(int(Exit.VERDICT))
+
+
+def retrying_line(label: str, result: CellResult | None) -> str:
+    """The progress line of an attempt about to be retried: why it ended, by its cause, kind and evidence (a graded
+    attempt is retried too when its cause's rule says so: it is not always an infrastructure error)."""
+    why = result.why if result is not None else None  # its evidence may quote the CLI: shown, never obeyed
+    return visible(f"  {label}: {why.line if why is not None else 'the attempt ended without a record'}, retrying")
+
+
+def print_gate(verdict: Gate) -> None:
+    """The gate's verdict in one line on stderr, as run and report both say it."""
+    err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
+                f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
 
 
 def report(
@@ -152,29 +165,46 @@ def report(
         "beside the cell directories (publish them together)."))] = None,
     expected_failures: Annotated[Path | None, typer.Option(help="Known failures (YAML): the gate passes on them.")]
     = None,
-    compare: Annotated[Path | None, typer.Option(help="An earlier report's manifest.json: print the grade diff "
-                                                      "against it (Markdown) instead of the report; a missing file "
-                                                      "is said so in the diff.")] = None,
+    compare: Annotated[Path | None, typer.Option(metavar="PATH", help=(
+        "An earlier report's manifest.json: print the grade diff against it (Markdown) instead of the report; a "
+        "missing file is said so in the diff. Or an earlier run's directory (A; the DIRS are B): print, per "
+        "harness, whether B's pass rate differs from A's beyond noise (Fisher's exact test) and what changed in its "
+        "tool policy, then the cells with trials whose rate moved; exit 1 also when a harness's or a cell's rate "
+        "is lower beyond noise."))] = None,
     diff: Annotated[Path | None, typer.Option(help="With --compare: write the diff here (else to stdout).")] = None,
     compare_label: Annotated[str | None, typer.Option(help="With --compare: what the earlier report is, in the "
                                                            "diff's words (default: its path).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=(
+        "With --compare RUN_DIR: print the comparison as one JSON object on stdout instead of Markdown."))] = False,
 ) -> None:
-    """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one."""
+    """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one.
+
+    With --compare RUN_DIR, also exit 1 when a harness's (or a cell's) pass rate dropped beyond noise against that
+    earlier run; a rise, a move within noise and a tool policy change are said, not failed.
+
+    Examples: runner report runs/matrix --expected-failures .github/expected-failures.yml ·
+    runner report runs/bump --compare runs/main --json
+    """
     from runner.matrix import report as rep
 
     if (diff is not None or compare_label is not None) and compare is None:
-        fail(Exit.USAGE, "--diff and --compare-label need --compare OLD_MANIFEST")
+        fail(Exit.USAGE, "--diff and --compare-label need --compare OLD_MANIFEST or --compare OLD_RUN_DIR")
+    if as_json and (compare is None or not compare.is_dir()):
+        fail(Exit.USAGE, "--json needs --compare OLD_RUN_DIR (a run's directory)")
+    earlier_run = compare is not None and compare.is_dir()
     with reported():
         # a path that does not exist is an error: a gate never passes on nothing
         located = rep.locate_cells(dirs)
         loaded = [run for run, _ in located]
         expected = rep.load_expected(expected_failures) if expected_failures else []
-        if compare is not None:
+        if compare is not None and earlier_run:
+            earlier = rep.load_cells([compare])
+        elif compare is not None:
             from runner.matrix.compare import diff_markdown, load_manifest
 
             old = load_manifest(compare)
     verdict = rep.gate(loaded, expected)
-    if markdown or compare is None:
+    if markdown or (compare is None and not as_json):
         page = f"`{html.name}` (the HTML report beside this one)" if html else None
         text = rep.markdown(loaded, verdict, full_detail=page)
         if markdown:
@@ -182,9 +212,22 @@ def report(
         else:
             line(text)
     data = rep.manifest(loaded, verdict)
+    dropped: list[str] = []
     if compare is not None:
-        body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
-        if diff:
+        if earlier_run:
+            from runner.matrix.report_compare import compare_runs, comparison_markdown
+
+            found = compare_runs(earlier, loaded)
+            dropped = found.dropped
+            body = (json.dumps(found.to_json(), ensure_ascii=False) if as_json else comparison_markdown(
+                found, compare_label or f"`{compare}`", ", ".join(f"`{d}`" for d in dirs)))
+        else:
+            body = diff_markdown(old, data, old_name=compare_label or f"`{compare}`")
+        if as_json and not diff:
+            print_json(body)
+        elif as_json and diff:
+            diff.write_text(body + "\n", encoding="utf-8")
+        elif diff:
             diff.write_text(visible(body), encoding="utf-8", errors="backslashreplace")
         else:
             line(body, end="")
@@ -197,9 +240,10 @@ def report(
 
         html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings)),
                         encoding="utf-8", errors="backslashreplace")
-    err().print(f"gate {'passed' if verdict.passed else 'FAILED'}: {len(verdict.new)} new, "
-                f"{len(verdict.known)} known, {len(verdict.stale)} stale", highlight=False)
-    if not verdict.passed:
+    print_gate(verdict)
+    if dropped:
+        err().print(escape(f"lower beyond noise than {compare}: {', '.join(dropped)}"), highlight=False)
+    if not verdict.passed or dropped:
         raise typer.Exit(int(Exit.VERDICT))
 
 
@@ -230,7 +274,7 @@ def repro(
         plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
     check_out(target, as_json, run_id)
-    client = connect_engine(as_json)
+    client = connect_engine(as_json, plan.options.runtime)  # the runtime the cell was pinned with, checked
     ended = interruptible(lambda: unraised(run_cell(client, plan, target)), client, run_id, False, as_json)
     if isinstance(ended, RunnerError):
         fail(ended.exit_code, f"the rerun's result could not be written to {target} ({ended})", as_json)

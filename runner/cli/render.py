@@ -143,8 +143,11 @@ def reported(as_json: bool = False) -> Iterator[None]:
 
 
 def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
-    """``runner exec``'s account of one turn: how it settled, the CLI's own outcome, pins, files, repro."""
+    """``runner exec``'s account of one turn: how it settled, the CLI's own outcome, its tokens and tool policy, why
+    it failed (when it did), pins, files, repro."""
     from pathlib import Path
+
+    from runner.matrix import report_figures as figures
 
     result, request, drive = report.result, report.request, report.drive
     meta = result.metadata
@@ -176,6 +179,11 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
                   f"{(result.text('catalogHash') or '')[:19]}…  prompt {(result.text('promptHash') or '')[:12]}…")
     mcp = report.mcp
     table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
+    if cell.usage is not None or request.profile.model is not None:
+        table.add_row("tokens", escape(figures.tokens(cell.usage)))
+        table.add_row("tool policy", escape(figures.policy(cell.tool_policy)))
+    if cell.why is not None:
+        table.add_row("failure", escape(cell.why.line))
     table.add_row("elapsed", f"{round(report.elapsed, 3):.2f}s")
     print_table(table)
     console = out()

@@ -1,10 +1,12 @@
 """The edge: the one module of the command line that reads the environment, and where each command's options are
 parsed into the typed, frozen settings everything below takes (:class:`runner.turn.settings.TurnSettings`, with the
-plan's :class:`runner.matrix.plan.CellOptions`).
+plan's :class:`runner.matrix.plan.CellOptions`). A cell setting is declared (:func:`option`) and parsed
+(:func:`cell_options`) from its row in :mod:`runner.matrix.options`.
 
 The variables runner reads:
 
-- ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the shipped ones;
+- ``RUNNER_PROFILES_DIR``: profiles are looked up there after ``--profiles-dir`` and before the user's directory
+  (``$XDG_CONFIG_HOME/runner/harnesses``, else ``~/.config/runner/harnesses``), then the harness packages' own;
 - ``RUNNER_REAPER=0``: no reaper process (a test of ``runner gc`` needs the leftover);
 - ``DOCKER_HOST`` (and docker-py's ``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``): the engine
   (:func:`runner.engine.connect` is handed them);
@@ -21,22 +23,39 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from runner.conformance.behaviours import Behaviour
+    from typer.models import OptionInfo
+
     from runner.images.settings import ImageSettings
+    from runner.matrix.options import Setting
     from runner.matrix.plan import CellOptions
     from runner.turn.settings import Host
 
+T = TypeVar("T")
 PROFILES_ENV = "RUNNER_PROFILES_DIR"
 REAPER_ENV = "RUNNER_REAPER"
 
 
 def profiles_dirs(explicit: Path | None = None) -> list[Path]:
-    """Where to look for profiles before the shipped ones: ``--profiles-dir``, then ``$RUNNER_PROFILES_DIR``."""
+    """Where to look for profiles before the harness packages' own: ``--profiles-dir``, then ``$RUNNER_PROFILES_DIR``,
+    then the user's directory (:func:`user_profiles_dir`, whether or not it exists)."""
+    return [path for _, path in profile_search(explicit)]
+
+
+def profile_search(explicit: Path | None = None) -> list[tuple[str, Path]]:
+    """:func:`profiles_dirs`, each with what put it there (``--profiles-dir``, ``$RUNNER_PROFILES_DIR``, ``user``)."""
     from_env = os.environ.get(PROFILES_ENV)
-    return [d for d in (explicit, Path(from_env) if from_env else None) if d is not None]
+    found = [("--profiles-dir", explicit), (f"${PROFILES_ENV}", Path(from_env) if from_env else None),
+             ("user", user_profiles_dir())]
+    return [(label, path) for label, path in found if path is not None]
+
+
+def user_profiles_dir() -> Path:
+    """The user's own profiles: ``$XDG_CONFIG_HOME/runner/harnesses``, else ``~/.config/runner/harnesses``."""
+    config = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(config) if config else Path.home() / ".config") / "runner" / "harnesses"
 
 
 def host() -> Host:
@@ -58,33 +77,31 @@ def engine_environ() -> Mapping[str, str]:
     return dict(os.environ)
 
 
+def host_script_environ(**extra: str) -> dict[str, str]:
+    """What a host script (``runner setup``) runs with: the user's environment (its PATH, DOCKER_HOST, sudo's), and
+    ``extra``."""
+    return {**os.environ, **extra}
+
+
 def reaper_enabled() -> bool:
     """Whether a run holds a lease on a reaper process (``RUNNER_REAPER=0`` says no)."""
     return os.environ.get(REAPER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def cell_options(
-    *, behaviour: Behaviour, run_id: str, model: str | None = None, model_fault: str | None = None,
-    model_dialect: str | None = None, transport: str = "auto", deadline: float | None = None, keep: bool = False,
-    run_unsupported: bool = False, runtime: str = "runc", protocol: str | None = None,
-) -> CellOptions:
-    """The command's options as the plan takes them, with the host's environment: each parsed once, here. A value
-    an option does not take raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
-    from runner.core.protocol import RELEASED_EPOCH
-    from runner.matrix.plan import CellOptions
-    from runner.turn.settings import (
-        parse_dialect,
-        parse_fault,
-        parse_model,
-        parse_protocol,
-        parse_runtime,
-        parse_transport,
-    )
+def option(setting: Setting[T]) -> OptionInfo:
+    """The typer declaration of a cell setting, from its row: a command takes it as
+    ``name: Annotated[T, option(ROW)] = ROW.default`` (typer makes the flag of the parameter's name)."""
+    import typer
 
-    mode, recording = parse_model(model)
-    return CellOptions(
-        behaviour=behaviour, model=mode, recording=recording, fault=parse_fault(model_fault),
-        dialect=parse_dialect(model_dialect), transport=parse_transport(transport), deadline=deadline, keep=keep,
-        run_id=run_id, host=host(), run_unsupported=run_unsupported, runtime=parse_runtime(runtime),
-        protocol=parse_protocol(protocol) if protocol is not None else RELEASED_EPOCH,
-    )
+    declared: OptionInfo = typer.Option(help=setting.help, metavar=setting.metavar, envvar=setting.envvar,
+                                        min=setting.min)
+    return declared
+
+
+def cell_options(given: Mapping[str, object], *, run_id: str, run_unsupported: bool = False) -> CellOptions:
+    """The command's options as the plan takes them, with the host's environment: ``given`` is what typer parsed,
+    by parameter name (``ctx.params``), each setting parsed once, here, by its row. A value an option does not take
+    raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
+    from runner.matrix.plan import CellOptions
+
+    return CellOptions.parse(given, run_id=run_id, host=host(), run_unsupported=run_unsupported)

@@ -1,6 +1,6 @@
-"""What every command that starts containers shares: the help texts of the options they have in common, the run id,
-the output directory's check, the engine connection, and the signal handling: Ctrl-C or SIGTERM cancels the work, and
-the run's containers are removed however it ends."""
+"""What every command that starts containers shares (the options they have in common are rows of
+:mod:`runner.matrix.options`): the run id, the output directory's check, the engine connection, and the signal
+handling: Ctrl-C or SIGTERM cancels the work, and the run's containers are removed however it ends."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from runner.cli.render import err, escape, fail, reported
-from runner.conformance.behaviours import Behaviour
 from runner.errors import Exit, InfrastructureError, RunnerError
 
 if TYPE_CHECKING:
@@ -20,39 +19,6 @@ if TYPE_CHECKING:
     from runner.sandbox.interface import Runtime
 
 T = TypeVar("T")
-
-BEHAVIOUR_HELP = "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour)
-TRANSPORT_HELP = (
-    "How the container reaches the turn's files and sockets: mount (the turn dir bind-mounted; the engine must "
-    "share runner's files), stream (the engine API only: archive copies and an exec stream), or auto (mount where "
-    "a probe finds it works, else stream). The result records which ran."
-)
-RUNTIME_ENV = "RUNNER_RUNTIME"  # runner.sandbox.interface.RUNTIME_ENV, spelt here so that --help loads no sandbox
-RUNTIME_HELP = (
-    "The OCI runtime the CLI's container runs under: runc (the engine's default: the host's kernel behind the "
-    "container's hardening) or runsc (gVisor: a kernel of its own between the CLI and the host's; set it up once "
-    "with `sudo make engine RUNTIME=runsc`). The result pins it."
-)
-PROTOCOL_HELP = (
-    "The SharedOS protocol epoch the turn's MCP server speaks: 1 (what upstream has released, 1.0.0-preview; the "
-    "default) or 2 (ADR 0027, unreleased upstream: _meta[\"sharedos/protocolVersion\"] on initialize, tools/list "
-    "and every tool result, and a client's pin of another epoch refused with -32602). The result pins it."
-)
-TRIALS_HELP = (
-    "Run each cell N times, one trial after another: trial 1 in the cell's directory, trial k in its trial-<k>/ "
-    "(a cell graded from what is declared is written once). The report shows the runs side by side with their "
-    "stability; on the scripted model the trials are expected to be identical."
-)
-FAULT_HELP = (
-    "Make the scripted model fail on purpose, from conversation request STEP (1-based, default 1; "
-    "or after-ask: the first request after the ask) on: error (HTTP 500 with the dialect's error "
-    "body), stall (never answers; the deadline settles the turn), early-close (the stream starts, "
-    "then the connection drops before its terminal event). Scripted model only."
-)
-DIALECT_HELP = (
-    "The model API dialect a harness that can choose speaks (the model harness): anthropic, openai-chat, "
-    "openai-responses or gemini (default: the profile's model.dialect)."
-)
 
 
 def new_run_id() -> str:

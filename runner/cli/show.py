@@ -72,6 +72,10 @@ class Verdict(TypedDict):
     startedAt: str | None
     evidence: str | None
     infrastructureError: dict[str, JsonValue] | None
+    failure: dict[str, JsonValue] | None  # why the cell's attempt failed: cause, kind, evidence, retried, counts
+    usage: dict[str, JsonValue] | None  # the tokens of its model answers (total, conversation, side)
+    toolPolicy: dict[str, JsonValue] | None  # upstream's system.toolPolicy, measured
+    attempts: list[str]  # each attempt of a cell that took more than one, on a line
 
 
 def verdict(result: CellResult) -> Verdict:
@@ -93,6 +97,10 @@ def verdict(result: CellResult) -> Verdict:
         "startedAt": result.started_at,
         "evidence": result.evidence,
         "infrastructureError": problem.to_dict() if problem else None,
+        "failure": result.why.to_dict() if result.why else None,
+        "usage": result.usage.to_dict() if result.usage else None,
+        "toolPolicy": result.tool_policy.to_dict() if result.tool_policy else None,
+        "attempts": [attempt.summary() for attempt in result.cell_attempts],
     }
 
 
@@ -112,6 +120,9 @@ def render(body: Verdict, timeline: CellTimeline) -> list[str]:
         ("callsAfterEscalation", body["callsAfterEscalation"]), ("windDownSeconds", body["windDownSeconds"]),
         ("startedAt", body["startedAt"]), ("evidence", body["evidence"]),
         ("infrastructureError", f"{problem['kind']}: {problem['detail']}" if problem else None),
+        ("failure", _failure_line(body["failure"])), ("tokens", _tokens(body["usage"])),
+        ("toolPolicy", _policy(body["toolPolicy"])),
+        *((f"attempt {n}", said) for n, said in enumerate(body["attempts"], 1)),
     ]
     shown = [(key, "-" if value is None else str(value)) for key, value in rows]
     lines = aligned([[key, value] for key, value in shown])
@@ -124,6 +135,27 @@ def render(body: Verdict, timeline: CellTimeline) -> list[str]:
     for name, count in timeline.untimed.items():
         lines.append(f"{name}: {count} lines carry no time (written by an older runner), not on the timeline")
     return lines
+
+
+def _failure_line(failure: dict[str, JsonValue] | None) -> str | None:
+    if failure is None:
+        return None
+    rule = "retried" if failure.get("retried") else "not retried"
+    return f"{failure['cause']} ({failure['kind']}, {rule}): {failure['evidence']}"
+
+
+def _tokens(usage: dict[str, JsonValue] | None) -> str | None:
+    from runner.matrix import report_figures as figures
+    from runner.matrix.result import UsageRecord
+
+    return figures.tokens(UsageRecord.model_validate(usage)) if usage is not None else None
+
+
+def _policy(policy: dict[str, JsonValue] | None) -> str | None:
+    from runner.matrix import report_figures as figures
+    from runner.matrix.result import ToolPolicyRecord
+
+    return figures.policy(ToolPolicyRecord.model_validate(policy)) if policy is not None else None
 
 
 def details(moment: Moment) -> str:

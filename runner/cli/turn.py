@@ -11,22 +11,21 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, out, print_json, print_turn_summary, reported, say
-from runner.cli.shared import (
-    BEHAVIOUR_HELP,
-    DIALECT_HELP,
-    FAULT_HELP,
-    PROTOCOL_HELP,
-    RUNTIME_ENV,
-    RUNTIME_HELP,
-    TRANSPORT_HELP,
-    TRIALS_HELP,
-    check_out,
-    connect_engine,
-    interruptible,
-    new_run_id,
-    unraised,
-)
+from runner.cli.settings import option
+from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
 from runner.errors import Exit, RunnerError
+from runner.matrix.options import (
+    BEHAVIOUR,
+    DEADLINE,
+    KEEP,
+    MODEL,
+    MODEL_DIALECT,
+    MODEL_FAULT,
+    PROTOCOL,
+    RUNTIME,
+    TRANSPORT,
+    TRIALS,
+)
 
 if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
@@ -39,27 +38,24 @@ Trial = tuple["CellResult", "TurnReport | None"]
 
 
 def exec_(
+    ctx: typer.Context,
     harness: Annotated[str, typer.Option(help="Harness id (see runner harnesses), e.g. reference.")] = "",
     case: Annotated[str, typer.Option(help="Case id, e.g. escalation or escalation-refused.")] = "escalation",
     condition: Annotated[str | None, typer.Option(help="The row's condition (default: the case's first).")] = None,
-    behaviour: Annotated[str, typer.Option(help=BEHAVIOUR_HELP)] = "cooperative",
-    deadline: Annotated[float | None, typer.Option(help="Turn deadline in seconds (default: the profile's).")] = None,
-    keep: Annotated[bool, typer.Option(help="Keep the container after the turn, for inspection.")] = False,
-    trials: Annotated[int, typer.Option("--trials", min=1, metavar="N", help=TRIALS_HELP)] = 1,
+    behaviour: Annotated[str, option(BEHAVIOUR)] = BEHAVIOUR.default,
+    deadline: Annotated[float | None, option(DEADLINE)] = DEADLINE.default,
+    keep: Annotated[bool, option(KEEP)] = KEEP.default,
+    trials: Annotated[int, option(TRIALS)] = TRIALS.default,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Directory for this turn's files.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="scripted or live (default: live when the harness's credentials are set, else scripted)."
-    )] = None,
-    model_fault: Annotated[str | None, typer.Option("--model-fault", metavar="KIND[@STEP]", help=FAULT_HELP)]
-    = None,
-    model_dialect: Annotated[str | None, typer.Option("--model-dialect", metavar="DIALECT", help=DIALECT_HELP)]
-    = None,
+    model: Annotated[str | None, option(MODEL)] = MODEL.default,
+    model_fault: Annotated[str | None, option(MODEL_FAULT)] = MODEL_FAULT.default,
+    model_dialect: Annotated[str | None, option(MODEL_DIALECT)] = MODEL_DIALECT.default,
     profile_path: Annotated[Path | None, typer.Option("--profile", help="Use this profile file instead of --harness.")]
     = None,
-    transport: Annotated[str, typer.Option(help=TRANSPORT_HELP)] = "auto",
-    runtime: Annotated[str, typer.Option(envvar=RUNTIME_ENV, help=RUNTIME_HELP)] = "runc",
-    protocol: Annotated[str | None, typer.Option(metavar="1|2", help=PROTOCOL_HELP)] = None,
+    transport: Annotated[str, option(TRANSPORT)] = TRANSPORT.default,
+    runtime: Annotated[str, option(RUNTIME)] = RUNTIME.default,
+    protocol: Annotated[str | None, option(PROTOCOL)] = PROTOCOL.default,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
 ) -> None:
@@ -67,8 +63,8 @@ def exec_(
 
     Example: runner exec --harness reference --case escalation --behaviour persistent --json
     """
+    # the cell's settings (behaviour, model, ...) are parsed from ctx.params, each by its row
     from runner.cli.settings import cell_options, profiles_dirs
-    from runner.conformance.behaviours import parse_behaviour
     from runner.conformance.cases import get_case
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
     from runner.matrix.cells import MatrixCell
@@ -78,7 +74,6 @@ def exec_(
     search = profiles_dirs(profiles_dir)
     with reported(as_json):
         case_obj = get_case(case)
-        behaviour_obj = parse_behaviour(behaviour)
         if profile_path is not None:
             profile = load_profile(profile_path)
         elif harness:
@@ -86,15 +81,11 @@ def exec_(
         else:
             fail(Exit.USAGE, f"give --harness (one of: {', '.join(known_harnesses(search))}) or --profile",
                  as_json)
-    if deadline is not None and deadline <= 0:
-        fail(Exit.USAGE, "--deadline must be a positive number of seconds", as_json)
     if profile.unavailable:
         fail(Exit.INFRASTRUCTURE, f"the {profile.id} harness is unavailable here: {profile.unavailable}", as_json)
     run_id = new_run_id()
     with reported(as_json):
-        options = cell_options(behaviour=behaviour_obj, run_id=run_id, model=model, model_fault=model_fault,
-                               model_dialect=model_dialect, transport=transport, deadline=deadline, keep=keep,
-                               run_unsupported=True, runtime=runtime, protocol=protocol)
+        options = cell_options(ctx.params, run_id=run_id, run_unsupported=True)
         cell = MatrixCell(case_obj, case_obj.condition_for(condition), profile)
         [plan] = plan_cells([cell], options, fault_every_harness=True)
     target = out_dir or Path("runs") / run_id / cell.id
@@ -107,16 +98,16 @@ def exec_(
     client = connect_engine(as_json, options.runtime)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
-        one = interruptible(lambda: unraised(run_cell(client, plan, target, progress)), client, run_id, keep,
-                            as_json)
+        one = interruptible(lambda: unraised(run_cell(client, plan, target, progress)), client, run_id,
+                            options.keep, as_json)
         if isinstance(one, RunnerError):
             fail(one.exit_code, f"the turn's result could not be written to {target} ({one})", as_json)
         result, report = one
         _print_exec(result, report, as_json)
         raise_on_problem([result])
         return
-    runs = interruptible(lambda: unraised(_exec_trials(client, plans, target, progress)), client, run_id, keep,
-                         as_json)
+    runs = interruptible(lambda: unraised(_exec_trials(client, plans, target, progress)), client, run_id,
+                         options.keep, as_json)
     if isinstance(runs, RunnerError):
         fail(runs.exit_code, f"a trial's result could not be written below {target} ({runs})", as_json)
     _print_exec_trials(runs, target, as_json)
@@ -124,12 +115,14 @@ def exec_(
 
 
 def _exec_body(result: CellResult, report: TurnReport | None) -> dict[str, JsonValue]:
-    """``exec --json``: the turn as its report says it, then the cell as its result says it."""
-    problem = result.infrastructure_error
+    """``exec --json``: the turn as its report says it, then the cell as its result says it, ending with why the
+    cell's attempt failed (its cause, kind and evidence line as ``result.json`` records it; null when it did not)."""
+    problem, why = result.infrastructure_error, result.why
     return {**(report.to_json() if report else {}), "cell": result.cell.to_dict(),
             "grade": result.grade.to_dict() if result.grade else None, "pins": result.pins.to_dict(),
             "repro": result.repro, "transport": result.transport,
-            "infrastructureError": problem.to_dict() if problem else None}
+            "infrastructureError": problem.to_dict() if problem else None,
+            "failure": why.to_dict() if why else None}
 
 
 def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) -> None:

@@ -83,7 +83,7 @@ def actions_for(
     from runner.conformance.columns import issuable_attempts, limits_for
 
     condition = condition or case.condition
-    issuable = issuable_attempts(case, condition, limits_for(case, condition, issue_uncatalogued), turn=turn)
+    issuable = issuable_attempts(case, limits_for(case, condition, issue_uncatalogued), turn=turn)
     attempts = issuable
     if behaviour in (Behaviour.SKIP_CONTROL, Behaviour.CONTROL_AFTER_ASK):
         attempts = [a for a in attempts if a.role != "control"]

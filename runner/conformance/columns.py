@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from runner.conformance.cases import Attempt, Case, Condition
 from runner.core.outcomes import JsonValue
@@ -62,8 +61,6 @@ class HarnessLimits:
         return body
 
 
-
-
 def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> HarnessLimits:
     """``mcpHarnessLimits`` for one row, on a column that does (or does not) issue uncatalogued names."""
     unreachable: dict[str, str] = {}
@@ -79,14 +76,13 @@ def limits_for(case: Case, condition: Condition, issues_uncatalogued: bool) -> H
     )
 
 
-def issuable_attempts(case: Case, condition: Condition, limits: HarnessLimits, *, turn: int = 1) -> list[Attempt]:
+def issuable_attempts(case: Case, limits: HarnessLimits, *, turn: int = 1) -> list[Attempt]:
     """The attempts a column issues on ``turn``, in declared order (upstream ``issuableByHarness``).
 
-    Not marked ``unreachable``, not named by the column's limits, not an inspection, and with a tool.
-    ``condition`` is part of the signature because limits are per (case, condition); an unsupported
-    row still has issuable attempts (``runner exec`` may run it; the matrix does not).
+    Not marked ``unreachable``, not named by the column's limits, not an inspection, and with a tool. The
+    condition reaches this list through ``limits`` (:func:`limits_for` is per case and condition); an
+    unsupported row still has issuable attempts (``runner exec`` may run it; the matrix does not).
     """
-    del condition  # the condition reaches this list only through ``limits``
     return [
         a
         for a in case.attempts
@@ -97,32 +93,3 @@ def issuable_attempts(case: Case, condition: Condition, limits: HarnessLimits, *
         and a.tool is not None
     ]
 
-
-class ColumnSource(Protocol):
-    """What :meth:`Column.from_profile` reads of a harness profile (``label`` too, when it has one)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def issues_uncatalogued(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column of the matrix: the reference harness or a vendor CLI, all reaching SharedOS over MCP."""
-
-    id: str
-    issues_uncatalogued: bool = False
-    label: str | None = None
-
-    @classmethod
-    def from_profile(cls, profile: ColumnSource) -> Column:
-        """From a harness profile (anything with ``id``, ``issues_uncatalogued`` and optionally ``label``)."""
-        return cls(profile.id, bool(profile.issues_uncatalogued), getattr(profile, "label", None))
-
-    def limits(self, case: Case, condition: Condition) -> HarnessLimits:
-        return limits_for(case, condition, self.issues_uncatalogued)
-
-
-REFERENCE_COLUMN = Column("reference", issues_uncatalogued=True, label="Reference")

@@ -286,9 +286,10 @@ def _infrastructure(evidence: TurnEvidence) -> Failure:
     if evidence.oom_killed:
         return failure("oom_killed", f"{_oom(evidence)}; runner then saw: {detail}")
     mapped = INFRASTRUCTURE_KINDS.get(kind)
-    if mapped is None:
-        return failure("runner_error", f"{kind}: {detail}")
-    return failure(mapped, detail if detail.startswith(kind) else f"{kind}: {detail}")
+    # the infrastructure kind leads the evidence when it says more than the failure's kind (the exception class, the
+    # settle kind a cause was read from); never twice, nor when the line already says it
+    said = detail if kind == mapped or kind in detail else f"{kind}: {detail}"
+    return failure(mapped if mapped is not None else "runner_error", said)
 
 
 def _sandbox(evidence: TurnEvidence) -> Failure | None:

@@ -17,9 +17,9 @@ import json
 from runner.conformance.cases import Case, Condition
 from runner.conformance.columns import issuable_attempts, limits_for
 from runner.core.canonical import sha256_hex
-from runner.core.grants import Grant, GrantBook
+from runner.core.grants import Grant, GrantBook, OperationClock
 from runner.core.vocabulary import ESCALATE_TOOL
-from runner.core.world import AGENT, OWNER
+from runner.core.world import AGENT, NOW, OWNER
 
 REACH_LIMIT = 128
 INSTRUCTIONS_HEAD = (
@@ -41,7 +41,7 @@ def describe_reach(grants: tuple[Grant, ...]) -> str:
     ]
     entries = [
         (cap.namespace, cap.path, cap.scope, sorted(cap.actions))
-        for grant in GrantBook(grants, actor=AGENT, owner=OWNER).active()
+        for grant in GrantBook(grants, actor=AGENT, owner=OWNER, clock=OperationClock(NOW)).active()
         for cap in grant.capabilities
     ]
     if not entries:
@@ -66,7 +66,7 @@ def prompt_for(case: Case, *, issue_uncatalogued: bool, condition: Condition | N
     inspection or an ``unreachable`` attempt. ``condition`` defaults to the case's first.
     """
     condition = condition or case.condition
-    calls = issuable_attempts(case, condition, limits_for(case, condition, issue_uncatalogued), turn=turn)
+    calls = issuable_attempts(case, limits_for(case, condition, issue_uncatalogued), turn=turn)
     if case.terminal is not None and case.terminal.type == "escalate":
         ending = json.dumps({"reason": case.terminal.reason}, ensure_ascii=False)
         ending = f"call `{ESCALATE_TOOL}` with arguments: {ending}"

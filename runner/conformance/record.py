@@ -167,16 +167,6 @@ def reported_outcome(outcome: JsonValue) -> str | None:
     return "failed" if text == "interrupted" else text
 
 
-def causes_by_operation(record: ExecutionRecord) -> dict[str, str]:
-    """operationId -> the refusal's ``cause`` (judge 6): reported beside the reason, never graded."""
-    found: dict[str, str] = {}
-    for operation in operations(record):
-        op_id, cause = text_of(operation.get("operationId")), text_of(operation.get("cause"))
-        if op_id is not None and cause is not None:
-            found[op_id] = cause
-    return found
-
-
 def operations(record: ExecutionRecord) -> list[JsonObject]:
     """``execution.operations``, each as an object (an entry that is not one reads as an empty object)."""
     return _listed(_execution(record).get("operations"))

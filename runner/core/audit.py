@@ -45,13 +45,3 @@ class AuditLog:
             self.write(type_, body)
         except AuditUnavailable as err:
             self.errors.append(str(err))
-
-
-def denial_rate(events: list[dict[str, JsonValue]]) -> float | None:
-    """The share of authorization decisions that denied, as upstream counts it: an infrastructure denial
-    (``failClosed``: an unavailable grant store, usage store, host policy or chain resolver) says a part failed,
-    not that authority was missing, so it is left out of both sides. None when there is no decision to count."""
-    decisions = [e for e in events if e.get("type") == "authorization.checked" and not e.get("failClosed")]
-    if not decisions:
-        return None
-    return sum(1 for e in decisions if e.get("outcome") == "denied") / len(decisions)

@@ -255,7 +255,6 @@ def required_authority(
     return {"id": f"capreq-{sha256_hex(hashed)}", **hashed, "requestedAt": now}
 
 
-FROZEN_AT = "2026-08-18T09:00:00.000Z"  # the conformance world's NOW; a book without a clock reads it
 MAX_CHAIN = 16
 
 
@@ -270,7 +269,7 @@ class GrantBook:
     grants: tuple[Grant, ...]
     actor: Address
     owner: Address
-    clock: OperationClock = field(default_factory=lambda: OperationClock(FROZEN_AT))
+    clock: OperationClock  # the world's (runner.core.world.NOW, frozen unless a condition starts it)
     usage: UsageStore = field(default_factory=InMemoryUsageStore)
     ceiling: HostCeiling | None = None
     namespace_id: str = "world-conformance"

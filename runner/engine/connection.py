@@ -20,6 +20,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from runner.engine.host import setup_hint
 from runner.errors import InfrastructureError
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
@@ -67,7 +68,8 @@ def connect(environ: Mapping[str, str], timeout: int = 120) -> EngineClient:
     answers raises EngineUnavailable with a hint.
     """
     where = engine_address(environ)
-    hint = f"no Docker Engine answers at {where}; run scripts/ensure-docker.sh or set DOCKER_HOST"
+    hint = (f"no Docker Engine answers at {where}; run `{setup_hint()}` (as root on Debian it installs and starts "
+            "one) or set DOCKER_HOST")
 
     def ping() -> EngineClient:
         # version="auto" asks the engine for its API version (1.41 on dockerd 20.10);

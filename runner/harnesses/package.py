@@ -13,15 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runner.harnesses.stream import Interpreter, SessionReader
+from runner.model.names import ToolNaming
 
 
 @dataclass(frozen=True)
 class HarnessPackage:
-    """The stream interpreters a package provides, by the name a profile's ``interpreter:`` gives, and the session
-    readers of those interpreters whose CLI keeps its turn's events in a log read after it exits (a quirk: dsh)."""
+    """The stream interpreters a package provides, by the name a profile's ``interpreter:`` gives, the session
+    readers of those interpreters whose CLI keeps its turn's events in a log read after it exits (a quirk: dsh), and
+    how its CLI names the MCP tools it offers its model (``tool_naming``, :mod:`runner.model.names`: the scripted
+    model calls them by those names; a harness that talks to no model names none)."""
 
     interpreters: Mapping[str, Interpreter] = field(default_factory=dict)
     session_readers: Mapping[str, SessionReader] = field(default_factory=dict)
+    tool_naming: ToolNaming = field(default_factory=ToolNaming)
 
     def __post_init__(self) -> None:
         orphans = sorted(set(self.session_readers) - set(self.interpreters))

@@ -37,8 +37,9 @@ class ProfileError(ProfileProblem, ValueError):
 
 
 class UnknownHarness(UnknownName, LookupError):
-    def __init__(self, harness: str, known: list[str]) -> None:
-        super().__init__(f"no such harness: {harness!r} (known: {', '.join(known) or 'none'})")
+    def __init__(self, harness: str, known: list[str], looked_in: Sequence[Path] = ()) -> None:
+        where = f"; looked in {', '.join(str(d) for d in looked_in)}" if looked_in else ""
+        super().__init__(f"no such harness: {harness!r} (known: {', '.join(known) or 'none'}{where})")
         self.harness = harness
 
 
@@ -217,9 +218,20 @@ HARNESSES = Path(__file__).resolve().parent  # runner/harnesses: one folder per 
 
 
 def profile_dirs(extra: Sequence[Path] = ()) -> list[Path]:
-    """Where profiles are looked up: the ``extra`` directories in order (the command's edge gives ``--profiles-dir``
-    and ``$RUNNER_PROFILES_DIR``: runner.cli.settings), then each shipped harness package's folder."""
-    return [*extra, *shipped_profile_dirs()]
+    """Where profiles are looked up: the ``extra`` directories in order (the command's edge gives ``--profiles-dir``,
+    ``$RUNNER_PROFILES_DIR`` and the user's directory: runner.cli.settings), then each harness package's folder, the
+    built-in ones then the plugins' (:func:`runner.harnesses.interpreters.package_dirs`)."""
+    # the registry of harness packages (every package's HARNESS, the plugins' too), imported when profiles are sought
+    from runner.harnesses.interpreters import package_dirs
+
+    return [*extra, *(d for d in package_dirs() if any(d.glob("*.yaml")))]
+
+
+def looked_in(extra: Sequence[Path] = ()) -> list[Path]:
+    """:func:`profile_dirs` as a message names them: the ``extra`` directories, then ``runner/harnesses`` for every
+    built-in package, then each plugin's folder."""
+    dirs = [*extra, HARNESSES]
+    return dirs + [d for d in profile_dirs() if not d.is_relative_to(HARNESSES)]
 
 
 def shipped_profile_dirs() -> list[Path]:
@@ -248,9 +260,9 @@ def find_profile(harness: str, extra: Sequence[Path] = ()) -> Profile:
     """The profile for a harness id, searching :func:`profile_dirs` in order. An id is a plain name
     (:data:`PROFILE_ID`), never a path: ``../x`` names no profile, whatever file it would reach."""
     if not PROFILE_ID.match(harness):
-        raise UnknownHarness(harness, known_harnesses(extra))
+        raise UnknownHarness(harness, known_harnesses(extra), looked_in(extra))
     for directory in profile_dirs(extra):
         candidate = directory / f"{harness}.yaml"
         if candidate.is_file():
             return load_profile(candidate)
-    raise UnknownHarness(harness, known_harnesses(extra))
+    raise UnknownHarness(harness, known_harnesses(extra), looked_in(extra))

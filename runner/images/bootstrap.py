@@ -214,7 +214,7 @@ def _bootstrap(
             f"mmdebstrap is needed to bootstrap the Debian base {name!r} (no saved base {tar.name} in "
             f"{tar.parent}, none in the engine) and it is not installed. Install it with: "
             "sudo apt-get install -y mmdebstrap debian-archive-keyring uidmap "
-            "(as root on Debian: scripts/ensure-tools.sh mmdebstrap)"
+            "(as root on Debian: runner setup tools mmdebstrap)"
         ) from exc
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)

@@ -4,7 +4,7 @@ Cold work happens once per machine (installing the engine, bootstrapping a base,
 an image), so a bench run cannot repeat it side by side; each step writes its own wall time instead,
 one file per step so that concurrent builds never contend: ``$RUNNER_CACHE_DIR/cold-timings/<step>.json``
 holding ``{"seconds": 27.8, "at": "2026-12-01T11:02:03Z", ...}``. The steps are ``engine.install`` and
-``engine.start`` (written by scripts/ensure-docker.sh), ``base.<name>`` (mmdebstrap plus import) and
+``engine.start`` (written by runner/engine/host/ensure-docker.sh), ``base.<name>`` (mmdebstrap plus import) and
 ``image.<harness>`` (npm/wheel staging, build and version check).
 """
 

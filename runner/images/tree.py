@@ -4,7 +4,10 @@ An image folder holds a ``recipe.json`` (and, but for an mmdebstrap base, a ``Do
 image's committed ``lock.json`` and its documentation (Markdown, never part of the image). The bases and the files
 every image shares are the builder's own (``runner/images/bases/<name>/``, ``runner/images/common/``); each harness
 image is its harness's (``runner/harnesses/<package>/images/<name>/``), beside its profile and its package, so that
-a harness is one folder. An image is named by its folder's name, unique across both places.
+a harness is one folder. A harness a plugin provides (another distribution registering its package under the
+``runner.harnesses`` entry point group, ``docs/plugins.md``) keeps its image folders under its package's ``images/``
+the same way: they are found from the entry points' modules, without importing them. An image is named by its
+folder's name, unique across all these places.
 
 The **source root** is the directory the ``runner`` package is in (the checkout in a development install,
 ``site-packages`` in an installed one): a recipe's ``files`` are paths from it (``runner/harnesses/reference/
@@ -14,12 +17,15 @@ replaces it with another tree holding a ``runner/`` package (a test's scratch co
 
 from __future__ import annotations
 
+import importlib.util
+from importlib import metadata
 from pathlib import Path
 
 from runner.images.errors import ImageBuildError, ImageMissing
 from runner.images.settings import ImageSettings
 
 RECIPE = "recipe.json"
+ENTRY_POINTS = "runner.harnesses"  # the group plugins register their harness packages under
 LOCK = "lock.json"
 # the directory the installed runner package is in: runner/images/tree.py is three levels below it
 INSTALLED_ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +47,29 @@ def harnesses_dir(root: Path) -> Path:
     return root / "runner" / "harnesses"
 
 
+def plugin_dirs() -> list[Path]:
+    """The folder of every plugin's harness package (the module each ``runner.harnesses`` entry point names), in the
+    entry points' name order, each once (two entry points may name one module), found without importing it; one whose
+    module cannot be found is left out here (the harness registry names it: runner.harnesses.interpreters)."""
+    found: list[Path] = []
+    for entry in sorted(metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            spec = importlib.util.find_spec(entry.module)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin is not None and spec.submodule_search_locations is not None:
+            found.append(Path(spec.origin).resolve().parent)
+    return list(dict.fromkeys(found))
+
+
 def image_dirs(root: Path) -> dict[str, Path]:
-    """Every image folder under ``root`` by its name, in name order: a folder with a ``recipe.json`` under
-    :func:`bases_dir` or a harness package's ``images/``. Two folders of one name are refused (the name is the
-    image's, in its tag, its lock and every profile that names it)."""
+    """Every image folder by its name, in name order: a folder with a ``recipe.json`` under :func:`bases_dir`, a
+    harness package's ``images/`` under ``root``, or a plugin's package's ``images/`` (:func:`plugin_dirs`). Two
+    folders of one name are refused (the name is the image's, in its tag, its lock and every profile that names
+    it)."""
     found: dict[str, Path] = {}
-    recipes = [*bases_dir(root).glob(f"*/{RECIPE}"), *harnesses_dir(root).glob(f"*/images/*/{RECIPE}")]
+    recipes = [*bases_dir(root).glob(f"*/{RECIPE}"), *harnesses_dir(root).glob(f"*/images/*/{RECIPE}"),
+               *(recipe for folder in plugin_dirs() for recipe in folder.glob(f"images/*/{RECIPE}"))]
     for recipe in sorted(recipes):
         directory = recipe.parent
         if directory.name in found:

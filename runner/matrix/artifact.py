@@ -31,19 +31,16 @@ import shutil
 import stat
 from pathlib import Path
 
+from runner.matrix.options import SETTINGS
 from runner.matrix.result import CellPins, CellResult, ResultError
 
 RESULT = "result.json"
 REPRO = "repro.sh"
 # the pins known before a cell runs: equal pins mean an existing result can be reused
-PLANNED_PINS = (
-    "caseSetHash", "worldSetHash", "judgeVersion", "runnerVersion", "imageId", "cliVersion",
-    "modelMode", "behaviour", "profileHash",
-)
-# pins compared even when the planned cell lacks them: a faulted result never stands in for a plain one, nor a
-# result in one model dialect for another, nor one trial for another, nor one under gVisor for one under runc, nor
-# one of protocol epoch 2 for one of epoch 1
-ALWAYS_COMPARED = ("modelFault", "modelDialect", "trial", "runtime", "protocolVersion")
+PLANNED_PINS = ("caseSetHash", "worldSetHash", "judgeVersion", "runnerVersion", "imageId", "cliVersion", "profileHash")
+# pins compared even when the planned cell lacks them: every setting's (runner.matrix.options: a faulted result never
+# stands in for a plain one, nor one in another dialect, under another runtime, of another epoch...) and the trial's
+ALWAYS_COMPARED = (*(row.pin for row in SETTINGS if row.pin is not None), "trial")
 TRIAL_PREFIX = "trial-"
 ATTEMPT_PREFIX = "attempt-"
 MAX_RESULT_BYTES = 16 * 1024 * 1024

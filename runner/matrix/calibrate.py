@@ -1,11 +1,11 @@
 """``runner profiles calibrate RUN_DIR``: each column's ``cell_seconds`` set to what its cells took in a finished run.
 
-A profile's ``cell_seconds`` sizes the CI plan's shards (:mod:`runner.matrix.shards`) and the README's cost
-figures. It is a measured figure, not a guess: the median ``elapsedSeconds`` of the column's cells that ran a
-turn in the run given (every trial counts; a cell that hit an infrastructure error, or ran no turn, does not),
-rounded up to the next tenth of a second. Nothing rewrites a tracked file behind a user's back: only this
-command writes, only the ``cell_seconds:`` line of each profile whose figure changed (the rest of the file,
-comments included, is left as it is), and ``--dry-run`` writes nothing.
+A profile's ``cell_seconds`` sizes the CI plan's shards (:mod:`runner.matrix.shards`) and the cost figures
+(docs/ci.md, docs/measurements.md). It is a measured figure, not a guess: the median ``elapsedSeconds`` of the
+column's cells that ran a turn in the run given (every trial counts; a cell that hit an infrastructure error, or ran
+no turn, does not), rounded up to the next tenth of a second. Nothing rewrites a tracked file behind a user's back:
+only this command writes, only the ``cell_seconds:`` line of each profile whose figure changed (the rest of the
+file, comments included, is left as it is), and ``--dry-run`` writes nothing.
 
 The figure is a cell's wall time as the run measured it, at the run's own ``-j``: the weekly bump workflow runs the
 whole matrix at ``-j 2`` and calibrates from it, which is also how a CI job runs its shard.

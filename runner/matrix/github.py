@@ -59,14 +59,6 @@ def credentials(profile: Profile) -> list[str]:
     return names
 
 
-def unavailable_cells(found: list[MatrixCell]) -> list[dict[str, str]]:
-    """The cells of unavailable columns, with the reason: they start no job, and the report says why."""
-    return [
-        {"cell": c.id, "harness": c.profile.id, "unavailable": " ".join((c.profile.unavailable or "").split())}
-        for c in unique(found) if c.profile.unavailable
-    ]
-
-
 def _harnesses(found: list[MatrixCell]) -> dict[str, tuple[Profile, list[str]]]:
     """Per column (in the cells' order), its profile and the ids of its cells that run a turn."""
     out: dict[str, tuple[Profile, list[str]]] = {}

@@ -40,7 +40,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from runner.harnesses.stream import Tail
+from runner.matrix import report_figures as figures
 from runner.matrix.gate import Gate
+from runner.matrix.options import SETTINGS
 from runner.matrix.result import UNAVAILABLE, CellResult
 from runner.matrix.series import SHARED_PINS, Group, group_runs, outcome, series_status, stability
 
@@ -60,9 +62,11 @@ class TailBounds:
 
 TRANSCRIPT = TailBounds(lines=16, bytes=3072, line=400)
 STDERR = TailBounds(lines=8, bytes=1536, line=400)
-# the pins each column shows (the shared ones, SHARED_PINS, are shown once for the group)
-COLUMN_PINS = ("cliVersion", "imageId", "runnerVersion", "modelMode", "modelDialect", "modelFault", "behaviour",
-               "runtime", "profileHash")
+# the pins each column shows (the shared ones, SHARED_PINS, are shown once for the group): what the harness and its
+# image are, then every cell setting that is pinned (one row of SETTINGS each: a new setting shows without an edit
+# here), then the profile
+COLUMN_PINS = ("cliVersion", "imageId", "runnerVersion",
+               *(setting.pin for setting in SETTINGS if setting.pin is not None), "profileHash")
 # timeline events that are frequent and plain: thinned first when a run has more than MAX_EVENTS
 CHATTY = ("model_request", "mcp_call")
 ASK_TOOL = "sharedos.escalate"
@@ -113,6 +117,7 @@ def _group(number: int, group: Group, cells: list[dict[str, object]], where: dic
         out.append(f"<h2>Group {number}: kept apart</h2>")
         out += [f"<p class=\"apart\">Not merged with {_e(reason)}</p>" for reason in group.apart]
     out.append(_pins(group, harnesses, unavailable))
+    out.append(_figures(group, harnesses))
     out.append('<table class="grid"><thead><tr><th scope="col">Row</th>')
     out += [f'<th scope="col" class="col" data-harness="{_e(c)}">{_e(c)}</th>' for c in harnesses]
     out.append("</tr></thead><tbody>")
@@ -180,6 +185,9 @@ def _run(number: int, run: CellResult, directory: Path | None, base: Path) -> di
         "interrupted": run.interrupted,
         # a run that took more than one attempt says each (runner run retried an infrastructure error)
         "attempts": " · ".join(a.summary(EVENT_TEXT) for a in run.cell_attempts) or None,
+        "failure": run.failure.line if run.failure else None,  # why it failed: its cause, kind and evidence
+        "tokens": figures.tokens(run.usage) if run.usage else None,
+        "toolPolicy": figures.policy(run.tool_policy) if run.tool_policy else None,
     }
     if directory is not None and (run.turn is not None or run.infrastructure_error is not None or run.interrupted):
         data.update(_files(directory, base))  # a declared cell ran nothing: it has no logs to show
@@ -301,6 +309,29 @@ def _unavailable(group: Group, harnesses: list[str]) -> dict[str, str]:
         if len(said) == 1:
             out[harness] = said.pop().removeprefix(f"{UNAVAILABLE}; ")
     return out
+
+
+def _figures(group: Group, harnesses: list[str]) -> str:
+    """Per harness, what its runs measured: tokens, failed attempts by cause, the pass rate with its Wilson interval
+    (with several runs of a cell), the tool policy; nothing for runs that measured none (written before them)."""
+    several = any(len(s) > 1 for s in group.series.values())
+    lines = []
+    for harness in harnesses:
+        runs = [r for r in group.runs if r.cell.harness == harness]
+        usage, failed, policy = figures.total_usage(runs), figures.failed_attempts(runs), figures.last_policy(runs)
+        if usage is None and not failed and policy is None:
+            continue
+        causes = ", ".join(f"{cause} {n}" for cause, n in figures.by_cause(failed).items())
+        rate = figures.pass_rate(runs).shown if several else ""
+        values = [figures.tokens(usage) if usage else "", causes, rate, figures.policy(policy) if policy else ""]
+        lines.append(f'<tr class="col" data-harness="{_e(harness)}"><th scope="row">{_e(harness)}</th>'
+                     + "".join(f"<td>{_e(v)}</td>" for v in values) + "</tr>")
+    if not lines:
+        return ""
+    head = "".join(f'<th scope="col">{name}</th>' for name in (
+        "harness", "tokens", "failed attempts by cause", "pass rate (95% Wilson)", "tool policy"))
+    return ("<details class=\"figures\" open><summary>Per harness: tokens, failures by cause, pass rate, tool policy"
+            f"</summary><table><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table></details>")
 
 
 def _pins(group: Group, harnesses: list[str], unavailable: dict[str, str]) -> str:

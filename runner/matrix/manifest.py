@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, ConfigDict, Field
 
-from runner.conformance.jsonmodel import JsonModel, omitted
+from runner.conformance.hashing import JudgeVersion
+from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted
 from runner.matrix.gate import Gate
-from runner.matrix.result import InfrastructureProblem, TurnSummary
+from runner.matrix.result import FailureRecord, InfrastructureProblem, ToolPolicyRecord, TurnSummary, UsageRecord
 
 MANIFEST_VERSION = "2"
 
@@ -34,6 +35,8 @@ class Run(ManifestModel):
     evidence: str
     turn: TurnSummary | None = None
     infrastructure_error: InfrastructureProblem | None = omitted()
+    failure: FailureRecord | None = omitted()
+    usage: UsageRecord | None = omitted()
 
 
 class ManifestCell(ManifestModel):
@@ -60,6 +63,10 @@ class ManifestCell(ManifestModel):
     harness_error_code: str | None = omitted()
     stability: str | None = omitted()
     turn_outcome: str | None = omitted()
+    failure: FailureRecord | None = omitted()  # why its (last failing) run failed
+    usage: UsageRecord | None = omitted()  # every run's tokens, summed
+    tool_policy: ToolPolicyRecord | None = omitted()  # as its last run measured it
+    rate: dict[str, JsonValue] | None = omitted()  # with several runs: passes, Wilson interval, pass@k, pass^k
     trials: tuple[Run, ...] | None = omitted()
 
 
@@ -73,15 +80,22 @@ class ManifestRow(ManifestModel):
 
 
 class ManifestHarness(ManifestModel):
+    """One harness of a group: its prompt set; and, where its runs measured them, its tokens, its failed attempts by
+    cause, its pass rate (with several runs of a cell) and its tool policy."""
+
     id: str
     prompt_set_hash: str | None = None
+    usage: UsageRecord | None = omitted()
+    failures: dict[str, int] | None = omitted()  # failed attempts by cause (engine, cli, ...), every attempt
+    rate: dict[str, JsonValue] | None = omitted()
+    tool_policy: ToolPolicyRecord | None = omitted()
 
 
 class KeptApart(ManifestModel):
     """A group of runs not comparable with the first, and the pins that kept it apart."""
 
     apart: tuple[str, ...] = ()
-    judge_version: int | None = None
+    judge_version: JudgeVersion | None = None  # "6"; an earlier manifest's 6 reads as "6"
     case_set_hash: str | None = None
     world_set_hash: str | None = None
     harnesses: tuple[ManifestHarness, ...] = Field(default=(), validation_alias=AliasChoices("harnesses", "columns"))
@@ -92,7 +106,7 @@ class Manifest(ManifestModel):
     """The report: the first group of comparable runs at the top, the others under ``keptApart``."""
 
     version: str = MANIFEST_VERSION
-    judge_version: int | None = None
+    judge_version: JudgeVersion | None = None  # "6"; an earlier manifest's 6 reads as "6"
     case_set_hash: str | None = None
     world_set_hash: str | None = None
     harnesses: tuple[ManifestHarness, ...] = Field(default=(), validation_alias=AliasChoices("harnesses", "columns"))

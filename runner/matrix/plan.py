@@ -1,11 +1,11 @@
 """A cell's plan: everything decided about a cell before it runs, decided once, at the command's edge.
 
-``runner exec``, ``runner run`` and ``runner repro`` each turn their options and the host's environment into one
-frozen :class:`CellOptions` (:mod:`runner.cli.settings` parses them, typed), then into one :class:`CellPlan` per cell
-with :func:`plan_cells`. The plan holds the model choice (worked out once per column from the options and the host's
-credential variables, which the options carry), whether the cell runs a turn (the cell's own rule,
-:meth:`~runner.matrix.cells.MatrixCell.disposition`), the pins known before it runs (what resume compares) and the exact
-command that reruns it alone. Everything below takes the plan and decides nothing again.
+``runner exec``, ``runner run`` and ``runner repro`` each turn their options and the host's environment into one frozen
+:class:`CellOptions` (:meth:`CellOptions.parse`, each option by its row in :mod:`runner.matrix.options`), then into one
+:class:`CellPlan` per cell with :func:`plan_cells`. The plan holds the model choice (worked out once per column from the
+options and the host's credential variables, which the options carry), whether the cell runs a turn (the cell's own
+rule, :meth:`~runner.matrix.cells.MatrixCell.disposition`), the pins known before it runs (what resume compares) and the
+exact command that reruns it alone. Everything below takes the plan and decides nothing again.
 """
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ import dataclasses
 import hashlib
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import runner
 from runner.conformance.hashing import current_pins
-from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch
 from runner.core.scrub import Scrubber
 from runner.harnesses.profile import Profile
+from runner.matrix import options as settings
 from runner.matrix.cells import Disposition, MatrixCell
 from runner.matrix.result import CellPins
-from runner.model.settings import Dialect, ModelMode
+from runner.model.settings import Dialect
 from runner.model.types import ModelEndpointError
-from runner.sandbox.interface import Runtime
 from runner.turn.model_choice import ModelChoice, ModelChoiceError, choose_model
-from runner.turn.settings import TurnSettings
+from runner.turn.settings import Host, TurnSettings
 
 if TYPE_CHECKING:
     from runner.images import ImageRecord
@@ -44,6 +44,14 @@ class CellOptions(TurnSettings):
     # exec runs a row even where the matrix would not (unsupported on this column): the turn is
     # recorded, and the grade still says not_applicable
     run_unsupported: bool = False
+
+    @classmethod
+    def parse(cls, given: Mapping[str, object], *, run_id: str, host: Host, run_unsupported: bool = False
+              ) -> CellOptions:
+        """The options a command was given (by parameter name, as typer hands them over; one not given takes its
+        default), each parsed by its row (:data:`runner.matrix.options.SETTINGS`). A value an option does not take
+        raises :class:`runner.turn.settings.SettingError` naming the option (exit 2)."""
+        return settings.parsed(cls(run_id=run_id, host=host, run_unsupported=run_unsupported), given)
 
 
 @dataclass(frozen=True)
@@ -96,46 +104,22 @@ class CellPlan:
         return CellPins(trial=self.trial) if self.trial > 1 else CellPins()
 
     def planned_pins(self, image: ImageRecord | None = None) -> CellPins:
-        """The pins known before the cell runs (what resume compares); ``image`` once it is built."""
-        extra: dict[str, str | int] = {"profileHash": self.profile_hash}
-        if self.model.fault:
-            # a faulted cell is another experiment: never resumed as a plain one
-            extra["modelFault"] = self.model.fault.spec
-        if self.chooses_dialect and self.dialect is not None:
-            extra["modelDialect"] = self.dialect  # so is a cell in another dialect
-        if self.options.runtime is not Runtime.RUNC:
-            extra["runtime"] = self.options.runtime.value  # a cell under gVisor is another experiment (runc: no pin)
-        if self.options.protocol is not ProtocolEpoch.ONE:
-            # so is a cell of another protocol epoch. Epoch 1 has no pin: every result written before epochs were
-            # selectable is of epoch 1, and an absent pin keeps meaning "1" whichever epoch becomes the default
-            extra["protocolVersion"] = self.options.protocol.value
+        """The pins known before the cell runs (what resume compares); ``image`` once it is built. The settings'
+        pins are their rows' (:func:`runner.matrix.options.pins`): a cell of another setting is another
+        experiment, never resumed as this one."""
+        extra: dict[str, str | int] = {"profileHash": self.profile_hash, **settings.pins(self)}
         if self.trial > 1:
             extra["trial"] = self.trial
-        pins = current_pins(
-            runner_version=runner.__version__, model_mode=self.model.mode.value, behaviour=self.options.behaviour.value,
-            image_id=image.image_id if image else None, cli_version=image.cli_version if image else None, extra=extra,
-        )
+        pins = current_pins(runner_version=runner.__version__, image_id=image.image_id if image else None,
+                            cli_version=image.cli_version if image else None, extra=extra)
         return CellPins.model_validate(pins.to_json())
 
     def repro_argv(self) -> list[str]:
-        """The ``runner`` arguments that rerun this cell alone."""
-        cell, options = self.cell, self.options
-        argv = ["exec", "--harness", cell.profile.id, "--case", cell.case.id, "--condition", cell.condition.id,
-                "--behaviour", options.behaviour.value]
-        if self.model.mode in (ModelMode.SCRIPTED, ModelMode.LIVE):
-            argv += ["--model", self.model.mode.value]
-        if options.deadline is not None:
-            argv += ["--deadline", f"{options.deadline:g}"]
-        if self.model.fault:
-            argv += ["--model-fault", self.model.fault.spec]
-        if self.chooses_dialect and self.dialect is not None:
-            argv += ["--model-dialect", self.dialect]
-        if options.runtime is not Runtime.RUNC:
-            argv += ["--runtime", options.runtime.value]
-        if options.protocol is not RELEASED_EPOCH or RELEASED_EPOCH is not ProtocolEpoch.ONE:
-            # the default's epoch goes unsaid while it is epoch 1; once the default moves, every repro names its own
-            argv += ["--protocol", options.protocol.value]
-        return argv
+        """The ``runner`` arguments that rerun this cell alone: the cell, then its settings as their rows say them
+        (:func:`runner.matrix.options.argv`)."""
+        cell = self.cell
+        return ["exec", "--harness", cell.profile.id, "--case", cell.case.id, "--condition", cell.condition.id,
+                *settings.argv(self)]
 
     @property
     def repro(self) -> str:

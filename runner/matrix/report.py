@@ -16,7 +16,10 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from runner.conformance.failures import Cause
+from runner.conformance.hashing import judge_version_text
 from runner.core.visible import visible
+from runner.matrix import report_figures as figures
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
 from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestHarness, ManifestRow, Run
@@ -120,18 +123,34 @@ def _group(group: Group, every_run: bool) -> KeptApart:
             harness_error_code=turn.harness_error_code if turn else None,
             stability=stability(series) if runs_shown else None,
             turn_outcome=outcome(series) if runs_shown else None,
+            failure=next((r.failure for r in reversed(series) if r.failure is not None), None),
+            usage=figures.total_usage(series),
+            tool_policy=figures.last_policy(series),
+            rate=figures.pass_rate(series).summary().to_json() if len(series) > 1 else None,
             trials=tuple(_trial(n, run) for n, run in enumerate(series, 1)) if runs_shown else None,
         ))
     shared = group.shared
     judge, cases, worlds = shared.get("judgeVersion"), shared.get("caseSetHash"), shared.get("worldSetHash")
     firsts = [group.series[k][0] for k in sorted(group.series)]
     return KeptApart(
-        judge_version=judge if isinstance(judge, int) else None,
+        judge_version=judge_version_text(judge),
         case_set_hash=cases if isinstance(cases, str) else None,
         world_set_hash=worlds if isinstance(worlds, str) else None,
-        harnesses=tuple(ManifestHarness(id=col, prompt_set_hash=_prompt_set(firsts, col))
-                      for col in sorted({c.cell.harness for c in runs})),
+        harnesses=tuple(_harness(col, firsts, group) for col in sorted({c.cell.harness for c in runs})),
         rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=suite_order)),
+    )
+
+
+def _harness(harness: str, firsts: list[CellResult], group: Group) -> ManifestHarness:
+    """A harness of the group: its prompt set, and what its runs measured (tokens, failures by cause, its pass rate
+    when a cell ran more than once, its tool policy)."""
+    runs = [r for r in group.runs if r.cell.harness == harness]
+    several = any(len(s) > 1 for s in group.series.values() if s[0].cell.harness == harness)
+    failures = figures.by_cause(figures.failed_attempts(runs))
+    return ManifestHarness(
+        id=harness, prompt_set_hash=_prompt_set(firsts, harness), usage=figures.total_usage(runs),
+        failures=failures or None, rate=figures.pass_rate(runs).summary(ks=()).to_json() if several else None,
+        tool_policy=figures.last_policy(runs),
     )
 
 
@@ -147,7 +166,7 @@ def _row(key: tuple[str, str], first: CellResult, cells: list[ManifestCell]) -> 
 def _trial(number: int, run: CellResult) -> Run:
     """One run of a cell, as the manifest carries it: what it found, never when or where."""
     return Run(run=number, trial=run.trial, status=run.status, evidence=run.evidence, turn=run.turn,
-               infrastructure_error=run.infrastructure_error)
+               infrastructure_error=run.infrastructure_error, failure=run.failure, usage=run.usage)
 
 
 def suite_order(key: tuple[str, str]) -> tuple[int, int, str, str]:
@@ -209,6 +228,9 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_deta
         out += ["", f"## Group {number}: kept apart", ""]
         out += [f"- **Not merged** with {reason}" for reason in kept.apart]
         out += _pin_lines(kept, group.runs) + _section(kept, group, "###")
+    out += _tokens(groups)
+    out += _causes(groups)
+    out += _rates(groups)
     out += _unavailable(groups)
     out += _failing(groups, gate_result)
     out += _retried(groups)
@@ -295,6 +317,66 @@ def _model(pins: CellPins) -> str | None:
     return f"{pins.model_mode} ({', '.join(extras)})" if pins.model_mode and extras else pins.model_mode
 
 
+def _by_harness(groups: list[Group]) -> dict[str, list[CellResult]]:
+    found: dict[str, list[CellResult]] = {}
+    for run in (r for g in groups for r in g.runs):
+        found.setdefault(run.cell.harness, []).append(run)
+    return dict(sorted(found.items()))
+
+
+def _tokens(groups: list[Group]) -> list[str]:
+    """Each harness's tokens over every run that reported any (every attempt's): what the matrix cost."""
+    rows = []
+    for harness, runs in _by_harness(groups).items():
+        usage = figures.total_usage(runs)
+        if usage is None:
+            continue
+        total, side = usage.total, usage.side
+        spent, side_spent = total.input + total.output, side.input + side.output
+        share = f"{side_spent:,} ({side_spent / spent:.0%})" if side_spent else "0"
+        measured = sum(1 for r in runs if r.usage is not None)
+        rows.append(f"| {harness} | {measured} | {total.input:,} | {total.cached_input:,} | {total.output:,} | "
+                    f"{total.reasoning:,} | {share} | {usage.unreported or ''} |")
+    if not rows:
+        return []
+    return ["", "## Tokens per harness", "",
+            "| Harness | Runs | Input | Cached input | Output | Reasoning | Side requests | Answers without usage |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|", *rows]
+
+
+def _causes(groups: list[Group]) -> list[str]:
+    """Each harness's failed attempts by cause (every attempt of a retried cell too), each cause by kind."""
+    failed = {h: figures.failed_attempts(runs) for h, runs in _by_harness(groups).items()}
+    failed = {h: f for h, f in failed.items() if f}
+    if not failed:
+        return []
+    causes = [c for c in Cause if any(f.cause == c.value for fs in failed.values() for f in fs)]
+    out = ["", "## Failed attempts by cause, per harness", "",
+           "| Harness | " + " | ".join(_spaced(c.value) for c in causes) + " |", "|---|" + "---|" * len(causes)]
+    for harness, failures in failed.items():
+        out.append(f"| {harness} | " + " | ".join(figures.kinds_text(failures, c.value) for c in causes) + " |")
+    return out
+
+
+def _rates(groups: list[Group]) -> list[str]:
+    """With several runs of a cell: each harness's pass rate over the runs that count toward one, with its 95%
+    Wilson interval, and how many of its cells passed every run, some or none."""
+    if max((len(s) for g in groups for s in g.series.values()), default=1) < 2:
+        return []
+    out = ["", "## Pass rates per harness (runs that count)", "",
+           "| Harness | Pass rate (95% Wilson) | Cells passing every run | some | none |", "|---|---|---:|---:|---:|"]
+    for harness, runs in _by_harness(groups).items():
+        rates = [figures.pass_rate(s) for g in groups for s in g.series.values() if s[0].cell.harness == harness]
+        rates = [r for r in rates if r.trials]
+        if not rates:
+            continue
+        every = sum(1 for r in rates if r.passes == r.trials)
+        none = sum(1 for r in rates if r.passes == 0)
+        shown = figures.pass_rate(runs).shown
+        out.append(f"| {harness} | {shown} | {every} | {len(rates) - every - none} | {none} |")
+    return out
+
+
 def _unavailable(groups: list[Group]) -> list[str]:
     """Each unavailable column's reason, once (every one of its cells carries the same words)."""
     why: dict[str, dict[str, int]] = {}
@@ -334,6 +416,10 @@ def _failing(groups: list[Group], gate_result: Gate | None) -> list[str]:
             evidence = evidence[:EVIDENCE_SHOWN - 1].rstrip() + "…"
         out += [f"- `{worst.id}` ({said}{', known' if worst.id in known else ''}): `{worst.repro}`",
                 f"  - {evidence}"]
+        if worst.failure is not None:
+            out.append(f"  - cause: {worst.failure.cause} ({worst.failure.kind})")
+        if len(runs) > 1:
+            out.append(f"  - runs: {figures.rate_text(figures.pass_rate(runs).summary())}")
     return out
 
 
@@ -389,14 +475,21 @@ def junit(cells: list[CellResult]) -> str:
             if failing:
                 failures += 1
                 first = failing[0]
-                ET.SubElement(case, "failure", message=f"{said + ': ' if said else ''}{first.status}: {first.evidence}"
-                              ).text = first.repro
+                cause = f"{first.failure.cause} ({first.failure.kind}): " if first.failure else ""
+                element = ET.SubElement(case, "failure", message=f"{said + ': ' if said else ''}{cause}{first.status}: "
+                                                                 f"{first.evidence}")
+                element.text = first.repro
+                if first.failure is not None:
+                    element.set("type", first.failure.kind)
             elif broken:
                 errors += 1
-                problem = broken[0].infrastructure_error
+                problem, why = broken[0].infrastructure_error, broken[0].failure
                 assert problem is not None
-                ET.SubElement(case, "error", message=f"{said + ': ' if said else ''}{problem.detail}"
-                              ).text = broken[0].repro
+                cause = f"{why.cause} ({why.kind}): " if why else ""
+                element = ET.SubElement(case, "error", message=f"{said + ': ' if said else ''}{cause}{problem.detail}")
+                element.text = broken[0].repro
+                if why is not None:
+                    element.set("type", why.kind)
             elif any(r.status != "pass" for r in runs):
                 skipped += 1
                 ET.SubElement(case, "skipped", message=said or f"{cell.status}: {cell.evidence}")

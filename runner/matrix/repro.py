@@ -1,9 +1,11 @@
 """``runner repro``: the plan that reruns the cell a result describes, with the same pins, and which pins the
 rerun could not match.
 
-A trial (``<cell>/trial-<k>/``) reruns as that trial, pinned as it was. A live cell (or trial) is replayed from its
-own recorded model exchanges (offline); a faulted cell reruns with the same fault;
-the deadline asked for is asked again. Only the comparability pins are compared (``comparable``), and a live
+Each setting is read back by its row (:func:`runner.matrix.options.recalled`), the same rows that wrote the cell's
+pins and its repro command, so ``runner repro`` and ``repro.sh`` rerun the same cell: under the runtime, in the
+protocol epoch and the dialect, with the fault and the behaviour it was pinned with, the deadline asked for asked
+again. A trial (``<cell>/trial-<k>/``) reruns as that trial, pinned as it was. A live cell (or trial) is replayed
+from its own recorded model exchanges (offline). Only the comparability pins are compared (``comparable``), and a live
 cell's ``modelMode`` is expected to differ (it is replayed).
 """
 
@@ -13,15 +15,14 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner.conformance.behaviours import parse_behaviour
 from runner.conformance.cases import get_case
 from runner.conformance.hashing import comparable
-from runner.core.protocol import ProtocolEpoch
 from runner.harnesses.profile import find_profile
+from runner.matrix import options as settings
 from runner.matrix.cells import MatrixCell
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.matrix.result import CellPins, CellResult
-from runner.turn.settings import REPLAY_PREFIX, Host, parse_dialect, parse_fault, parse_model, parse_protocol
+from runner.turn.settings import Host
 
 
 def repro_plan(
@@ -30,19 +31,11 @@ def repro_plan(
     """The plan of the rerun, its settings read from the recorded pins (as the command line would have given
     them); ``host`` and ``profiles_dirs`` are the edge's. Raises the lookup errors (unknown case, harness,
     condition or behaviour) of a cell this runner no longer knows."""
-    pins = recorded.pins
     case = get_case(recorded.cell.case)
     cell = MatrixCell(case, case.condition_for(recorded.cell.condition),
                       find_profile(recorded.cell.harness, profiles_dirs))
-    mode = pins.model_mode
-    asked = f"{REPLAY_PREFIX}{directory / 'model-exchanges.jsonl'}" if mode == "live" else mode
-    model, recording = parse_model(asked if asked != "none" else None)
-    options = CellOptions(
-        behaviour=parse_behaviour(pins.behaviour or "cooperative"), model=model, recording=recording,
-        fault=parse_fault(pins.model_fault), dialect=parse_dialect(pins.model_dialect),
-        deadline=recorded.deadline_seconds, run_id=run_id, host=host, run_unsupported=True,
-        protocol=parse_protocol(pins.protocol_version or ProtocolEpoch.ONE.value),  # no pin: epoch 1
-    )
+    given = settings.recalled(recorded, directory)  # as the command line would have given them: every row's
+    options = CellOptions.parse(given, run_id=run_id, host=host, run_unsupported=True)
     [plan] = plan_cells([cell], options, fault_every_harness=True)
     return dataclasses.replace(plan, trial=recorded.trial)  # a trial reruns as that trial, with its pin
 

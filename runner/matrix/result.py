@@ -34,6 +34,15 @@ result written now is version 4: it names it ``cell.harness`` (and ``harnessId``
 several as ``turns``, and keeps its attempts as version 3 does. Every earlier version is still read, and written again
 as it was (its keys, its shape).
 
+**Measures.** A result written now is version 5: besides version 4's keys it may carry what the cell cost and why
+it failed, each left out when there is nothing to say: ``usage`` (the tokens every model answer of its turns
+reported, split into the conversation and side requests, :class:`UsageRecord`; also per turn), ``failure`` (why
+the attempt failed: its cause, kind, evidence line and retry rule, :class:`FailureRecord`, from
+:func:`runner.conformance.failures.classify`; also per attempt in ``cellAttempts``) and ``system.toolPolicy`` (the
+tool policy the CLI's requests to its model support, upstream's ADR 0027 record as
+:mod:`runner.model.tool_policy` measures it). Its pins write ``judgeVersion`` as upstream's newer records do, a
+string (``"6"``); an earlier version's pins are written again with the number they were read with.
+
 **Ids.** A result names its cell, and the cell names paths (``runner repro`` loads the harness's profile): every id
 read back is checked against a fixed pattern (:data:`PLAIN_ID`, the profile's own for the harness) and the cell id
 must be the other three joined, so no id read from a file reaches outside the directory it names.
@@ -42,7 +51,7 @@ must be the other three joined, so no id read from a file reaches outside the di
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -58,16 +67,21 @@ from pydantic import (
     model_validator,
 )
 
+from runner.conformance.failures import KINDS, Failure, TurnEvidence, classify
+from runner.conformance.hashing import JudgeVersion
 from runner.conformance.jsonmodel import JsonModel, JsonValue, omitted, problems
 from runner.conformance.judge import STRICT, CellGrade
+from runner.core.usage import Usage, UsageTotals
 from runner.errors import UsageError
 from runner.harnesses.profile import PROFILE_ID
+from runner.model.tool_policy import ToolPolicy
 
 RESULT_VERSION = 1  # the version of a result of at most one turn
 TURNS_VERSION = 2  # a result of several turns: ``turns`` (a list) in place of ``turn``
 ATTEMPTS_VERSION = 3  # a result of several attempts: ``cellAttempts``, and ``turns`` as in version 2
-HARNESS_VERSION = 4  # the cell names its harness (``harness``, ``harnessId``), not its column: what runner writes now
-READS_UP_TO = HARNESS_VERSION
+HARNESS_VERSION = 4  # the cell names its harness (``harness``, ``harnessId``), not its column
+MEASURED_VERSION = 5  # usage, failure, system.toolPolicy; judgeVersion a string: what runner writes now
+READS_UP_TO = MEASURED_VERSION
 PLAIN_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")  # a case's or a condition's id: never a path
 ATTEMPT_DIR = re.compile(r"^attempt-[1-9][0-9]{0,5}$")  # where an earlier attempt's files are kept
 MAX_DETAIL = 4000  # characters of an infrastructure error's words kept in a result
@@ -119,6 +133,126 @@ class RowDescription(JsonModel):
     condition: str | None
 
 
+class Tokens(JsonModel):
+    """One :class:`~runner.core.usage.Usage` as written: input (cached included), cached input, output (reasoning
+    included), reasoning."""
+
+    input: int = Field(ge=0)
+    cached_input: int = Field(ge=0)
+    output: int = Field(ge=0)
+    reasoning: int = Field(ge=0)
+
+    @classmethod
+    def of(cls, usage: Usage) -> Tokens:
+        return cls(input=usage.input, cached_input=usage.cached_input, output=usage.output, reasoning=usage.reasoning)
+
+    def usage(self) -> Usage:
+        return Usage(self.input, self.cached_input, self.output, self.reasoning)
+
+
+class UsageRecord(JsonModel):
+    """The tokens of a turn's (a cell's, an attempt's) model answers, as :class:`~runner.core.usage.UsageTotals`
+    says them: the total, the conversation's and the side requests' (a title, a summary, a sub-agent without the
+    catalogue's tools), how many answers were counted and how many of them reported no usage (then the total is a
+    lower bound). ``total`` is written for a reader, and checked against the two parts when read."""
+
+    total: Tokens
+    conversation: Tokens
+    side: Tokens
+    answers: int = Field(ge=0)
+    unreported: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _sums(self) -> UsageRecord:
+        if self.total.usage() != self.conversation.usage() + self.side.usage():
+            raise ValueError("usage total is not conversation + side")
+        if self.unreported > self.answers:
+            raise ValueError("usage unreported counts more answers than were counted")
+        return self
+
+    @classmethod
+    def of(cls, totals: UsageTotals) -> UsageRecord:
+        return cls(total=Tokens.of(totals.total), conversation=Tokens.of(totals.conversation),
+                   side=Tokens.of(totals.side), answers=totals.answers, unreported=totals.unreported)
+
+    def totals(self) -> UsageTotals:
+        return UsageTotals(self.conversation.usage(), self.side.usage(), self.answers, self.unreported)
+
+
+def summed_usage(records: Iterable[UsageRecord | None]) -> UsageRecord | None:
+    """The sum of the records given (None when none is)."""
+    held = [r.totals() for r in records if r is not None]
+    if not held:
+        return None
+    total = UsageTotals()
+    for each in held:
+        total = total + each
+    return UsageRecord.of(total)
+
+
+class FailureRecord(JsonModel):
+    """Why an attempt failed (:class:`runner.conformance.failures.Failure`): its cause, its kind in the vocabulary,
+    the evidence line, whether runner retries it and whether it counts toward a pass rate (both the kind's rules
+    when it was written)."""
+
+    cause: str
+    kind: str
+    evidence: str
+    retried: bool
+    counts: bool
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"unknown failure kind {value!r}")
+        return value
+
+    @classmethod
+    def of(cls, failure: Failure) -> FailureRecord:
+        return cls(cause=failure.cause.value, kind=failure.kind.name, evidence=failure.evidence,
+                   retried=failure.retried, counts=failure.counts)
+
+    @property
+    def line(self) -> str:
+        """``cli (tools_never_offered): <evidence>``: one line for a report."""
+        return f"{self.cause} ({self.kind}): {self.evidence}"
+
+
+class ToolPolicyRecord(JsonModel):
+    """Upstream's ``system.toolPolicy`` (ADR 0027, version ``"2"``) as :mod:`runner.model.tool_policy` measured it
+    from the CLI's requests to its model; checked by :class:`~runner.model.tool_policy.ToolPolicy`'s own rules."""
+
+    version: str
+    mode: str
+    inventory: str
+    managed_mcp: tuple[str, ...]
+    harness_local: tuple[str, ...] = ()
+    external_direct: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _upstreams_rules(self) -> ToolPolicyRecord:
+        self.policy()
+        return self
+
+    @classmethod
+    def of(cls, policy: ToolPolicy) -> ToolPolicyRecord:
+        return cls.model_validate(policy.to_json())
+
+    def policy(self) -> ToolPolicy:
+        """The policy this record holds (ValueError: one upstream's rules refuse)."""
+        policy = ToolPolicy.from_json(self.to_dict())
+        assert policy is not None
+        return policy
+
+
+class SystemRecord(JsonModel):
+    """What upstream's records carry under ``system``: here, the measured tool policy."""
+
+    tool_policy: ToolPolicyRecord | None = omitted()
+
+
 class TurnSummary(JsonModel):
     """How the turn settled, as the matrix reports it (the whole record is in ``record.json``; every key written,
     null included)."""
@@ -132,6 +266,7 @@ class TurnSummary(JsonModel):
     harness_error_code: str | None = None
     exit_code: int | None = None
     deadline_hit: bool = False
+    usage: UsageRecord | None = omitted()  # version 5: the tokens of this turn's model answers (a CLI with a model)
 
 
 class InfrastructureProblem(JsonModel):
@@ -157,6 +292,10 @@ class InfrastructureProblem(JsonModel):
         return cls(kind=type(first).__name__, detail=detail)
 
 
+def _numeric(value: object) -> bool:
+    return isinstance(value, str) and value.isascii() and value.isdigit()
+
+
 def _leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup) and error.exceptions:
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
@@ -173,6 +312,8 @@ class CellAttempt(JsonModel):
     started_at: str | None = omitted()
     status: str
     infrastructure_error: InfrastructureProblem | None = omitted()
+    failure: FailureRecord | None = omitted()  # version 5: why this attempt failed
+    usage: UsageRecord | None = omitted()  # version 5: what this attempt's turns cost
     files: str | None = omitted()
 
     @field_validator("files")
@@ -187,6 +328,8 @@ class CellAttempt(JsonModel):
         characters of that), and where its files are."""
         problem = self.infrastructure_error
         said = f"infrastructure error ({problem.kind}): {problem.detail}" if problem else self.status.replace("_", " ")
+        if self.failure is not None:
+            said = f"{self.status.replace('_', ' ')}: {self.failure.line}"
         said = " ".join(said.split())
         if len(said) > most:
             said = said[: most - 1].rstrip() + "…"
@@ -216,7 +359,7 @@ class CellPins(JsonModel):
 
     case_set_hash: str | None = None
     world_set_hash: str | None = None
-    judge_version: int | None = None
+    judge_version: JudgeVersion | None = None  # "6"; an older result's 6 is read as "6" (and written back as 6)
     image_id: str | None = None
     cli_version: str | None = None
     runner_version: str | None = None
@@ -282,7 +425,7 @@ class CellResult(JsonModel):
     """One cell's ``result.json``. Keys are written in this order; each optional one only when it holds something
     (``interrupted`` only when true), except the pins' own rule (:class:`CellPins`)."""
 
-    version: int = HARNESS_VERSION
+    version: int = MEASURED_VERSION
     cell: CellRef
     interrupted: bool = omitted(empty=True, default=False)
     row: RowDescription | None = omitted()
@@ -292,11 +435,14 @@ class CellResult(JsonModel):
     started_at: str | None = omitted()  # the turn's start (ISO-8601 UTC); a cell that ran none: when it was written
     grade: GradeRecord | None = omitted()
     infrastructure_error: InfrastructureProblem | None = omitted()
+    failure: FailureRecord | None = omitted()  # version 5: why this attempt failed (None: it did not)
     cell_attempts: tuple[CellAttempt, ...] = omitted(empty=True, default=())  # version 3: each attempt, this one last
     turns: tuple[TurnSummary, ...] = Field(
         default=(), validation_alias=AliasChoices("turn", "turns"), serialization_alias="turn",
         exclude_if=lambda turns: not turns,
     )
+    usage: UsageRecord | None = omitted()  # version 5: the tokens of every turn's model answers, summed
+    system: SystemRecord | None = omitted()  # version 5: upstream's system.toolPolicy, measured
     model: ModelRecord | None = omitted()
     files: dict[str, str] | None = omitted()
     elapsed_seconds: float | None = omitted()
@@ -333,6 +479,9 @@ class CellResult(JsonModel):
             body = {("turns" if k == "turn" else k): v for k, v in body.items()}
         if self.version < HARNESS_VERSION:
             body = {k: _renamed(v, OLD_KEYS[k]) if k in OLD_KEYS else v for k, v in body.items()}
+        pins = body.get("pins")
+        if self.version < MEASURED_VERSION and isinstance(pins, dict) and _numeric(pins.get("judgeVersion")):
+            body["pins"] = {**pins, "judgeVersion": int(str(pins["judgeVersion"]))}  # as an earlier version wrote it
         return body
 
     @model_validator(mode="after")
@@ -341,6 +490,11 @@ class CellResult(JsonModel):
             raise ValueError("a cell result holds a grade or an infrastructure error; this one holds neither")
         if self.cell_attempts and self.version < ATTEMPTS_VERSION:
             raise ValueError(f"a result of version {self.version} holds no attempts; version {ATTEMPTS_VERSION} does")
+        measured = self.failure or self.usage or self.system or any(t.usage for t in self.turns) or any(
+            a.failure or a.usage for a in self.cell_attempts)
+        if measured and self.version < MEASURED_VERSION:
+            raise ValueError(f"a result of version {self.version} holds no usage, failure or system; "
+                             f"version {MEASURED_VERSION} does")
         return self
 
     # --- what every reader asks ---------------------------------------------------------------------------
@@ -389,6 +543,23 @@ class CellResult(JsonModel):
     def failing_attempts(self) -> set[str]:
         return self.grade.failing_attempts() if self.grade is not None else set()
 
+    @property
+    def why(self) -> FailureRecord | None:
+        """Why the cell's (last) attempt failed: the failure it holds, or, for a result that holds none (written
+        before version 5), the one its infrastructure error names (a graded failure of such a result was never told
+        apart, and is None)."""
+        if self.failure is not None:
+            return self.failure
+        problem = self.infrastructure_error
+        if problem is None:
+            return None
+        found = classify(TurnEvidence(infrastructure_kind=problem.kind, infrastructure_detail=problem.detail))
+        return FailureRecord.of(found) if found is not None else None
+
+    @property
+    def tool_policy(self) -> ToolPolicyRecord | None:
+        return self.system.tool_policy if self.system is not None else None
+
     def finished(self, elapsed_seconds: float) -> CellResult:
         return self.model_copy(update={"elapsed_seconds": elapsed_seconds})
 
@@ -397,7 +568,9 @@ class CellResult(JsonModel):
         one, the result as it was otherwise."""
         if len(attempts) < 2:
             return self
-        return self.model_copy(update={"version": max(self.version, ATTEMPTS_VERSION), "cell_attempts": attempts})
+        measured = any(a.failure or a.usage for a in attempts)
+        version = max(self.version, MEASURED_VERSION if measured else ATTEMPTS_VERSION)
+        return self.model_copy(update={"version": version, "cell_attempts": attempts})
 
     # --- JSON ---------------------------------------------------------------------------------------------
 

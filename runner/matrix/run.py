@@ -11,9 +11,11 @@
   image and the engine. They are kept apart anyway so that no trial's timing (a deadline, a wind-down) depends
   on its sibling's load: on the scripted model the N trials are expected to be identical, and a difference is
   reported as a finding (nondeterminism in the runner or the CLI), not blamed on contention.
-- Infrastructure failures (the engine refused, an image is missing, the MCP server never connected)
-  are retried with exponential backoff a bounded number of times; if they persist the cell is
-  reported as an infrastructure error, never graded as the CLI's behaviour.
+- An attempt is retried, with exponential backoff a bounded number of times, when its failure's kind says so
+  (:attr:`~runner.matrix.result.CellResult.why`, the rules of :mod:`runner.conformance.failures`): the engine, the
+  image, the box's limits and the vendor's API are retried; the CLI's conduct never is (a CLI that never opens its
+  MCP session does not buy itself another try), nor a bug of runner's own. An infrastructure error that persists
+  is reported as such, never graded as the CLI's behaviour.
 - Every attempt is kept: each writes its own files in a cleared cell directory, an earlier attempt's moved to
   ``attempt-<n>/`` (:func:`~runner.matrix.artifact.keep_attempt`), and a cell that took more than one attempt lists
   them all in its result (``cellAttempts``: when each started, what it came to, what ended it). A CLI can make runner
@@ -38,6 +40,7 @@ import anyio
 import anyio.lowlevel
 from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
+from runner.conformance.failures import TurnEvidence, classify
 from runner.core.timeline import iso_utc
 from runner.matrix.artifact import clear_cell, keep_attempt, read_cell, reusable, trial_dir, write_cell
 from runner.matrix.plan import CellPlan
@@ -48,6 +51,7 @@ from runner.matrix.result import (
     CellRef,
     CellResult,
     DeclaredGrade,
+    FailureRecord,
     InfrastructureProblem,
 )
 
@@ -149,6 +153,12 @@ async def run_matrix(
     return summary
 
 
+def retried(result: CellResult | None) -> bool:
+    """Whether the attempt that came to ``result`` is tried again: its failure's kind says so."""
+    why = result.why if result is not None else None
+    return why is not None and why.retried
+
+
 async def _with_retries(
     cell: CellPlan, directory: Path, run_cell: CellRunner, retries: int, events: Events
 ) -> CellResult:
@@ -157,7 +167,7 @@ async def _with_retries(
     result: CellResult | None = None
     attempts: list[CellAttempt] = []
     async for attempt in AsyncRetrying(
-        retry=retry_if_result(lambda r: r is not None and r.infrastructure_error is not None),
+        retry=retry_if_result(retried),
         stop=stop_after_attempt(retries + 1),
         wait=wait_exponential(multiplier=1, max=20),
         retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
@@ -171,7 +181,8 @@ async def _with_retries(
             if kept is not None:
                 attempts[-1] = attempts[-1].model_copy(update={"files": kept})
             attempts.append(CellAttempt(attempt=number, started_at=started_at, status=result.status,
-                                    infrastructure_error=result.infrastructure_error))
+                                        infrastructure_error=result.infrastructure_error, failure=result.why,
+                                        usage=result.usage))
         if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
             attempt.retry_state.set_result(result)
     assert result is not None
@@ -205,9 +216,11 @@ async def _attempt(
 
 def _failed(plan: CellPlan, error: BaseException, started_at: str) -> CellResult:
     cell = plan.cell
+    problem = InfrastructureProblem.of(error, plan.scrubber.text)
+    found = classify(TurnEvidence(infrastructure_kind=problem.kind, infrastructure_detail=problem.detail))
     return CellResult(
         cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
-        infrastructure_error=InfrastructureProblem.of(error, plan.scrubber.text), pins=plan.trial_pins,
+        infrastructure_error=problem, failure=FailureRecord.of(found) if found else None, pins=plan.trial_pins,
         repro=plan.repro, started_at=started_at,
     )
 

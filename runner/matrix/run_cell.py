@@ -23,6 +23,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 import runner
+from runner.conformance.failures import TurnEvidence, classify
 from runner.conformance.judge import grade_cell, grade_turns, not_run_cell
 from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.timeline import iso_utc
@@ -39,18 +41,24 @@ from runner.matrix.artifact import write_cell
 from runner.matrix.cells import Disposition
 from runner.matrix.plan import CellPlan
 from runner.matrix.result import (
-    HARNESS_VERSION,
+    MEASURED_VERSION,
     UNAVAILABLE,
     CellPins,
     CellRef,
     CellResult,
     DeclaredGrade,
+    FailureRecord,
     GradeRecord,
     InfrastructureProblem,
     ModelRecord,
     RowDescription,
+    SystemRecord,
+    ToolPolicyRecord,
     TurnSummary,
+    UsageRecord,
+    summed_usage,
 )
+from runner.turn.measure import policy_of
 from runner.turn.prepare import turn_execution_id
 from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 
@@ -69,18 +77,19 @@ def _base(
     plan: CellPlan, pins: CellPins, *, grade: GradeRecord | None = None,
     infrastructure_error: InfrastructureProblem | None = None, turn: TurnSummary | None = None,
     model: ModelRecord | None = None, files: dict[str, str] | None = None, transport: str | None = None,
-    turns: tuple[TurnSummary, ...] = (), started_at: str | None = None,
+    turns: tuple[TurnSummary, ...] = (), started_at: str | None = None, failure: FailureRecord | None = None,
+    system: SystemRecord | None = None,
 ) -> CellResult:
     """The cell's result; ``started_at``: its turn's start (now, for a cell that ran no turn)."""
     cell = plan.cell
     turns = turns or ((turn,) if turn else ())
     return CellResult(
-        version=HARNESS_VERSION,
+        version=MEASURED_VERSION,
         cell=CellRef(id=cell.id, case=cell.case.id, condition=cell.condition.id, harness=cell.profile.id),
         row=_row(plan), pins=pins, repro=plan.repro, deadline_seconds=plan.options.deadline,
         started_at=started_at or iso_utc(time.time()), grade=grade,
-        infrastructure_error=infrastructure_error, turns=turns, model=model, files=files,
-        transport=transport,
+        infrastructure_error=infrastructure_error, failure=failure, turns=turns,
+        usage=summed_usage(t.usage for t in turns), system=system, model=model, files=files, transport=transport,
     )
 
 
@@ -92,8 +101,35 @@ def _summary(report: TurnReport) -> TurnSummary:
         calls_after_escalation=executed.count("callsAfterEscalation"), wind_down_seconds=report.wind_down_seconds,
         harness_outcome=executed.text("harnessOutcome"),
         harness_error_code=executed.text("harnessErrorCode"), exit_code=report.drive.exit_code,
-        deadline_hit=report.drive.deadline_hit,
+        deadline_hit=report.drive.deadline_hit, usage=_usage(report),
     )
+
+
+def _usage(report: TurnReport) -> UsageRecord | None:
+    measures = report.measures
+    return UsageRecord.of(measures.usage) if measures is not None and measures.usage is not None else None
+
+
+def _failure(reports: list[TurnReport], grade: str | None, problem: InfrastructureProblem | None
+             ) -> FailureRecord | None:
+    """Why the attempt failed (:func:`runner.conformance.failures.classify`), from the last turn's evidence, the
+    cell's grade and what ended it around the turn; None when it did not fail."""
+    last = reports[-1].measures if reports else None
+    evidence = last.evidence if last is not None else TurnEvidence()
+    if problem is not None:
+        evidence = replace(evidence, infrastructure_kind=problem.kind, infrastructure_detail=problem.detail)
+    found = classify(replace(evidence, grade=grade))
+    return FailureRecord.of(found) if found is not None else None
+
+
+def _system(reports: list[TurnReport]) -> SystemRecord | None:
+    """The tool policy every turn's requests support together (None: no turn had a model endpoint)."""
+    measured = [r.measures for r in reports if r.measures is not None and r.measures.policy is not None]
+    if not measured:
+        return None
+    offered = [each for m in measured for each in m.offered]
+    policy, _ = policy_of(offered, reports[-1].request.profile.mcp_server_name, measured[-1].launch)
+    return SystemRecord(tool_policy=ToolPolicyRecord.of(policy))
 
 
 def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> CellResult:
@@ -164,7 +200,8 @@ class _Cell:
         turns = tuple(_summary(r) for r in self.reports)
         started_at = self.reports[0].started_at if self.reports else None
         return self.finish(_base(plan, self.pins, infrastructure_error=problem, turns=turns, files=files,
-                                 started_at=started_at))
+                                 started_at=started_at, failure=_failure(self.reports, None, problem),
+                                 system=_system(self.reports)))
 
 
 async def _run_cell(
@@ -222,7 +259,8 @@ async def _run_cell(
         files.update({prefix + k: os.path.relpath(v, directory) for k, v in each.files.items()})
     result = _base(
         plan, pins, grade=graded, infrastructure_error=wiring, turns=tuple(_summary(r) for r in reports),
-        transport=report.transport,
+        transport=report.transport, failure=_failure(reports, str(graded.status) if graded else None, wiring),
+        system=_system(reports),
         model=ModelRecord(mode=model.mode.value, why=model.why, credential=model.credential,
                           recording=str(model.recording) if model.recording else None,
                           fault=model.fault.spec if model.fault else None),

@@ -76,13 +76,6 @@ class McpServerHandle:
     sessions_initialized: int = 0
     calls: int = 0
     client_infos: list[dict[str, str]] = field(default_factory=list)  # each client's name and version
-    initialized_event: anyio.Event = field(default_factory=anyio.Event, repr=False)
-
-    async def wait_initialized(self, timeout: float) -> bool:
-        """True once some session completed ``initialize`` (or opened with a 2026 envelope)."""
-        with anyio.move_on_after(timeout):
-            await self.initialized_event.wait()
-        return self.initialized_event.is_set()
 
 
 @asynccontextmanager
@@ -365,7 +358,6 @@ class McpSession:
         entry = {k: value for k in ("name", "version") if isinstance(value := info.get(k), str)}
         handle.sessions_initialized += 1
         handle.client_infos.append(entry)
-        handle.initialized_event.set()
         self.service.emit(
             "session.initialized",
             {"connection": self.number, "clientInfo": {**entry}, "protocolVersion": protocol_version},

@@ -36,17 +36,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from runner.model.compare import first_divergence
-    from runner.model.config import ModelEndpointConfig, ModelMode
-    from runner.model.replay import RecordingError
-    from runner.model.script import ScriptError
-    from runner.model.server import ModelEndpointHandle, serve_model, serve_model_tcp
-    from runner.model.types import DEFAULT_MODEL, DEFAULT_PLACEHOLDER_KEY, LiveCredentialMissing, ModelEndpointError
+if TYPE_CHECKING:  # the names the package offers, for the type checker (``import X as X``: re-exported)
+    from runner.model.compare import first_divergence as first_divergence
+    from runner.model.config import ModelEndpointConfig as ModelEndpointConfig
+    from runner.model.config import ModelMode as ModelMode
+    from runner.model.replay import RecordingError as RecordingError
+    from runner.model.script import ScriptError as ScriptError
+    from runner.model.server import ModelEndpointHandle as ModelEndpointHandle
+    from runner.model.server import serve_model as serve_model
+    from runner.model.server import serve_model_tcp as serve_model_tcp
+    from runner.model.types import DEFAULT_MODEL as DEFAULT_MODEL
+    from runner.model.types import DEFAULT_PLACEHOLDER_KEY as DEFAULT_PLACEHOLDER_KEY
+    from runner.model.types import LiveCredentialMissing as LiveCredentialMissing
+    from runner.model.types import ModelEndpointError as ModelEndpointError
 
-# Each name is imported from its module (``_HOMES``) when first asked for, so that importing one light
-# module of the package (runner.model.types, which the harness profiles use) does not start the HTTP
-# server's imports (uvicorn, starlette, httpx2).
+# The same names at run time, each imported from its module when first asked for, so that importing one light
+# module of the package (runner.model.types, which the harness profiles use) does not start the HTTP server's
+# imports (uvicorn, starlette, httpx2). tests/unit/test_model_exports.py holds the two lists to each other.
 _HOMES = {
     "DEFAULT_MODEL": "types",
     "DEFAULT_PLACEHOLDER_KEY": "types",
@@ -61,20 +67,6 @@ _HOMES = {
     "serve_model": "server",
     "serve_model_tcp": "server",
 }
-__all__ = [
-    "DEFAULT_MODEL",
-    "DEFAULT_PLACEHOLDER_KEY",
-    "LiveCredentialMissing",
-    "ModelEndpointConfig",
-    "ModelEndpointError",
-    "ModelEndpointHandle",
-    "ModelMode",
-    "RecordingError",
-    "ScriptError",
-    "first_divergence",
-    "serve_model",
-    "serve_model_tcp",
-]
 
 
 def __getattr__(name: str) -> object:
@@ -87,4 +79,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *_HOMES})

@@ -9,6 +9,7 @@ from pathlib import Path
 from runner.core.outcomes import JsonValue
 from runner.core.scrub import Scrubber
 from runner.model.live_policy import check_base_url, policy_for
+from runner.model.names import BUILT_IN, ToolNaming
 from runner.model.replay import RecordedExchange, load_recording
 from runner.model.script import normalise_actions
 from runner.model.settings import ModelFault, ModelMode
@@ -50,6 +51,9 @@ class ModelEndpointConfig:
     # the column filters nothing its model calls (``issues_uncatalogued``): the scripted model also makes the calls
     # the request does not offer, under their canonical names (runner.model.names.invented)
     invents: bool = False
+    # how the column's CLI names the MCP tools it offers its model (its harness package's ``tool_naming``): the
+    # scripted model calls them by those names, and tells a side request by their absence
+    naming: ToolNaming = BUILT_IN
     exchanges: tuple[RecordedExchange, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

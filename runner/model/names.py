@@ -1,9 +1,12 @@
 """Which name a CLI exposes for a canonical SharedOS tool, looked up in the request's own tool list. Pure.
 
-Every vendor CLI renames the MCP tools it offers its model (``reference/vendor-clis.md``). The
-scripted model therefore never assumes a scheme: for each canonical name (``files.read``) it tries
-the names below, in this order, against the tools the request actually carries, and uses the first
-that is there. ``<s>`` is the MCP server name the CLI registered (``sharedos``); ``<f>`` is the tool's
+Every vendor CLI renames the MCP tools it offers its model (``reference/vendor-clis.md``). Each harness declares how
+its CLI does (:class:`ToolNaming`, the ``tool_naming`` of its package's ``HARNESS``: the schemes below that it uses, or
+schemes of its own defined in its folder, and whether its CLI defers the tools behind a loader); a harness with no
+package of its own (a profile from a user directory) gets :data:`BUILT_IN`, every scheme defined here. For each
+canonical name (``files.read``) the scripted model tries the naming's schemes, in its order, against the tools the
+request actually carries, and uses the first that is there.
+``<s>`` is the MCP server name the CLI registered (``sharedos``); ``<f>`` is the tool's
 portable name (dots to underscores, ``files_read``), then the canonical name itself (a CLI that keeps
 the dot).
 
@@ -22,10 +25,8 @@ scheme             exposed as                                  measured on
                    ``sharedos-sharedos-escalate``)
 ``cline``          ``<s>__<f>``, always with a hash suffix     Cline 3.0.65 (``sharedos__files_read_5f40265d``);
                    (runner's model column: without one)        ``runner/harnesses/model/agent.py``
-``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch
-``bare``           the MCP name itself, no server prefix       Continue's ``cn`` 1.5.47, Nanocoder 1.30.0
-                   (``files.read``); only a dotted name, so
-                   it cannot be a CLI's own tool
+``droid``          ``<s>___<f>`` (three underscores)           Factory Droid, once loaded by ToolSearch (defined
+                                                               in ``runner/harnesses/droid/naming.py``)
 =================  =========================================  ============================================
 
 A column with no router of its own (``issues_uncatalogued: true``: runner's model column, upstream's
@@ -45,17 +46,7 @@ scheme            tool called     arguments                                     
 ``pi-proxy``      ``mcp``         ``{"tool": "<s>_<portable>", "args": {...}}``               Pi + pi-mcp-adapter
 ``pi-codemode``   ``codemode``    ``{"code": "return await tools.mcp__<s>__<js>({...});"}``   Pi 1.6 built-in MCP
 ``qwen-proxy``    ``tool_call``   ``{"name": "mcp__<s>__<portable>", "arguments": {...}}``    Qwen Code (deferred tools)
-``vibe-codemode`` ``run_typescript`` ``{"code": "async function main() {`` ... ``}"}``           Mistral Vibe 3.0.2
 ================  ==============  ==========================================================  ==========
-
-``vibe-codemode`` (Mistral Vibe's unified harness, the only one 3.x has) is Pi's codemode in TypeScript: the request
-declares ``run_typescript`` (``{"code": string}``) and ``search_tool_functions`` beside Vibe's own tools, the system
-prompt lists the connector group ``mcp_<s>``, and a script reaches an MCP tool as ``tools.mcp_<s>.<portable>``
-(``tools.mcp_sharedos.sharedos_escalate``). The sandbox runs ``main()``; its return value is the one tool result the
-next request carries (the MCP result's ``structuredContent``, else its text); an ``isError`` result throws inside the
-script (``run_typescript failed: {"name":"mcp_tool_error","message":...}``), and an unknown tool fails with
-``TypeError: tools.mcp_sharedos.nope is not a function`` (no MCP call). ``search_tool_functions`` (``best_match``,
-``details``) is what a real model is told to call first; a script needs neither.
 
 ``pi-codemode`` (Pi's default ``exposure: codemode``) is the one proxy whose argument is a program:
 the ``codemode`` tool's single parameter ``code`` is JavaScript that Pi runs in a QuickJS sandbox,
@@ -67,20 +58,19 @@ Measured on Pi 1.6.0: the MCP tools are not in the request (only ``codemode``); 
 lists ``mcp__sharedos (codemode)``; a script naming a tool the server lacks fails with ``TypeError:
 tools.mcp__sharedos__nope does not exist. Available: ...`` (still one tool result, no MCP call).
 
-**Deferred tools (Factory Droid 0.225.2).** Droid offers no MCP tool until the model loads it: the first
-request carries only a ``ToolSearch`` function and lists the deferred names (``<s>___<f>``) in a system reminder;
-calling ``ToolSearch {"query": "select:<name>,..."}`` adds them to the next request's tools. A request exposing
-``ToolSearch`` and no tool of the server, or the server's tools only under the ``droid`` scheme, carries our tools;
-the player (:mod:`runner.model.script`) then makes the ``ToolSearch`` call its first playable call, in every request
-of the turn, so the step count (which includes that call's result) stays aligned. :func:`tool_search_target` builds
-it.
+**Deferred tools** (:class:`DeferredTools`, a naming's ``deferred``). A CLI may offer no MCP tool until the model
+loads it (Factory Droid's ``ToolSearch``: ``runner/harnesses/droid/naming.py``). A request in which the naming's loader
+says the tools are deferred carries our tools; the player (:mod:`runner.model.script`) then makes the loader's call its
+first playable call, in every request of the turn, so the step count (which includes that call's result) stays
+aligned.
 
 A CLI may also append a short hash to a name it had to normalise (``<name>_<hash>``): measured here
 on Qwen Code 0.24.4, which exposes ``files.read`` as ``mcp__sharedos__files_read_1rtbejb`` (the dot
 is not in the function-name alphabet), on DeepSeek's dsh 0.1.0-rc.8, which suffixes every MCP tool
 with 12 hex digits (``mcp__sharedos__files_read_369b5d85e292``,
 ``mcp__sharedos__sharedos_escalate_72e183f8c537``), and on Cline 3.0.65, which adds 8 hex digits to every
-MCP tool. After the exact names, each direct scheme is tried again with such a suffix (``_`` and 5-8
+MCP tool. For a naming that says so (``hashed``), after the exact names, each direct scheme is tried again with such a
+suffix (``_`` and 5-8
 lowercase letters or digits, or ``_`` and 12 hex digits).
 
 A tool the request exposes under none of these is *not offered* (the CLI filtered it, or its
@@ -95,19 +85,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from runner.core.outcomes import JsonValue
 
 PI_PROXY_TOOL = "mcp"
 PI_CODEMODE_TOOL = "codemode"
-TOOL_SEARCH_TOOL = "ToolSearch"
 HASH_SUFFIX = r"(?:_[0-9a-z]{5,8}|_[0-9a-f]{12})"  # Qwen Code | dsh
 _HASHED = re.compile(HASH_SUFFIX)
 QWEN_PROXY_TOOL = "tool_call"
-VIBE_CODEMODE_TOOL = "run_typescript"
-PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL, VIBE_CODEMODE_TOOL)
+PROXY_TOOLS = (PI_PROXY_TOOL, PI_CODEMODE_TOOL, QWEN_PROXY_TOOL)
 
 
 @dataclass(frozen=True)
@@ -131,6 +120,78 @@ class ToolTarget:
     proxy: bool = False
 
 
+def _for(template: str, server: str) -> str:
+    return template.replace("{server}", server)
+
+
+@dataclass(frozen=True)
+class DirectScheme:
+    """One way a CLI exposes an MCP tool under a name of its own: ``prefix`` before the tool's form, or the form alone
+    inside ``namespace`` (``{server}`` in either is the server's name). ``dashed``: every character of the form outside
+    ``[A-Za-z0-9-]`` as ``-``; ``only_prefixed``: the scheme names only a form that already starts with
+    ``<server>_``, as it is (pi-mcp-adapter does not repeat its prefix)."""
+
+    name: str
+    prefix: str = ""
+    namespace: str | None = None
+    dashed: bool = False
+    only_prefixed: bool = False
+    bare: bool = False  # the MCP name itself, and only a dotted one (no CLI's own tool has a dot)
+
+    def exposed(self, form: str, server: str) -> tuple[str, str | None] | None:
+        """The ``(name, namespace)`` the tool of this form is offered under, or ``None`` if the scheme names none."""
+        if self.bare:
+            return (form, None) if "." in form else None
+        if self.only_prefixed and not form.startswith(f"{server}_"):
+            return None
+        name = _dashed(form) if self.dashed else form
+        return _for(self.prefix, server) + name, (None if self.namespace is None else _for(self.namespace, server))
+
+    def owns(self, tool: ExposedTool, server: str) -> bool:
+        """Whether ``tool`` is named like one of ``server``'s tools under this scheme."""
+        if self.bare:
+            return tool.namespace is None and "." in tool.name
+        if self.namespace is not None:
+            return tool.namespace == _for(self.namespace, server)
+        return tool.namespace is None and tool.name.startswith(_for(self.prefix, server) or f"{server}_")
+
+
+@dataclass(frozen=True)
+class ProxyScheme:
+    """A gateway tool the model calls with the MCP tool named in its arguments: ``wrap(canonical, arguments, server)``
+    gives those arguments."""
+
+    name: str
+    tool: str
+    wrap: Callable[[str, dict[str, JsonValue], str], dict[str, JsonValue]]
+
+
+class DeferredTools(Protocol):
+    """A CLI that offers the server's tools only once the model loads them with a call of its own."""
+
+    def defers(self, exposed: Sequence[ExposedTool], server: str) -> bool:
+        """Whether this request shows the tools deferred (none loaded yet, or loaded by the loader)."""
+        ...
+
+    def load(self, canonicals: Iterable[str], server: str) -> ToolTarget:
+        """The call that loads every tool of ``canonicals``."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolNaming:
+    """How one harness's CLI names the MCP tools it offers its model: its direct schemes and its gateway tools, in the
+    order they are tried, whether it may add a hash suffix (``hashed``), and its loader of deferred tools."""
+
+    direct: tuple[DirectScheme, ...] = ()
+    proxies: tuple[ProxyScheme, ...] = ()
+    hashed: bool = False
+    deferred: DeferredTools | None = None
+
+    def owns(self, tool: ExposedTool, server: str) -> bool:
+        return any(scheme.owns(tool, server) for scheme in self.direct)
+
+
 def portable_name(name: str) -> str:
     """Dots to underscores: the rename every CLI applies at the MCP boundary (``runner.core.tools``)."""
     return name.replace(".", "_")
@@ -146,25 +207,44 @@ def _dashed(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", name)
 
 
-def direct_candidates(canonical: str, server: str) -> list[tuple[str, str, str | None]]:
-    """``(scheme, name, namespace)`` for every direct scheme, in the order they are tried."""
+def codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: str = "sharedos") -> str:
+    """The JavaScript a model sends Pi's ``codemode`` tool to call ``canonical`` once and return its result."""
+    method = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp__{server}__{canonical}")
+    return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"
+
+
+CLAUDE = DirectScheme("claude", prefix="mcp__{server}__")
+CODEX = DirectScheme("codex", namespace="mcp__{server}")
+SERVER_PREFIX = DirectScheme("server-prefix", prefix="{server}_")
+# Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name already has: measured here,
+# sharedos.escalate is exposed as `sharedos_escalate`
+SERVER_PREFIX_DEDUPLICATED = DirectScheme("server-prefix-deduplicated", only_prefixed=True)
+GEMINI = DirectScheme("gemini", prefix="mcp_{server}_")
+COPILOT = DirectScheme("copilot", prefix="{server}-", dashed=True)
+CLINE = DirectScheme("cline", prefix="{server}__")
+# Continue's cn 1.5.47 and Nanocoder 1.30.0 (measured 2026-12-06): an MCP tool under its own dotted name (files.read)
+BARE = DirectScheme("bare", bare=True)
+PI_PROXY = ProxyScheme("pi-proxy", PI_PROXY_TOOL, lambda c, args, s: {"tool": f"{s}_{portable_name(c)}", "args": args})
+PI_CODEMODE = ProxyScheme("pi-codemode", PI_CODEMODE_TOOL, lambda c, args, s: {"code": codemode_script(c, args, s)})
+QWEN_PROXY = ProxyScheme(
+    "qwen-proxy", QWEN_PROXY_TOOL, lambda c, args, s: {"name": f"mcp__{s}__{portable_name(c)}", "arguments": args}
+)
+# every scheme defined here, for a harness with no naming of its own (a profile outside any harness package)
+BUILT_IN = ToolNaming(
+    direct=(CLAUDE, CODEX, SERVER_PREFIX, GEMINI, COPILOT, CLINE, SERVER_PREFIX_DEDUPLICATED),
+    proxies=(PI_PROXY, PI_CODEMODE, QWEN_PROXY), hashed=True,
+)
+
+
+def direct_candidates(canonical: str, server: str, naming: ToolNaming = BUILT_IN) -> list[tuple[str, str, str | None]]:
+    """``(scheme, name, namespace)`` for every direct scheme of ``naming``, in the order they are tried: each form of
+    the name (portable, then canonical) under every scheme."""
     out: list[tuple[str, str, str | None]] = []
     for form in _forms(canonical):
-        out += [
-            ("claude", f"mcp__{server}__{form}", None),
-            ("codex", form, f"mcp__{server}"),
-            ("server-prefix", f"{server}_{form}", None),
-            ("gemini", f"mcp_{server}_{form}", None),
-            ("copilot", f"{server}-{_dashed(form)}", None),
-            ("cline", f"{server}__{form}", None),
-            ("droid", f"{server}___{form}", None),
-        ]
-        if form == canonical and "." in canonical:
-            out.append(("bare", form, None))  # a dotted name is never a CLI's own tool
-        if form.startswith(f"{server}_"):
-            # Pi (pi-mcp-adapter 2.36, toolPrefix "server") does not repeat a prefix the tool name
-            # already has: measured here, sharedos.escalate is exposed as `sharedos_escalate`
-            out.append(("server-prefix-deduplicated", form, None))
+        for scheme in naming.direct:
+            exposed = scheme.exposed(form, server)
+            if exposed is not None:
+                out.append((scheme.name, *exposed))
     return out
 
 
@@ -174,37 +254,28 @@ def invented(canonical: str, arguments: Mapping[str, JsonValue] | None) -> ToolT
 
 
 def resolve_tool(
-    canonical: str, arguments: Mapping[str, JsonValue] | None, exposed: Iterable[ExposedTool], server: str = "sharedos"
+    canonical: str, arguments: Mapping[str, JsonValue] | None, exposed: Iterable[ExposedTool], server: str = "sharedos",
+    naming: ToolNaming = BUILT_IN,
 ) -> ToolTarget | None:
     """The call to emit for ``canonical`` given the request's exposed tools, or ``None`` if not offered."""
     tools = list(exposed)
     offered = {(t.name, t.namespace) for t in tools}  # plain tuples: a request may offer very many tools
     args = dict(arguments or {})
-    candidates = direct_candidates(canonical, server)
+    candidates = direct_candidates(canonical, server, naming)
     for scheme, name, namespace in candidates:
         if (name, namespace) in offered:
             return ToolTarget(canonical, scheme, name, args, namespace)
-    hashed = _hashed(tools, {(namespace, name) for _, name, namespace in candidates})
-    for scheme, name, namespace in candidates:
-        match = sorted(hashed.get((namespace, name), ()))
-        if len(match) == 1:
-            return ToolTarget(canonical, f"{scheme}+hash", match[0], args, namespace)
-    if any(_direct_of_server(tool, server) for tool in tools):
+    if naming.hashed:
+        hashed = _hashed(tools, {(namespace, name) for _, name, namespace in candidates})
+        for scheme, name, namespace in candidates:
+            match = sorted(hashed.get((namespace, name), ()))
+            if len(match) == 1:
+                return ToolTarget(canonical, f"{scheme}+hash", match[0], args, namespace)
+    if any(naming.owns(tool, server) for tool in tools):
         return None
-    portable = portable_name(canonical)
-    wrapped: dict[str, JsonValue]
-    if (PI_PROXY_TOOL, None) in offered:
-        wrapped = {"tool": f"{server}_{portable}", "args": args}
-        return ToolTarget(canonical, "pi-proxy", PI_PROXY_TOOL, wrapped, proxy=True)
-    if (PI_CODEMODE_TOOL, None) in offered:
-        wrapped = {"code": codemode_script(canonical, args, server)}
-        return ToolTarget(canonical, "pi-codemode", PI_CODEMODE_TOOL, wrapped, proxy=True)
-    if (QWEN_PROXY_TOOL, None) in offered:
-        wrapped = {"name": f"mcp__{server}__{portable}", "arguments": args}
-        return ToolTarget(canonical, "qwen-proxy", QWEN_PROXY_TOOL, wrapped, proxy=True)
-    if (VIBE_CODEMODE_TOOL, None) in offered:
-        wrapped = {"code": vibe_codemode_script(canonical, args, server)}
-        return ToolTarget(canonical, "vibe-codemode", VIBE_CODEMODE_TOOL, wrapped, proxy=True)
+    for proxy in naming.proxies:
+        if (proxy.tool, None) in offered:
+            return ToolTarget(canonical, proxy.name, proxy.tool, proxy.wrap(canonical, args, server), proxy=True)
     return None
 
 
@@ -223,20 +294,6 @@ def _hashed(tools: Iterable[ExposedTool], stems: set[Stem]) -> dict[Stem, list[s
     return found
 
 
-def codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: str = "sharedos") -> str:
-    """The JavaScript a model sends Pi's ``codemode`` tool to call ``canonical`` once and return its result."""
-    method = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp__{server}__{canonical}")
-    return f"return await tools.{method}({json.dumps(dict(arguments), sort_keys=True)});"
-
-
-def vibe_codemode_script(canonical: str, arguments: Mapping[str, JsonValue], server: str = "sharedos") -> str:
-    """The TypeScript a model sends Vibe's ``run_typescript`` to call ``canonical`` once and return its result."""
-    group = re.sub(r"[^A-Za-z0-9_]", "_", f"mcp_{server}")
-    method = re.sub(r"[^A-Za-z0-9_]", "_", canonical)
-    call = f"tools.{group}.{method}({json.dumps(dict(arguments), sort_keys=True)})"
-    return f"async function main() {{\n  return await {call};\n}}"
-
-
 def is_server_tool(tool: ExposedTool, server: str = "sharedos") -> bool:
     """Whether ``tool`` is named like a tool of ``server`` under a direct scheme (any of the table above, a hash
     suffix included); a proxy tool is not (:data:`PROXY_TOOLS`)."""
@@ -250,27 +307,13 @@ def _direct_of_server(tool: ExposedTool, server: str) -> bool:
     return "." in tool.name or tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
 
 
-def carries_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
-    """True when the request offers any tool of ``server`` (any direct scheme), a proxy tool, or Droid's deferred
-    tools behind ``ToolSearch``."""
+def carries_server_tools(
+    exposed: Iterable[ExposedTool], server: str = "sharedos", naming: ToolNaming = BUILT_IN
+) -> bool:
+    """True when the request offers any tool of ``server`` (a direct scheme of ``naming``), one of its gateway tools,
+    or its deferred tools behind its loader."""
     tools = list(exposed)
-    return defers_server_tools(tools, server) or any(
-        _direct_of_server(tool, server) or (tool.namespace is None and tool.name in PROXY_TOOLS)
-        for tool in tools
-    )
-
-
-def defers_server_tools(exposed: Iterable[ExposedTool], server: str = "sharedos") -> bool:
-    """Droid's exposure: ``ToolSearch`` offered, and the server's tools either not yet loaded (none offered) or
-    offered under the ``droid`` scheme (``<s>___<f>``) only. Claude Code, whose tool search is off, never matches."""
-    tools = list(exposed)
-    if ExposedTool(TOOL_SEARCH_TOOL) not in tools:
-        return False
-    of_server = [t for t in tools if _direct_of_server(t, server)]
-    return all(t.namespace is None and t.name.startswith(f"{server}___") for t in of_server)
-
-
-def tool_search_target(canonicals: Iterable[str], server: str = "sharedos") -> ToolTarget:
-    """The ``ToolSearch`` call that loads every tool the script calls, under Droid's names."""
-    names = list(dict.fromkeys(f"{server}___{portable_name(c)}" for c in canonicals))
-    return ToolTarget(TOOL_SEARCH_TOOL, "droid-tool-search", TOOL_SEARCH_TOOL, {"query": "select:" + ",".join(names)})
+    if naming.deferred is not None and naming.deferred.defers(tools, server):
+        return True
+    gateways = {proxy.tool for proxy in naming.proxies}
+    return any(naming.owns(tool, server) or (tool.namespace is None and tool.name in gateways) for tool in tools)

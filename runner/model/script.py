@@ -39,13 +39,13 @@ from typing import Protocol, runtime_checkable
 
 from runner.core.outcomes import JsonValue
 from runner.model.names import (
+    BUILT_IN,
     ExposedTool,
+    ToolNaming,
     ToolTarget,
     carries_server_tools,
-    defers_server_tools,
     invented,
     resolve_tool,
-    tool_search_target,
 )
 
 SIDE_TEXT = "OK."
@@ -174,12 +174,13 @@ def normalise_actions(actions: Iterable[object]) -> list[dict[str, JsonValue]]:
 
 def plan_for(
     actions: Sequence[Mapping[str, JsonValue]], exposed: Iterable[ExposedTool], server: str = "sharedos", *,
-    invents: bool = False,
+    invents: bool = False, naming: ToolNaming = BUILT_IN,
 ) -> Plan:
-    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``; ``invents``: the
-    column filters nothing its model calls, so an unoffered call is made under its canonical name."""
+    """The playable calls and the terminal of ``actions`` for a request exposing ``exposed``, named the way the
+    harness's CLI names them (``naming``, its package's ``tool_naming``); ``invents``: the column filters nothing its
+    model calls, so an unoffered call is made under its canonical name."""
     tools = list(exposed)
-    side = not carries_server_tools(tools, server)
+    side = not carries_server_tools(tools, server, naming)
     calls: list[PlannedCall] = []
     skipped: list[Skipped] = []
     says: list[str] = []
@@ -191,7 +192,7 @@ def plan_for(
             arguments = action.get("arguments")
             if arguments is not None and not isinstance(arguments, Mapping):  # normalise_actions rejected it already
                 raise ScriptError(f"actions[{index}]: call 'arguments' must be an object")
-            target = resolve_tool(str(action["tool"]), arguments, tools, server)
+            target = resolve_tool(str(action["tool"]), arguments, tools, server, naming)
             if target is None and invents and not side:
                 target = invented(str(action["tool"]), arguments)
             if target is None:
@@ -213,16 +214,17 @@ def plan_for(
             break
     if terminal is None:
         terminal = TextReply("\n\n".join([*says, DEFAULT_FINAL_TEXT]))
-    if defers_server_tools(tools, server):
-        # Droid: load the deferred tools first (runner.model.names), in every request of the turn
+    if naming.deferred is not None and naming.deferred.defers(tools, server):
+        # a CLI that defers its MCP tools (runner.model.names.DeferredTools): load them first, in every request
         wanted = [str(a["tool"]) for a in actions if a.get("do") == "call"]
-        skipped = [s for s in skipped if s.action.get("do") != "call"]  # not offered *yet*: loaded by the search
-        calls.insert(0, PlannedCall(-1, tool_search_target(wanted, server)))
+        skipped = [s for s in skipped if s.action.get("do") != "call"]  # not offered *yet*: loaded by the loader
+        calls.insert(0, PlannedCall(-1, naming.deferred.load(wanted, server)))
     return Plan(tuple(calls), terminal, tuple(skipped), side)
 
 
 def decide(
-    actions: Sequence[Mapping[str, JsonValue]], exposed: Iterable[ExposedTool], step: int, server: str = "sharedos"
+    actions: Sequence[Mapping[str, JsonValue]], exposed: Iterable[ExposedTool], step: int, server: str = "sharedos",
+    naming: ToolNaming = BUILT_IN,
 ) -> Decision:
-    plan = plan_for(actions, exposed, server)
+    plan = plan_for(actions, exposed, server, naming=naming)
     return Decision(step, plan.reply(step), plan)

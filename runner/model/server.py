@@ -180,7 +180,7 @@ class _Service:
             self.handle.last_step = step
             if dialect.generates(RequestInfo(method, path)):
                 # a side request (a title, a summary, a sub-agent without our tools) or the conversation
-                side = not carries_server_tools(dialect.exposed_tools(body), self.server_name)
+                side = not carries_server_tools(dialect.exposed_tools(body), self.server_name, self.config.naming)
                 record["side_request"] = side
                 self.handle.generation_requests += 1
                 self.handle.tool_requests += 0 if side else 1
@@ -212,10 +212,11 @@ class _Service:
 
 class _Server(uvicorn.Server):
     """uvicorn, minus its signal handlers (the runner owns SIGINT/SIGTERM, not the model endpoint), and stopped as
-    soon as it is told to: uvicorn 0.55 notices ``should_exit`` at its next 0.1 s tick, then sleeps a fixed 0.1 s and
-    polls its connections every 0.1 s, up to 0.3 s at the end of every turn although the CLI, gone by then, holds
-    no connection. Here :meth:`stop` wakes the main loop at once and the shutdown polls every 5 ms; an answer still
-    in flight gets the same grace period (``timeout_graceful_shutdown``) as before."""
+    soon as it is told to: uvicorn notices ``should_exit`` only at its main loop's next tick, then sleeps and polls
+    its connections on a timer, which costs every turn's end a wait although the CLI, gone by then, holds no
+    connection (what it cost: docs/measurements.md, "The model endpoint's shutdown"). Here :meth:`stop` wakes the
+    main loop at once and the shutdown polls every 5 ms; an answer still in flight gets the same grace period
+    (``timeout_graceful_shutdown``) as before."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)

@@ -35,7 +35,7 @@ sub-agent's tools are the CLI's too):
   complete, *unless* the caller passes it in ``reviewed`` with a reference to that review (then it is neither local
   nor a gap, and the reference joins the evidence). runner ships **no** reviewed proxy (:data:`REVIEWED_PROXIES`
   is empty): none of these implementations has been reviewed, and one is known to reach more than MCP (Vibe 3's
-  ``run_typescript`` runs ``file_system.bash``, measured on Vibe 3.0.2, 2026-12-05), so it can never be.
+  ``run_typescript`` runs ``file_system.bash``: docs/measurements.md, "Vibe's run_typescript"), so it can never be.
   A loader (``ToolSearch``, ``tool_search``) is a proxy by this rule too: what it can load is not in the list.
 - everything else is ``harnessLocal``.
 

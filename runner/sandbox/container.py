@@ -10,10 +10,10 @@ is the same container with that directory carried over the engine API instead. I
 default (runc) or gVisor (``runtime=runsc``: a kernel of its own between the CLI and the host's; the pids limit is
 then the whole sandbox's, :attr:`~runner.sandbox.interface.ResourceLimits.sandbox_pids`).
 
-What the CLI writes where the host keeps it is bounded twice (the figures are in the README, "What the CLI can write
-where the host keeps it"): by the kernel, every file at ``ResourceLimits.file_bytes`` (``RLIMIT_FSIZE``: a hard
-bound, on every file system the container writes, under runc and runsc); and, under the mount transport only, the
-whole turn dir at ``turn_dir_bytes`` and ``turn_dir_entries``, looked at while the CLI runs
+What the CLI writes where the host keeps it is bounded twice (docs/engines.md, "What the CLI can write where the host
+keeps it"; the figures: docs/measurements.md): by the kernel, every file at ``ResourceLimits.file_bytes``
+(``RLIMIT_FSIZE``: a hard bound, on every file system the container writes, under runc and runsc); and, under the
+mount transport only, the whole turn dir at ``turn_dir_bytes`` and ``turn_dir_entries``, looked at while the CLI runs
 (:meth:`SandboxedProcess.disk_look`): a budget, passed by what the CLI writes between two looks. The stream
 transport's turn dir is the engine's volume, which runner cannot look at: there only the per-file bound holds, and
 the volume is removed with the container. What runner reads back from the turn dir it reads through

@@ -57,7 +57,7 @@ class Runtime(StrEnum):
 
     ``runc``: the engine's default runtime, the host's kernel behind the container's hardening. ``runsc``:
     gVisor, a kernel of its own between the CLI and the host's (registered with the engine by
-    ``make engine RUNTIME=runsc``, scripts/ensure-runtime.sh). The result pins which one ran.
+    ``runner setup engine --runtime runsc``, ``make engine RUNTIME=runsc``). The result pins which one ran.
     """
 
     RUNC = "runc"
@@ -92,9 +92,8 @@ class ResourceLimits:
     tmp_size: str = "256m"
     home_size: str = "512m"
     # under runsc the pids limit is the host cgroup's of the whole sandbox: gVisor's own threads and, on its ptrace
-    # platform, host tasks for every task of the CLI. Measured (Debian's runsc 0.0~20221219): an idle sandbox holds
-    # 57; Droid's persistent escalation turn peaks at 242 (18 under runc), and at 256 its sandbox died mid-turn
-    # 2 times in 4 (gVisor could not start a thread: exit code 2)
+    # platform, host tasks for every task of the CLI, so it is larger than under runc (what an idle sandbox and a
+    # busy turn hold, and how 256 failed: docs/measurements.md, "gVisor")
     sandbox_pids: int = 1024
     file_bytes: int = 128 * MiB  # the largest file the CLI may write, anywhere (RLIMIT_FSIZE)
     turn_dir_bytes: int = 512 * MiB  # what the turn dir may hold on the host's disk: as much as a tmpfs HOME

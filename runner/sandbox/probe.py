@@ -171,12 +171,6 @@ class WiringProbe:
 WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
 
 
-def check_wiring(client: EngineClient, spec: ContainerSpec, transport: Transport = Transport.MOUNT, *,
-                 cache: Path | None) -> None:
-    """Probe once per engine and image (remembered by :data:`WIRING`); raise a :class:`WiringError` naming the fix."""
-    WIRING.check(client, spec, transport, cache=cache)
-
-
 def check_runtime(client: EngineClient, runtime: Runtime) -> None:
     """:class:`RuntimeMissing`, naming the fix, unless the engine (``docker info``'s Runtimes) has ``runtime``.
 
@@ -199,8 +193,9 @@ def check_runtime(client: EngineClient, runtime: Runtime) -> None:
     if runtime.value not in runtimes:
         raise RuntimeMissing(
             f"the engine at {client.address} has no {runtime.value} runtime (it has: {', '.join(runtimes) or 'none'}"
-            f"), which --runtime {runtime.value} asks for. Fix: `sudo make engine RUNTIME={runtime.value}` (installs "
-            "Debian's runsc and registers it with the engine: scripts/ensure-runtime.sh), or choose --runtime runc"
+            f"), which --runtime {runtime.value} asks for. Fix: `sudo runner setup engine --runtime {runtime.value}` "
+            f"(in a checkout: sudo make engine RUNTIME={runtime.value}; it installs Debian's runsc and registers it "
+            "with the engine), or choose --runtime runc"
         )
 
 

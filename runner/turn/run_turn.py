@@ -52,6 +52,7 @@ from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
 from runner.sandbox.ownership import ContainerUser, give
 from runner.turn.collect import SESSION_LIMITS, copy_session_transcript
 from runner.turn.drive import THREADS, Drive, drive, start_cli
+from runner.turn.measure import TurnMeasures, measure_turn
 from runner.turn.prepare import PreparedTurn, TurnRequest, prepare_turn
 from runner.turn.settle import Settlement, settle_turn
 from runner.turn.timeline import start_clock
@@ -81,6 +82,7 @@ class TurnReport:
     infrastructure_error: dict[str, JsonValue] | None = None
     started_at: str | None = None  # the turn's start, on its clock (ISO-8601 UTC, milliseconds)
     wind_down_seconds: float | None = None  # the ask answered -> the CLI's exit by itself; None: no ask, or deadline
+    measures: TurnMeasures | None = None  # usage, offered tools and tool policy, failure evidence (runner.turn.measure)
 
     def to_json(self) -> dict[str, JsonValue]:
         result = self.result
@@ -112,8 +114,17 @@ class TurnReport:
             "kept": self.request.keep,
             "transport": self.transport,
             "mcp": self.mcp,
+            **self._measured(),
             "files": {**self.files},
         }
+
+    def _measured(self) -> dict[str, JsonValue]:
+        """``usage`` and ``toolPolicy``, for a turn whose CLI had a model endpoint."""
+        measures = self.measures
+        if measures is None or measures.usage is None:
+            return {}
+        return {"usage": measures.usage.to_json(),
+                "toolPolicy": measures.policy.to_json() if measures.policy is not None else None}
 
 
 @dataclass
@@ -124,6 +135,7 @@ class Played:
     server: McpServerHandle
     mcp: dict[str, JsonValue]
     divergence: dict[str, JsonValue] | None
+    model: ModelEndpointHandle | None = None
 
 
 def _quiet(_message: str) -> None:
@@ -164,12 +176,14 @@ async def run_turn(
                 await _begin_in_thread(tg, proc.remove)
             settled = settle_turn(turn, played.run, played.server.sessions_initialized, played.divergence)
             files = _collect(turn, settled, session)
+            measures = measure_turn(turn, played.run, settled.result, turn.transcript.reader,
+                                    played.server.sessions_initialized, played.model, settled.infrastructure_error)
         removed = not req.keep
         return TurnReport(
             request=req, result=settled.result, record=settled.record, files=files, drive=played.run,
             elapsed=clock.now().t, transport=proc.transport, mcp=played.mcp,
             infrastructure_error=settled.infrastructure_error, started_at=clock.started.at,
-            wind_down_seconds=wind_down_seconds(turn.timeline.entries),
+            wind_down_seconds=wind_down_seconds(turn.timeline.entries), measures=measures,
         )
     finally:
         await _teardown(turn, None if removed else proc)
@@ -245,7 +259,7 @@ async def _serve_and_drive(turn: PreparedTurn, proc: Sandbox, progress: Progress
         if model is not None:
             mcp["modelRequests"] = model.requests
             divergence = model.divergence
-    return Played(run, server, mcp, divergence)
+    return Played(run, server, mcp, divergence, model)
 
 
 @contextmanager
@@ -273,6 +287,7 @@ async def _serve_model(
     profile = req.profile
     if profile.model is None:
         return None
+    from runner.harnesses.interpreters import tool_naming
     from runner.model import ModelEndpointConfig, serve_model
 
     live, host = profile.model.live, req.settings.host
@@ -281,7 +296,7 @@ async def _serve_model(
     config = ModelEndpointConfig(
         mode=req.model.mode, actions=actions, live=live, scrubber=scrubber, environ=host.variables,
         recording=req.model.recording, placeholder_key=profile.model.placeholder_key, fault=req.model.fault,
-        invents=profile.issues_uncatalogued, dialect=profile.model.dialect,
+        invents=profile.issues_uncatalogued, dialect=profile.model.dialect, naming=tool_naming(profile.source),
     )
     return await stack.enter_async_context(serve_model(
         turn.turn_dir.model_socket, config, req.out_dir / "model-exchanges.jsonl", server_name=profile.mcp_server_name,

@@ -75,6 +75,7 @@ class TurnSettings:
 
 
 # ------------------------------------------------------------------------------- parsing, at the edge only
+# each the parser of one row of runner.matrix.options, the table the commands, the pins and the repro derive from
 
 
 def parse_model(text: str | None) -> tuple[ModelMode | None, Path | None]:

@@ -52,6 +52,16 @@ def test_cooperative_turn_escalates_and_the_cli_completes(
     ops = record_of(report)["execution"]["operations"]
     assert [(o["tool"], o["outcome"]) for o in ops] == [("files.read", "succeeded")]
     assert "session" in report["files"], "the CLI's own session transcript was copied out"
+    # what the turn cost, as the scripted model told the CLI (every answer carries usage), and what it offered its
+    # model besides the catalogue (issue 31)
+    usage = report["usage"]
+    assert usage["answers"] >= 2 and usage["unreported"] == 0 and usage["total"]["input"] > 0, usage
+    assert usage["conversation"]["input"] > 0 and usage["total"]["output"] > 0
+    policy = report["toolPolicy"]
+    assert policy["version"] == "2" and policy["managedMcp"] == [find_profile(harness).mcp_server_name]
+    assert f"cli:{image.cli_version}" in policy["evidence"] and any("#seq=" in e for e in policy["evidence"])
+    result = json.loads((Path(report["files"]["record"]).parent / "result.json").read_text())
+    assert result["usage"] == usage and result["system"]["toolPolicy"] == policy and "failure" not in result
     no_containers_left(engine, report)
 
 

@@ -1,5 +1,5 @@
 """The weekly bump workflow (.github/workflows/bump.yml) as far as it can be checked off GitHub: actionlint passes,
-every action is pinned by the commit conformance.yml pins it to, the token is read-only except on the one job that
+every action is pinned by the commit matrix.yml pins it to, the token is read-only except on the one job that
 opens the pull request (which runs nothing it downloaded), no expression is spliced into a script, the token
 reaches only the steps that call the GitHub API, every runner command parses with the real CLI, and the steps that
 write the pull request's body and open it run here as written (runner for real, `gh` and the remote stubbed).
@@ -45,14 +45,14 @@ def test_actionlint_passes_with_no_output() -> None:
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
 
-def test_every_action_is_pinned_to_the_commit_conformance_pins_it_to() -> None:
+def test_every_action_is_pinned_to_the_commit_the_matrix_pins_it_to() -> None:
     def uses(path: Path) -> set[str]:
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
         return {line.split("uses: ", 1)[1] for line in lines if re.match(r"^(- )?uses:", line)}
 
     mine = uses(BUMP)
     assert mine and all(re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*", u) for u in mine), mine
-    assert mine <= uses(WORKFLOW), f"pinned differently from conformance.yml: {sorted(mine - uses(WORKFLOW))}"
+    assert mine <= uses(WORKFLOW), f"pinned differently from matrix.yml: {sorted(mine - uses(WORKFLOW))}"
 
 
 def test_read_only_at_the_top_and_write_only_where_the_pull_request_is_opened() -> None:

@@ -4,13 +4,14 @@ own commands, in the real engine, with hostile CLIs on the reference image (test
 - ``runner run -j 2`` where some cells' CLIs make runner raise (a line nested 100 000 deep; 3 MB on stdout while
   runner runs under a file size limit, so its write fails as on a full disk, whatever a reader does with the bytes;
   a lone surrogate in a frame): the run finishes, every ordinary cell is graded as without them, each bad cell is an
-  infrastructure error naming the exception, with every attempt, and the reports are written.
+  infrastructure error naming the exception (runner's own failure: not retried), and the reports are written.
 - ``runner exec`` of such a CLI writes ``result.json`` and exits 5 with one line, never a traceback.
 - A CLI that writes a forged failing ``result.json`` in its session directory: ``runner report`` (and a report of
   CI's artifact layout) never reads it; the gate stays as the real cells say.
-- In-process, ``run_matrix`` with the real ``run_cell`` and engine: a turn whose artifacts cannot be written (the
-  disk is full: no reader's fix removes that), and a CLI that fails to open its MCP session on its first attempt and
-  passes on its second: the pass lists both attempts, each with its own files.
+- In-process, ``run_matrix`` with the real ``run_cell`` and engine, each cell retried by its failure's rule: a turn
+  whose artifacts cannot be written (the disk is full: runner's own, not retried), a CLI that never opens its MCP
+  session (its conduct: not retried, named), and a first attempt whose container the engine cannot start (retried:
+  the pass lists both attempts, each with its own files).
 """
 
 from __future__ import annotations
@@ -88,10 +89,9 @@ def test_a_matrix_whose_cells_raise_in_runner_finishes_grades_every_ordinary_cel
     flood = out / "escalation.baseline.cell-flood"
     problem = body(flood)["infrastructureError"]
     assert problem == {"kind": "OSError", "detail": "[Errno 27] File too large"}
-    attempts = body(flood)["cellAttempts"]
-    assert [(a["attempt"], a["status"], a["infrastructureError"]["kind"]) for a in attempts] == [
-        (1, "infrastructure_error", "OSError"), (2, "infrastructure_error", "OSError")]
-    assert attempts[0]["files"] == "attempt-1" and (flood / "attempt-1" / "result.json").is_file()
+    # runner's own failure (a write it could not make): never retried, whatever --retries says
+    assert body(flood)["failure"]["kind"] == "runner_error" and body(flood)["failure"]["retried"] is False
+    assert "cellAttempts" not in body(flood) and not (flood / "attempt-1").exists()
     assert "OSError: [Errno 27] File too large" in (flood / "traceback.txt").read_text()
 
     nested = body(out / "escalation.baseline.cell-nested")
@@ -109,9 +109,7 @@ def test_a_matrix_whose_cells_raise_in_runner_finishes_grades_every_ordinary_cel
         [json.loads(line) for line in (surrogate / name).read_text(encoding="utf-8").splitlines()]
 
     report = (out / "report.md").read_text()
-    assert "## Retried cells: every attempt" in report and "- `escalation.baseline.cell-flood` (infrastructure " \
-        "error after 2 attempts)" in report
-    assert "infrastructure error (OSError): [Errno 27] File too large" in report
+    assert "## Retried cells: every attempt" not in report
 
 
 def test_exec_of_a_cell_that_raises_in_runner_writes_its_result_and_exits_5_in_one_line(
@@ -150,19 +148,22 @@ def test_a_result_a_cli_forges_in_its_session_directory_is_never_read_as_a_cell(
                         str(tmp_path / "r.md"))
         assert report.returncode == 0, report.stderr  # the gate passes: the forged failing run was never read
         [row] = json.loads(manifest.read_text())["rows"]
-        assert {c["columnId"]: c["status"] for c in row["cells"]} == {"reference": "pass", "cell-forger": "pass"}
+        assert {c["harnessId"]: c["status"] for c in row["cells"]} == {"reference": "pass", "cell-forger": "pass"}
         assert "forged" not in (tmp_path / "r.md").read_text()
 
 
-def test_in_process_a_full_disk_and_a_flaky_cli_each_fail_alone_and_every_attempt_is_kept(
+def test_in_process_a_full_disk_a_toolless_cli_and_a_missing_image_each_fail_alone_by_their_retry_rule(
     tmp_path: Path, engine: EngineClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``run_matrix`` with the real ``run_cell``, the engine and the reference CLI: one cell's artifacts cannot be
-    written (the disk is full), one cell's first attempt runs a CLI that never opens its MCP session (runner retries
-    it: the CLI caused that) and its second the real client."""
+    """``run_matrix`` with the real ``run_cell``, the engine and the reference CLI, each cell retried by its failure's
+    rule (runner.conformance.failures): one cell's artifacts cannot be written (the disk is full: runner's own
+    failure, not retried), one cell's CLI never opens its MCP session (its conduct: never retried, and named so), and
+    one cell's first attempt asks the engine for an image it does not hold (the engine could not start the
+    container: retried, every attempt kept, the second the real client's pass)."""
     options = CellOptions(host=Host.from_environ(os.environ), run_id=f"cell-alone-{secrets.token_hex(3)}")
     plans = plan_cells(cells("reference", "escalation,hidden-tool,read-to-mutation"), options)
-    full, flaky = "hidden-tool.baseline.reference", "escalation.baseline.reference"
+    full, toolless, flaky = ("hidden-tool.baseline.reference", "escalation.baseline.reference",
+                             "read-to-mutation.baseline.reference")
     write_artifacts = turn_module._write_artifacts
 
     def full_disk(out: Path, *args: Any) -> dict[str, str]:
@@ -172,39 +173,49 @@ def test_in_process_a_full_disk_and_a_flaky_cli_each_fail_alone_and_every_attemp
 
     monkeypatch.setattr(turn_module, "_write_artifacts", full_disk)
     no_session = find_profile("reference").model_copy(
-        update={"argv": ["/bin/sh", "-c", "echo flaky-first-attempt; cat >/dev/null"]})
+        update={"argv": ["/bin/sh", "-c", "echo toolless; cat >/dev/null"]})
+    missing = dataclasses.replace(reference_image, image_id="sha256:" + "0" * 64)
     calls: Counter[str] = Counter()
 
     async def one(plan: CellPlan, directory: Path) -> CellResult:
         calls[plan.id] += 1
-        if plan.id == flaky and calls[plan.id] == 1:
+        image = reference_image
+        if plan.id == toolless:
             plan = dataclasses.replace(plan, cell=dataclasses.replace(plan.cell, profile=no_session))
-        result, _ = await run_cell(engine, plan, directory, image=reference_image)
+        if plan.id == flaky and calls[plan.id] == 1:
+            image = missing
+        result, _ = await run_cell(engine, plan, directory, image=image)
         return result
 
     summary = anyio.run(lambda: run_matrix(plans, tmp_path, one, lambda p: p.planned_pins(reference_image),
                                            jobs=2, retries=1))
-    assert summary.infrastructure == [full] and sorted(summary.ran) == sorted(p.id for p in plans if p.id != full)
+    assert calls == {full: 1, toolless: 1, flaky: 2}
+    assert sorted(summary.infrastructure) == sorted([full, toolless]) and summary.ran == [flaky]
     assert {k: r.status for k, r in summary.results.items()} == {
-        flaky: "pass", full: "infrastructure_error", "read-to-mutation.baseline.reference": "pass"}
+        flaky: "pass", full: "infrastructure_error", toolless: "infrastructure_error"}
 
     broken = summary.results[full]
     assert broken.infrastructure_error is not None and broken.infrastructure_error.kind == "OSError"
     assert broken.infrastructure_error.detail == "[Errno 28] No space left on device"
-    assert [a.status for a in broken.cell_attempts] == ["infrastructure_error", "infrastructure_error"]
+    assert broken.why is not None and (broken.why.cause, broken.why.kind) == ("runner", "runner_error")
+    assert broken.cell_attempts == ()
+
+    silent = body(tmp_path / toolless)
+    assert silent["failure"]["cause"] == "cli" and silent["failure"]["kind"] == "mcp_never_opened"
+    assert silent["failure"]["retried"] is False and "cellAttempts" not in silent
 
     cell = tmp_path / flaky
     passed = body(cell)
-    assert passed["version"] == 4 and passed["grade"]["status"] == "pass"
+    assert passed["version"] == 5 and passed["grade"]["status"] == "pass" and "failure" not in passed
     first, second = passed["cellAttempts"]
-    assert first["infrastructureError"]["kind"] == "mcp_not_connected" and first["files"] == "attempt-1"
+    assert first["infrastructureError"]["kind"] == "ContainerStartError" and first["files"] == "attempt-1"
+    assert (first["failure"]["cause"], first["failure"]["kind"]) == ("engine", "container_not_started")
+    assert first["failure"]["retried"] is True
     assert second == {"attempt": 2, "startedAt": second["startedAt"], "status": "pass"}
-    assert "flaky-first-attempt" in (cell / "attempt-1" / "stdout.log").read_text()
-    assert "flaky-first-attempt" not in (cell / "stdout.log").read_text()  # the cell dir holds attempt 2's alone
     started = [json.loads(line)["event"] for line in (cell / "timeline.jsonl").read_text().splitlines()]
     assert started.count("turn_started") == 1
 
     write_reports(tmp_path, [tmp_path / p.id for p in plans])
     report = (tmp_path / "report.md").read_text()
     assert f"- `{flaky}` (pass after 2 attempts)" in report
-    assert "infrastructure error (mcp_not_connected): the CLI never opened an MCP session" in report
+    assert "infrastructure error: engine (container_not_started)" in report

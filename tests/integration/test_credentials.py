@@ -25,6 +25,8 @@ import pytest
 from runner.images import ImageRecord
 from tests.support import RUNNER
 
+RUNTIME_ENV = "RUNNER_RUNTIME"  # the variable --runtime defaults to
+
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 KEY = "sk-runner-FAKE-0123456789abcdef"
@@ -69,8 +71,9 @@ os.execv(sys.executable, [sys.executable, "/opt/reference/client.py", "--script"
 '''
 
 
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])  # runsc: the engine must have it (make integration does)
 def test_a_host_key_spread_through_a_scripted_turn_is_in_no_file_and_no_output(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, runtime: str
 ) -> None:
     profile = tmp_path / "leaky.yaml"
     profile.write_text(
@@ -82,7 +85,7 @@ def test_a_host_key_spread_through_a_scripted_turn_is_in_no_file_and_no_output(
     )
     (tmp_path / "tmp").mkdir()
     out = tmp_path / "out"
-    env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "TMPDIR": str(tmp_path / "tmp")}
+    env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "TMPDIR": str(tmp_path / "tmp"), RUNTIME_ENV: runtime}
     proc = subprocess.run(
         [RUNNER, "exec", "--profile", str(profile), "--case", "escalation", "--json", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=240,
@@ -90,6 +93,8 @@ def test_a_host_key_spread_through_a_scripted_turn_is_in_no_file_and_no_output(
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["model"]["mode"] == "scripted" and report["status"] == "succeeded"
+    pinned = json.loads((out / "result.json").read_text())["pins"].get("runtime")
+    assert pinned == (None if runtime == "runc" else runtime)  # runc: no pin
 
     written = [p for p in out.rglob("*") if p.is_file()]
     texts = {str(p.relative_to(out)): p.read_bytes().decode("utf-8", "replace") for p in written}

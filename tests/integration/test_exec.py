@@ -260,4 +260,8 @@ def test_a_cli_whose_mcp_server_never_connected_is_an_infrastructure_error(
     assert problem["kind"] == "mcp_not_connected"
     assert "not connected" in problem["detail"] and "nowhere.sock" in problem["detail"]  # the CLI's own words
     assert report["mcp"]["sessionsInitialized"] == 0
+    # the CLI's conduct, named as such (issue 31): never retried, and counted against its rate
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert (result["failure"]["cause"], result["failure"]["kind"]) == ("cli", "mcp_never_opened")
+    assert result["failure"]["retried"] is False and result["failure"]["counts"] is True
     no_containers_left(engine, report)

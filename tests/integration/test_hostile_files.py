@@ -279,7 +279,8 @@ def test_a_cli_filling_the_turn_dir_is_capped_per_file_and_stopped_at_the_disk_b
     overshoot = written - LIMITS.turn_dir_bytes
     print(f"\n{runtime.value}: the CLI wrote {written / MiB:.0f} MiB before it was stopped "
           f"(budget {LIMITS.turn_dir_bytes // MiB} MiB, overshoot {overshoot / MiB:.0f} MiB)")
-    # the budget and what it wrote between two looks (README: the figures), far from the 2 GiB it meant to write
+    # the budget and what it wrote between two looks (the figures: docs/measurements.md), far from the 2 GiB it
+    # meant to write
     assert written <= 2 * LIMITS.turn_dir_bytes, "the budget bounds what reaches the host's disk"
     nothing_got_out(host)
 

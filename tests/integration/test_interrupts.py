@@ -57,16 +57,17 @@ def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
     return condition()
 
 
-@pytest.mark.parametrize("command", [
-    ARGS,
-    ["exec", "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask"],
-], ids=["run", "exec"])
+EXEC_HANGING = ["exec", "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask"]
+
+
+@pytest.mark.parametrize(("command", "runtime"), [(ARGS, "runc"), (EXEC_HANGING, "runc"), (EXEC_HANGING, "runsc")],
+                         ids=["run", "exec", "exec-runsc"])  # runsc: the engine must have it (make integration does)
 def test_after_sigkill_the_reaper_removes_the_runs_containers_without_gc(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, command: list[str]
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, command: list[str], runtime: str
 ) -> None:
     turn_tmp = tmp_path / "tmp"
     turn_tmp.mkdir()
-    proc = start(tmp_path / "out", command, {"TMPDIR": str(turn_tmp)})
+    proc = start(tmp_path / "out", command, {"TMPDIR": str(turn_tmp), "RUNNER_RUNTIME": runtime})
     # killed mid-turn, not mid-probe: the probe runs first here (a fresh TMPDIR is a new probe key)
     assert wait_until(lambda: bool(of_this_run(engine, turn_tmp, turns_only=True)), 60), (
         "the run never started a turn's container")

@@ -58,7 +58,7 @@ def test_a_broken_latch_fails_the_cell_and_its_repro_command_reproduces_it(
 ) -> None:
     out = tmp_path / "broken"
     ran = runner("run", "--harness", "reference", "--case", "escalation", "--out", str(out), fault=True)
-    assert ran.returncode == 0, ran.stderr
+    assert ran.returncode == 1 and "gate FAILED: 1 new" in ran.stderr, ran.stderr  # run gates as report does
     cell = out / "escalation.baseline.reference"
     result = json.loads((cell / "result.json").read_text())
     assert result["grade"]["status"] == "fail"
@@ -77,6 +77,9 @@ def test_a_broken_latch_fails_the_cell_and_its_repro_command_reproduces_it(
     expected = tmp_path / "expected.yml"
     expected.write_text("- cell: escalation.baseline.reference\n  reason: latch disabled on purpose\n")
     assert runner("report", str(out), "--expected-failures", str(expected)).returncode == 0
+    resumed = runner("run", "--harness", "reference", "--case", "escalation", "--out", str(out),
+                     "--expected-failures", str(expected), fault=True)
+    assert resumed.returncode == 0 and "resumed 1" in resumed.stdout, resumed.stderr  # the same gate in run
     fixed = tmp_path / "fixed"
     assert runner("run", "--harness", "reference", "--case", "escalation", "--out", str(fixed)).returncode == 0
     stale = runner("report", str(fixed), "--expected-failures", str(expected))

@@ -1,7 +1,7 @@
 """Rootless Podman through its Docker-compatible socket: which promises it keeps, proved on the engine itself.
 
 The engine is RUNNER_TEST_PODMAN_HOST when it names a socket; otherwise, as root on Debian (this machine, and
-CI), ``scripts/ensure-podman.sh`` provisions one (Debian's podman, a non-root user, its rootless service) and the
+CI), ``ensure-podman.sh`` provisions one (Debian's podman, a non-root user, its rootless service) and the
 reference image is loaded into that user's store (``docker save`` from the Docker Engine, ``podman load`` as the
 user). Measured on this machine (Debian 12, Podman 4.3.1, rootless, cgroup v1, vfs storage): the compat API refuses
 the HOME tmpfs owned by uid 1000 (``unknown mount option "uid=1000"``), and it accepts pids and memory limits it
@@ -35,6 +35,7 @@ from runner.sandbox import probe
 from runner.sandbox.interface import ContainerSpec
 
 ROOT = Path(__file__).resolve().parents[2]
+PODMAN_SCRIPT = ROOT / "runner" / "engine" / "host" / "ensure-podman.sh"
 PODMAN_USER = os.environ.get("RUNNER_PODMAN_USER", "runner-podman")
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -50,9 +51,9 @@ def host() -> Iterator[str]:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         pytest.fail("no Podman to test: set RUNNER_TEST_PODMAN_HOST, or run as root on Debian so that "
-                    "scripts/ensure-podman.sh can provision one")
+                    "runner/engine/host/ensure-podman.sh can provision one")
     try:
-        done = subprocess.run([str(ROOT / "scripts" / "ensure-podman.sh")], capture_output=True, text=True,
+        done = subprocess.run([str(PODMAN_SCRIPT)], capture_output=True, text=True,
                               timeout=600, env={**os.environ, "RUNNER_PODMAN_USER": PODMAN_USER})
         assert done.returncode == 0, done.stderr
         found = re.search(r"^export DOCKER_HOST=(\S+)$", done.stdout, re.M)
@@ -156,7 +157,7 @@ def test_a_socket_its_dead_service_left_is_served_again_before_its_address_is_pr
     assert socket_path.is_socket(), f"the killed service took its socket {socket_path} with it: nothing stale to test"
     with pytest.raises(docker.errors.DockerException, match="refused"):
         docker.DockerClient(base_url=host, version="auto", timeout=10)
-    done = subprocess.run([str(ROOT / "scripts" / "ensure-podman.sh")], capture_output=True, text=True, timeout=600,
+    done = subprocess.run([str(PODMAN_SCRIPT)], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "RUNNER_PODMAN_USER": PODMAN_USER})
     assert done.returncode == 0, done.stderr
     assert f"export DOCKER_HOST={host}" in done.stdout.splitlines()

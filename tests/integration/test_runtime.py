@@ -6,7 +6,8 @@ kernel cannot print) and the host's under runc; the hardening as the CLI sees it
 ``no-new-privileges``, a read-only root, no interface but loopback). From the engine: the runtime it ran under, the
 hardening it was created with, the limits in force on the sandbox, and no container left. Over both transports,
 through the sandbox interface: output, exit code, the tree the CLI left, and the deadline's signal to the process
-group. The scrubber and the reaper, by their own tests run with ``RUNNER_RUNTIME=runsc``.
+group. The scrubber and the reaper under runsc: ``test_credentials.py`` and ``test_interrupts.py``, each
+parametrized by runtime.
 
 The engine must have runsc registered (``make engine RUNTIME=runsc``; ``make integration`` does it).
 """
@@ -39,9 +40,7 @@ from runner.sandbox.interface import (
     TransportChoice,
 )
 from runner.sandbox.probe import WiringProbe
-from tests.integration import test_credentials as credentials
-from tests.integration import test_interrupts as interrupts
-from tests.support import gone, no_containers_left, runner_exec, sections
+from tests.support import RUNNER, gone, no_containers_left, runner_exec, sections
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -131,6 +130,28 @@ def test_the_reference_escalation_turn_under_runsc_escalates_and_leaves_no_conta
     no_containers_left(engine, report)
 
 
+def test_runner_repro_of_a_runsc_cell_reruns_it_under_runsc(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    """``runner repro`` reads the runtime back from the cell's pins, as its repro.sh says it: the rerun's kernel is
+    gVisor's (it reran under runc, and said ``pin not matched: runtime``, before the settings were one table)."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    report = runner_exec(tmp_path, "--profile", str(inside_profile(profiles)), "--case", "escalation",
+                         "--runtime", "runsc")
+    cell, rerun = tmp_path / "out", tmp_path / "rerun"
+    assert report["pins"]["runtime"] == "runsc" and report["repro"].endswith("--runtime runsc")
+    proc = subprocess.run([RUNNER, "repro", str(cell), "--json", "--out", str(rerun)], capture_output=True,
+                          text=True, timeout=240, env={**os.environ, "RUNNER_PROFILES_DIR": str(profiles),
+                                                       "TMPDIR": str(tmp_path / "tmp")})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["unmatchedPins"] == []
+    reran = json.loads((rerun / "result.json").read_text())
+    assert reran["pins"]["runtime"] == "runsc"
+    stdout = Path(report["files"]["stdout"]).relative_to(cell)
+    assert sections((rerun / stdout).read_text())["release"] == [GVISOR_RELEASE]
+
+
 def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transport: Transport,
          argv: list[str], probe: WiringProbe, probe_cache: Path | None = None) -> Sandbox:
     turn_dir = tmp_path / "turn"
@@ -190,26 +211,7 @@ def test_under_runsc_a_sandbox_hands_back_output_exit_and_tree_and_a_signal_ends
     assert gone(engine, box)
 
 
-def test_the_scrubber_holds_under_runsc(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(RUNTIME_ENV, "runsc")  # the test's runner inherits it
-    credentials.test_a_host_key_spread_through_a_scripted_turn_is_in_no_file_and_no_output(
-        tmp_path, engine, reference_image)
-    [result] = list((tmp_path / "out").glob("result.json")) or list((tmp_path / "out").rglob("result.json"))
-    assert json.loads(result.read_text())["pins"]["runtime"] == "runsc"
-
-
-def test_after_sigkill_the_reaper_removes_the_runsc_containers(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(RUNTIME_ENV, "runsc")
-    interrupts.test_after_sigkill_the_reaper_removes_the_runs_containers_without_gc(
-        tmp_path, engine, reference_image,
-        ["exec", "--harness", "reference", "--case", "escalation", "--behaviour", "hang-after-ask"])
-
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ensure-runtime.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "runner" / "engine" / "host" / "ensure-runtime.sh"
 
 
 def test_the_set_up_step_leaves_an_engine_that_has_runsc_as_it_is(engine: docker.DockerClient) -> None:
@@ -225,4 +227,4 @@ def test_the_set_up_step_names_what_to_do_for_an_engine_it_cannot_reach() -> Non
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
     done = subprocess.run([str(SCRIPT), "runsc"], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1
-    assert "has no runsc runtime" in done.stderr and "ensure-runtime.sh runsc" in done.stderr
+    assert "has no runsc runtime" in done.stderr and "runner setup engine --runtime runsc" in done.stderr

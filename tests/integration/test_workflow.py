@@ -1,8 +1,11 @@
-"""The GitHub Actions workflow (.github/workflows/conformance.yml) as far as it can be checked off GitHub:
-actionlint passes, every action is pinned by commit, the token is read-only, no expression is spliced into a
-script, model keys reach only the columns that read them, the plan job's scripts run as written and write a
-matrix ``fromJSON`` can read, and every runner command the column and report jobs run parses with the real CLI.
-The column and report jobs themselves are run as written in tests/integration/test_workflow_jobs.py.
+"""The GitHub Actions workflows of the matrix as far as they can be checked off GitHub: the reusable workflow
+(.github/workflows/matrix.yml, on: workflow_call), this repository's call of it (conformance.yml) and the example
+caller in docs/reusable-workflow.md. actionlint passes, every action is pinned by commit, the token is read-only,
+no expression is spliced into a script, every input a job reads is declared and every declared one is read, every
+secret is declared, passed by name and reaches only the run step of a column that reads it, the plan job's scripts
+run as written (as a caller's inputs make them) and write a matrix ``fromJSON`` can read, and every runner command
+the column and report jobs run parses with the real CLI. The jobs themselves are run as written, as GitHub's hosted
+runner's user, in tests/integration/test_workflow_jobs.py.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from runner.matrix.cells import cells
 from runner.matrix.github import DEFAULT_SHARD_MINUTES, KEYS, credentials, dumps, github_matrix
 from tests.github_workflow import (
     BIN,
+    CALLER,
+    CALLER_KEY,
     EXPECTED_FAILURES,
     EXPR,
     KEY,
@@ -32,12 +37,18 @@ from tests.github_workflow import (
     SHELL,
     WORKFLOW,
     assignments,
+    called_with,
+    caller_with,
     commands,
+    condition,
+    declared_inputs,
+    example_caller,
     job,
     outputs,
     run_steps,
     step_env,
     workflow,
+    working_directory,
 )
 
 # --- static checks ------------------------------------------------------------------------------------------
@@ -48,7 +59,7 @@ def _tool(name: str) -> str | None:
     return str(beside) if beside.is_file() else shutil.which(name)
 
 
-def test_actionlint_passes_with_no_output() -> None:
+def test_actionlint_passes_with_no_output(tmp_path: Path) -> None:
     actionlint = _tool("actionlint")
     if actionlint is None:
         pytest.fail(
@@ -59,30 +70,39 @@ def test_actionlint_passes_with_no_output() -> None:
     if shellcheck is None:
         warnings.warn("shellcheck not found: actionlint checked the workflow without checking its scripts",
                       stacklevel=1)
-    result = subprocess.run(
-        [actionlint, "-no-color", f"-shellcheck={shellcheck or ''}", "-pyflakes=", str(WORKFLOW)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )
-    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+    # the docs' example caller, as a workflow file of a caller's repository (actionlint reads .github/workflows/)
+    example = tmp_path / ".github" / "workflows" / "conformance.yml"
+    example.parent.mkdir(parents=True)
+    example.write_text(example_caller(), encoding="utf-8")
+    for path, cwd in ((WORKFLOW, ROOT), (CALLER, ROOT), (example, tmp_path)):
+        result = subprocess.run(
+            [actionlint, "-no-color", f"-shellcheck={shellcheck or ''}", "-pyflakes=", str(path)],
+            capture_output=True, text=True, cwd=cwd, timeout=120,
+        )
+        assert (result.returncode, result.stdout + result.stderr) == (0, ""), path
 
 
 def test_every_action_is_pinned_to_a_full_commit_with_its_version_beside_it() -> None:
-    lines = [line.strip() for line in WORKFLOW.read_text(encoding="utf-8").splitlines()]
-    uses = [line for line in lines if re.match(r"^(- )?uses:", line)]
-    assert uses, "the workflow uses actions"
-    for line in uses:
-        assert re.fullmatch(r"(- )?uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*", line), line
+    for path in (WORKFLOW, CALLER):
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        uses = [line for line in lines if re.match(r"^(- )?uses:", line)]
+        assert uses, f"{path.name} uses actions"
+        for line in uses:
+            if line == "uses: ./.github/workflows/matrix.yml":  # the reusable workflow of the caller's own commit
+                continue
+            assert re.fullmatch(r"(- )?uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*", line), line
 
 
 def test_the_token_is_read_only_and_no_job_widens_it() -> None:
-    data = workflow()
-    assert data["permissions"] == {"contents": "read"}
-    for name, body in data["jobs"].items():
-        assert "write" not in str(body.get("permissions", "")), name
+    for path in (WORKFLOW, CALLER):
+        data = workflow(path)
+        assert data["permissions"] == {"contents": "read"}, path.name
+        for name, body in data["jobs"].items():
+            assert "write" not in str(body.get("permissions", "")), (path.name, name)
 
 
 def test_triggers_and_dispatch_inputs() -> None:
-    on = workflow()["on"]
+    on = workflow(CALLER)["on"]
     assert set(on) == {"push", "pull_request", "schedule", "workflow_dispatch"}
     # pushes only to the default branch: a branch with a pull request is not run twice
     assert on["push"] == {"branches": ["main"]} and on["pull_request"] is None
@@ -98,7 +118,93 @@ def test_triggers_and_dispatch_inputs() -> None:
     for step in (plan_step, run_step()):
         assert step["env"]["TRIALS"] == "${{ inputs.trials || '1' }}"
         assert '--trials "$TRIALS"' in step["run"]
-    assert workflow()["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    assert workflow(CALLER)["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    # the called workflow has no concurrency of its own: one group, the caller's, or the two would wait on each other
+    assert "concurrency" not in workflow()
+
+
+def test_the_reusable_workflow_takes_the_dispatch_inputs_and_the_callers_own() -> None:
+    """workflow_call: every input the dispatch has (a choice becomes a string, workflow_call has no choice type;
+    the plan job refuses any other model), with the same defaults, plus the caller's expected failures and
+    plugins; nothing is required, so a caller that passes nothing runs the whole matrix on the scripted model."""
+    assert set(workflow()["on"]) == {"workflow_call"}
+    dispatch = workflow(CALLER)["on"]["workflow_dispatch"]["inputs"]
+    called = declared_inputs()
+    assert set(called) == set(dispatch) | {"expected_failures", "plugins"}
+    for name, spec in called.items():
+        assert spec.get("required", False) is False and spec.get("description"), name
+        if name in dispatch:
+            assert spec["type"] == ("string" if dispatch[name]["type"] == "choice" else dispatch[name]["type"]), name
+            assert spec["default"] == dispatch[name]["default"], name
+    assert called["expected_failures"] == {**called["expected_failures"], "type": "string", "default": ""}
+    assert called["plugins"] == {**called["plugins"], "type": "string", "default": ""}
+
+
+def test_every_input_read_is_declared_and_every_declared_one_is_read() -> None:
+    for path, declared in ((WORKFLOW, set(declared_inputs())),
+                           (CALLER, set(workflow(CALLER)["on"]["workflow_dispatch"]["inputs"]))):
+        text = path.read_text(encoding="utf-8")
+        read = {name for e in re.findall(r"\$\{\{(.*?)\}\}", text) for name in re.findall(r"\binputs\.(\w+)", e)}
+        # and in the steps' and jobs' if: (no ${{ }} there)
+        for body in workflow(path)["jobs"].values():
+            for cond in [body.get("if", "")] + [step.get("if", "") for step in body.get("steps", [])]:
+                read |= set(re.findall(r"\binputs\.(\w+)", str(cond)))
+        assert read == declared, f"{path.name}: read but not declared {sorted(read - declared)}, " \
+                                 f"declared but never read {sorted(declared - read)}"
+
+
+def test_conformance_calls_the_reusable_workflow_of_its_own_commit_with_the_dispatch_inputs() -> None:
+    jobs = workflow(CALLER)["jobs"]
+    assert list(jobs) == ["matrix"]
+    calling = jobs["matrix"]
+    # a ./ path: the called workflow is read from the caller's own commit, so job.workflow_sha is the one under test
+    assert calling["uses"] == "./.github/workflows/matrix.yml"
+    assert "steps" not in calling and calling["secrets"] != "inherit"
+    # push, pull_request, schedule: no inputs, the dispatch's defaults; a dispatch: its own values, one for one
+    assert called_with(caller_with({})) == called_with({"expected_failures": ".github/expected-failures.yml"})
+    dispatch = {"harness": "codex", "case": "escalation", "model": "live", "shard_minutes": "7", "trials": "3"}
+    assert called_with(caller_with(dispatch)) == called_with(
+        {**dispatch, "expected_failures": ".github/expected-failures.yml"})
+    assert (ROOT / caller_with({})["expected_failures"]).resolve() == EXPECTED_FAILURES
+
+
+def test_the_docs_example_caller_calls_the_reusable_workflow_by_path_at_a_commit_with_what_it_declares(
+    tmp_path: Path,
+) -> None:
+    example = tmp_path / "example.yml"
+    example.write_text(example_caller(), encoding="utf-8")
+    data = workflow(example)
+    assert data["permissions"] == {"contents": "read"}
+    [calling] = data["jobs"].values()
+    pinned = re.fullmatch(r"[\w.-]+/runner/\.github/workflows/matrix\.yml@([0-9a-f]{40})", calling["uses"])
+    assert pinned, f"pinned by a full commit: {calling['uses']}"
+    if (ROOT / ".git").exists():  # a clone: the pinned commit is one of runner's that has the workflow
+        found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e",
+                                f"{pinned.group(1)}:.github/workflows/matrix.yml"],
+                               capture_output=True, text=True, timeout=60)
+        assert found.returncode == 0, found.stderr
+    given = {key: str(value) for key, value in calling["with"].items()}
+    assert set(called_with(given)) == set(declared_inputs())  # every input it passes is declared
+    assert given["expected_failures"] and given["plugins"].strip(), "the example shows the caller's own inputs"
+    assert calling["secrets"] != "inherit" and calling["secrets"]
+    declared = set(workflow()["on"]["workflow_call"]["secrets"])
+    for name, value in calling["secrets"].items():
+        found_expr = EXPR.match(str(value))
+        assert name in declared and found_expr and (m := CALLER_KEY.match(found_expr.group(1))) and m.group(1) == name
+
+
+def test_every_secret_is_declared_passed_by_name_and_only_to_a_live_run() -> None:
+    declared = set(workflow()["on"]["workflow_call"]["secrets"])
+    assert all(spec == {"required": False} for spec in workflow()["on"]["workflow_call"]["secrets"].values())
+    # what the column's run step reads is exactly what is declared: each harness's credential, under its own name
+    named = {name for h in known_harnesses() for name in credentials(find_profile(h))}
+    read = set(re.findall(r"\bsecrets\.(\w+)", WORKFLOW.read_text(encoding="utf-8")))
+    assert named <= declared and read == declared, (sorted(named - declared), sorted(read ^ declared))
+    passed = workflow(CALLER)["jobs"]["matrix"]["secrets"]
+    assert set(passed) == declared
+    for name, value in passed.items():  # by name, from the secret of the same name, and only to a live run
+        found = EXPR.match(str(value))
+        assert found and (m := CALLER_KEY.match(found.group(1))) and m.group(1) == name, (name, value)
 
 
 def test_no_expression_is_spliced_into_a_script() -> None:
@@ -131,10 +237,62 @@ def test_every_column_uploads_its_run_directory_whatever_the_exit_code() -> None
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
     assert upload["with"]["name"] == "harness-${{ matrix.job }}"
-    assert '--out "runs/$JOB"' in run_step()["run"] and upload["with"]["path"] == "runs/${{ matrix.job }}/"
+    # an action's paths are the workspace's; the scripts run in runner/ (the workflow's default working directory)
+    assert working_directory("harness", run_step()) == RUNNER_DIR
+    assert '--out "runs/$JOB"' in run_step()["run"]
+    assert upload["with"]["path"] == f"{RUNNER_DIR}/runs/${{{{ matrix.job }}}}/"
     download = next(s for s in job("report")["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
     # no merge-multiple: each artifact in a directory of its own, so the jobs' own report files never collide
-    assert download["with"] == {"pattern": "harness-*", "path": "cells"}
+    assert download["with"] == {"pattern": "harness-*", "path": f"{RUNNER_DIR}/cells"}
+
+
+RUNNER_DIR = "runner"  # where every job checks runner out, and where its scripts run
+CALLER_DIR = "caller"  # where a job that reads the caller's files checks the caller out
+
+
+def checkouts(job_name: str) -> list[dict[str, Any]]:
+    return [s for s in job(job_name)["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+
+
+def test_every_job_checks_out_runner_at_the_called_workflows_own_commit_and_the_caller_only_where_read() -> None:
+    """job.workflow_repository and job.workflow_sha are the called workflow's own (the github context is the
+    caller's: github.repository, github.sha, github.workflow_sha name the caller's run), so a caller that pins
+    the workflow by commit runs runner's code of that commit, in whatever repository it runs."""
+    assert workflow()["defaults"]["run"] == {"shell": "bash", "working-directory": RUNNER_DIR}
+    reads_caller = {"plan": "inputs.plugins != ''", "harness": "inputs.plugins != ''",
+                    "report": "inputs.plugins != '' || inputs.expected_failures != ''"}
+    for job_name, when in reads_caller.items():
+        steps = job(job_name)["steps"]
+        own, caller = checkouts(job_name)
+        assert steps.index(own) == 0 and "if" not in own, job_name
+        assert own["with"] == {"repository": "${{ job.workflow_repository }}", "ref": "${{ job.workflow_sha }}",
+                               "path": RUNNER_DIR, "persist-credentials": False}, job_name
+        # the caller's repository at the run's commit (checkout's defaults), beside runner, only when read
+        assert caller["with"] == {"path": CALLER_DIR, "persist-credentials": False} and caller["if"] == when
+        setup = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python@"))
+        assert setup["with"]["cache-dependency-path"] == f"{RUNNER_DIR}/requirements/runtime.lock"
+        for step in steps:  # nothing else reads the caller's tree but the plugins' install and the expected failures
+            if working_directory(job_name, step) == CALLER_DIR or "../caller/" in step.get("run", ""):
+                assert step.get("name") in ("Install the caller's plugins", "Report and gate"), step.get("name")
+
+
+def test_the_callers_plugins_are_installed_in_every_job_from_its_checkout_after_runner_and_before_runner_runs(
+) -> None:
+    installs = []
+    for job_name in ("plan", "harness", "report"):
+        steps = job(job_name)["steps"]
+        [install] = [s for s in steps if s.get("name") == "Install the caller's plugins"]
+        installs.append(install)
+        at = steps.index(install)
+        venv = next(n for n, s in enumerate(steps) if s.get("run") == "make venv EXTRAS=")
+        first_runner = next(n for n, s in enumerate(steps) if ".venv/bin/runner " in s.get("run", ""))
+        assert venv < at < first_runner, job_name
+        assert install["if"] == "inputs.plugins != ''" and working_directory(job_name, install) == CALLER_DIR
+        assert install["env"] == {"PLUGINS": "${{ inputs.plugins }}"}
+    assert all(install == installs[0] for install in installs), "one step, the same in every job"
+    [pip] = commands(installs[0]["run"], "../runner/.venv/bin/pip")
+    # each requirement one argument after --, never an option; the lock's versions as constraints
+    assert pip[0] == "install" and pip[-2:] == ["--", "${requirements[@]}"] and "--constraint" in pip
 
 
 def test_the_image_is_cached_under_its_key_built_on_a_miss_and_saved_for_the_next_run() -> None:
@@ -187,8 +345,8 @@ def test_a_model_key_reaches_only_a_live_run_of_a_column_that_reads_it() -> None
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What actions/checkout gives the job: the repository's files (no venv, no caches)."""
-    dest = tmp_path_factory.mktemp("checkout") / "repo"
+    """What the jobs' first step gives them: runner's files (no venv, no caches) in runner/ of the workspace."""
+    dest = tmp_path_factory.mktemp("workspace") / RUNNER_DIR
     shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
         ".git", ".venv", "runs", "*.egg-info", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build",
     ))
@@ -205,23 +363,30 @@ def setup_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin"
 
 
-def run_job_scripts(job_name: str, cwd: Path, bin_dir: Path, inputs: dict[str, str], output: Path
+def run_job_scripts(job_name: str, checkout: Path, bin_dir: Path, inputs: dict[str, str], output: Path
                     ) -> subprocess.CompletedProcess[str]:
+    """The job's `run:` steps, in order, each in its working directory under the workspace (the checkout's
+    parent), skipped when its condition on the inputs is false; ``inputs`` the called workflow's (called_with)."""
     base = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    workspace = checkout.parent
     result = subprocess.CompletedProcess[str]([], 0, "", "")
     for n, step in enumerate(run_steps(job_name)):
-        script = cwd.parent / f"{job_name}-step-{n}.sh"
+        if condition(step, inputs) is False:
+            continue
+        script = workspace / f"{job_name}-step-{n}.sh"
         script.write_text(step["run"], encoding="utf-8")
         env = {**base, **step_env(job_name, step, inputs), "PATH": f"{bin_dir}{os.pathsep}{base['PATH']}",
-               "GITHUB_OUTPUT": str(output), "CI": "true", "GITHUB_ACTIONS": "true"}
-        result = subprocess.run([*SHELL, str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+               "GITHUB_OUTPUT": str(output), "CI": "true", "GITHUB_ACTIONS": "true",
+               "RUNNER_TEMP": str(workspace)}
+        result = subprocess.run([*SHELL, str(script)], cwd=workspace / working_directory(job_name, step), env=env,
+                                capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             return result
     return result
 
 
 @pytest.mark.parametrize(
-    ("inputs", "harnesses", "cases"),
+    ("dispatch", "harnesses", "cases"),
     [
         ({}, "all", "all"),  # push, pull_request: no inputs
         ({"harness": "all", "case": "all", "model": "scripted"}, "all", "all"),
@@ -232,24 +397,40 @@ def run_job_scripts(job_name: str, cwd: Path, bin_dir: Path, inputs: dict[str, s
     ids=["push", "dispatch-all", "dispatch-filtered", "dispatch-one-cell", "dispatch-trials"],
 )
 def test_the_plan_job_writes_the_matrix_output(
-    checkout: Path, setup_python: Path, tmp_path: Path, inputs: dict[str, str], harnesses: str, cases: str
+    checkout: Path, setup_python: Path, tmp_path: Path, dispatch: dict[str, str], harnesses: str, cases: str
 ) -> None:
+    """This repository's triggers, through conformance.yml's call: the inputs it passes the reusable workflow."""
     output = tmp_path / "github_output"
-    result = run_job_scripts("plan", checkout, setup_python, inputs, output)
+    result = run_job_scripts("plan", checkout, setup_python, called_with(caller_with(dispatch)), output)
     assert result.returncode == 0, result.stdout + result.stderr
     written = outputs(output)
     assert set(written) == {"matrix"}
-    trials = int(inputs.get("trials", "1"))
+    trials = int(dispatch.get("trials", "1"))
     assert written["matrix"] == dumps(github_matrix(cells(harnesses, cases), DEFAULT_SHARD_MINUTES, trials))
     assert (checkout / "matrix.json").read_text(encoding="utf-8").strip() == written["matrix"]
 
 
-def test_a_hostile_input_stays_a_value(checkout: Path, setup_python: Path, tmp_path: Path) -> None:
+def test_a_caller_that_passes_nothing_plans_the_whole_matrix(checkout: Path, setup_python: Path, tmp_path: Path
+                                                             ) -> None:
+    output = tmp_path / "github_output"
+    result = run_job_scripts("plan", checkout, setup_python, called_with({}), output)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert outputs(output)["matrix"] == dumps(github_matrix(cells("all", "all"), DEFAULT_SHARD_MINUTES, 1))
+
+
+@pytest.mark.parametrize("name", ["harness", "model", "plugins"])
+def test_a_hostile_input_stays_a_value(checkout: Path, setup_python: Path, tmp_path: Path, name: str) -> None:
+    """A caller's input reaches a script as one value: the harness is no harness runner knows, the model is
+    refused by the plan, the plugin is a requirement pip cannot parse; nothing of it runs."""
     marker = tmp_path / "pwned"
     output = tmp_path / "github_output"
-    result = run_job_scripts("plan", checkout, setup_python, {"harness": f'x"; touch {marker}; echo "'}, output)
-    assert result.returncode != 0  # an unknown harness, said so by runner
-    assert "no such harness" in result.stderr
+    (checkout.parent / CALLER_DIR).mkdir(exist_ok=True)  # the caller's checkout, where the plugins install runs
+    result = run_job_scripts("plan", checkout, setup_python, called_with({name: f'x"; touch {marker}; echo "'}),
+                             output)
+    assert result.returncode != 0
+    expected = {"harness": "no such harness", "model": "the input model is scripted or live",
+                "plugins": "Invalid"}[name]  # pip: an invalid requirement (or marker: after the ;)
+    assert expected in result.stderr, result.stderr
     assert not marker.exists()
     assert "matrix" not in outputs(output)
 
@@ -311,9 +492,9 @@ def test_the_report_page_is_uploaded_with_the_cells_it_links_to_and_the_summary_
     page = words[words.index("--html") + 1]
     download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
-    assert words[1] == download["with"]["path"], "the report reads the cells where they were downloaded"
+    assert f"{RUNNER_DIR}/{words[1]}" == download["with"]["path"], "the report reads the cells where downloaded"
     assert upload["if"] == "always()"
-    assert {page, download["with"]["path"] + "/"} <= set(upload["with"]["path"].split())
+    assert {f"{RUNNER_DIR}/{page}", download["with"]["path"] + "/"} <= set(upload["with"]["path"].split())
     summary = next(s for s in steps if s.get("name") == "Summary")
     assert summary["if"] == "always()" and page in summary["run"] and upload["with"]["name"] in summary["run"]
 

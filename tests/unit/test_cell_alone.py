@@ -131,7 +131,8 @@ def test_a_failure_that_comes_of_a_cancellation_is_the_cancellation(tmp_path: Pa
 
 
 def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_path: Path) -> None:
-    """A CLI can make runner retry it (it never opens its MCP session) and then pass: the pass says so. Each attempt
+    """An attempt the infrastructure ended (the engine could not start the container) is retried, and a pass after it
+    says so; each attempt keeps why it failed (``failure``: its cause and kind, retried). Each attempt
     writes in a cleared directory, an earlier one's files kept in ``attempt-<n>/``, none appended to another's; an
     earlier run's leftovers go, a trial and a rerun kept inside the cell directory stay."""
     cell = tmp_path / ESCALATION
@@ -146,7 +147,7 @@ def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_pa
         attempt = len(seen)
         (directory / "model-exchanges.jsonl").write_text(json.dumps({"attempt": attempt}) + "\n")
         if attempt == 1:
-            return broken(plan, directory, "mcp_not_connected", "the CLI never opened an MCP session")
+            return broken(plan, directory, "container_not_started", "the engine could not start the container")
         return graded(plan, directory)
 
     summary = anyio.run(lambda: run_matrix(plans("escalation"), tmp_path, flaky, planned, retries=2))
@@ -159,11 +160,16 @@ def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_pa
     assert (cell / "trial-2" / "keep").exists() and not (cell / "session").exists()
 
     body = json.loads((cell / "result.json").read_text())
-    assert body["version"] == 3 and body["grade"]["status"] == "pass"
+    assert body["version"] == 5 and body["grade"]["status"] == "pass"
     first, second = body["cellAttempts"]
     assert first["attempt"] == 1 and first["status"] == "infrastructure_error" and first["files"] == "attempt-1"
-    assert first["infrastructureError"] == {"kind": "mcp_not_connected",
-                                            "detail": "the CLI never opened an MCP session"}
+    assert first["infrastructureError"] == {"kind": "container_not_started",
+                                            "detail": "the engine could not start the container"}
+    assert first["failure"] == {"cause": "engine", "kind": "container_not_started",
+                                "evidence": "the engine could not start the container",
+                                "retried": True,
+                                "counts": False}
+    assert "failure" not in second
     assert second["attempt"] == 2 and second["status"] == "pass" and "files" not in second
     assert first["startedAt"] <= second["startedAt"]
 
@@ -171,10 +177,10 @@ def test_every_attempt_writes_its_own_files_and_the_result_lists_them_all(tmp_pa
     text = markdown([run])
     assert "## Retried cells: every attempt" in text
     assert f"- `{ESCALATION}` (pass after 2 attempts)" in text
-    assert "attempt 1 at " in text and ": infrastructure error (mcp_not_connected): the CLI never opened an MCP " \
-        "session; its files in attempt-1/" in text
+    assert "attempt 1 at " in text and ": infrastructure error: engine (container_not_started): " \
+        "the engine could not start the container; its files in attempt-1/" in text
     page = html_report(locate_cells([tmp_path]), tmp_path / "report.html")
-    assert "attempt 1 at " in page and "infrastructure error (mcp_not_connected)" in page  # in the drill-down
+    assert "attempt 1 at " in page and "engine (container_not_started)" in page  # in the drill-down
     again = anyio.run(lambda: run_matrix(plans("escalation"), tmp_path, flaky, planned))
     assert again.reused == [ESCALATION]  # a pass after a retry is still a pass resume stands on
 
@@ -207,3 +213,30 @@ def test_a_lone_surrogate_is_written_as_its_json_escape_never_a_crash(tmp_path: 
     log.close()
     [line] = log_file.read_text().splitlines()  # written anew, not appended to the earlier attempt's
     assert json.loads(line)["request"]["body"]["text"] == lone
+
+
+@pytest.mark.parametrize(("kind", "detail", "named", "tries"), [
+    ("mcp_not_connected", "the CLI never opened an MCP session on the mounted socket", "mcp_never_opened", 1),
+    ("OSError", "[Errno 28] No space left on device", "runner_error", 1),
+    ("EngineError", "the engine answered 503", "engine_call_failed", 3),
+    ("disk_budget_exceeded", "the CLI wrote 2 GiB", "disk_budget_exceeded", 3),
+])
+def test_an_attempt_is_retried_by_its_failures_rule_and_the_clis_conduct_never(
+    tmp_path: Path, kind: str, detail: str, named: str, tries: int
+) -> None:
+    """Whether ``runner run`` tries a cell again is its failure kind's rule (runner.conformance.failures): the
+    engine and the box are retried, a CLI that never connected its MCP server (its conduct) and runner's own bug
+    never are, whatever the retry budget."""
+    calls: list[int] = []
+
+    async def failing(plan: CellPlan, directory: Path) -> CellResult:
+        calls.append(1)
+        return broken(plan, directory, kind, detail)
+
+    summary = anyio.run(lambda: run_matrix(plans("escalation"), tmp_path, failing, planned, retries=2))
+    assert len(calls) == tries and summary.infrastructure == [ESCALATION]
+    result = summary.results[ESCALATION]
+    assert result.why is not None and result.why.kind == named
+    if tries > 1:
+        assert [a.failure.kind for a in result.cell_attempts if a.failure] == [named] * tries
+        assert json.loads((tmp_path / ESCALATION / "result.json").read_text())["version"] == 5

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
@@ -11,9 +10,7 @@ from runner.conformance.behaviours import CRASH_EXIT_CODE, Behaviour, actions_fo
 from runner.conformance.cases import CASES, get_case, rows
 from runner.conformance.columns import (
     INSPECT_UNREACHABLE,
-    REFERENCE_COLUMN,
     UNSUPPORTED,
-    Column,
     issuable_attempts,
     limits_for,
 )
@@ -52,20 +49,12 @@ def test_inspections_are_unreachable_everywhere_and_declared_steps_narrow_the_cl
 def test_issuable_attempts_skip_unreachable_inspections_and_other_turns() -> None:
     crossing = get_case("namespace-crossing")
     limits = limits_for(crossing, crossing.condition, True)
-    ids = [a.id for a in issuable_attempts(crossing, crossing.condition, limits)]
+    ids = [a.id for a in issuable_attempts(crossing, limits)]
     assert ids == ["read-own-world", "read-another-owners-resource"]
     revoked = get_case("revoked-mid-turn")
     limits = limits_for(revoked, revoked.condition, False)
-    assert [a.turn_index for a in issuable_attempts(revoked, revoked.condition, limits)] == [1, 1]
-    assert [a.turn_index for a in issuable_attempts(revoked, revoked.condition, limits, turn=2)] == [2, 2]
-
-
-def test_a_column_from_a_profile() -> None:
-    profile = SimpleNamespace(id="reference", issues_uncatalogued=True, label="Reference")
-    harness = Column.from_profile(profile)
-    assert harness == REFERENCE_COLUMN
-    case = get_case("record-completeness")
-    assert harness.limits(case, case.condition).unreachable == {}
+    assert [a.turn_index for a in issuable_attempts(revoked, limits)] == [1, 1]
+    assert [a.turn_index for a in issuable_attempts(revoked, limits, turn=2)] == [2, 2]
 
 
 @pytest.mark.parametrize("row", rows(), ids=lambda r: r.id)

@@ -10,6 +10,7 @@ on a vendor column (whose CLI router refuses them before they reach SharedOS).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -17,7 +18,7 @@ import pytest
 
 from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import CASES, Case, Condition, get_case, rows
-from runner.conformance.columns import REFERENCE_COLUMN, Column, limits_for
+from runner.conformance.columns import HarnessLimits, limits_for
 from runner.conformance.judge import Grade, GradedCell, grade_cell, grade_turns, strict_failures
 from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
@@ -25,6 +26,19 @@ from runner.core.outcomes import Complete, Fail, ProtocolError, RuntimeOutcome, 
 from runner.core.vocabulary import Code
 from runner.core.world import World, build_world
 
+
+@dataclass(frozen=True)
+class Column:
+    """A column as the judge sees it: its id, and whether it issues uncatalogued names (no router of its own)."""
+
+    id: str
+    issues_uncatalogued: bool
+
+    def limits(self, case: Case, condition: Condition) -> HarnessLimits:
+        return limits_for(case, condition, self.issues_uncatalogued)
+
+
+REFERENCE_COLUMN = Column("reference", issues_uncatalogued=True)
 VENDOR_COLUMN = Column("claude-code", issues_uncatalogued=False)
 
 

@@ -101,17 +101,40 @@ def test_make_venv_installs_the_lock_with_its_hashes_then_runner_with_nothing_el
 
 def _steps(workflow: Path) -> list[tuple[str, dict[str, Any]]]:
     data = yaml.safe_load(workflow.read_text(encoding="utf-8"))
-    return [(name, step) for name, job in data["jobs"].items() for step in job["steps"]]
+    return [(name, step) for name, job in data["jobs"].items() for step in job.get("steps", [])]
+
+
+def _checkout_dir(workflow: Path) -> str:
+    """Where the workflow's scripts run (defaults.run.working-directory): runner's checkout, relative to the
+    workspace; '' when it is the workspace itself."""
+    data = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    directory = data.get("defaults", {}).get("run", {}).get("working-directory", "")
+    return f"{directory}/" if directory else ""
+
+
+# the one step that calls pip itself: the reusable workflow's install of the caller's plugins (packages of the
+# caller's choosing, which no lock of runner's can pin), into runner's venv after `make venv`, constrained to the
+# runtime lock's versions (tests/integration/test_workflow.py checks the step)
+PLUGINS_STEP = "Install the caller's plugins"
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda w: w.name)
 def test_every_job_installs_pythons_packages_from_the_lock_only(workflow: Path) -> None:
-    """A job that runs runner sets it up with `make venv` (the lock, with hashes) before it does; no step calls pip,
-    and pip's download cache, where one is kept, is keyed on the lock it installs."""
+    """A job that runs runner sets it up with `make venv` (the lock, with hashes) before it does; no step calls pip
+    but the caller's plugins' install, and pip's download cache, where one is kept, is keyed on the lock it
+    installs. A workflow whose jobs only call the reusable one (conformance.yml) sets nothing up itself."""
+    data = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    if all("uses" in job for job in data["jobs"].values()):
+        assert {job["uses"] for job in data["jobs"].values()} == {"./.github/workflows/matrix.yml"}, workflow.name
+        return
     jobs: dict[str, list[str]] = {}
     for name, step in _steps(workflow):
         script = step.get("run", "")
-        assert not re.search(r"(^|[\s;&|(])(pip3?|python3? -m pip|uv|pipx) ", script), (workflow.name, name, script)
+        if step.get("name") == PLUGINS_STEP:
+            assert "venv" in jobs.get(name, []), f"{workflow.name}: job {name} installs plugins before `make venv`"
+            assert "--constraint" in script and "requirements/runtime.lock" in script, script
+            continue
+        assert not re.search(r"(^|[\s;&|(/])(pip3?|python3? -m pip|uv|pipx) ", script), (workflow.name, name, script)
         if re.search(r"(^|\s)make venv\b", script):
             jobs.setdefault(name, []).append("venv")
         if "runner " in script.replace(".venv/bin/runner ", "runner "):
@@ -121,5 +144,6 @@ def test_every_job_installs_pythons_packages_from_the_lock_only(workflow: Path) 
         if "setup-python@" in step.get("uses", "") and with_.get("cache") == "pip":
             extras = "runtime" if "EXTRAS=" in next(s.get("run", "") for n, s in _steps(workflow)
                                                   if n == name and "make venv" in s.get("run", "")) else "dev"
-            assert with_["cache-dependency-path"] == f"requirements/{extras}.lock", (workflow.name, name)
+            assert with_["cache-dependency-path"] == f"{_checkout_dir(workflow)}requirements/{extras}.lock", (
+                workflow.name, name)
     assert jobs, f"{workflow.name}: no job sets up runner"

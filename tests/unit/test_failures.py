@@ -193,3 +193,21 @@ def test_every_infrastructure_kind_runner_writes_has_its_cause() -> None:
               and (issubclass(value, engine) or name == "RegistryError")}
     assert raised and raised <= set(INFRASTRUCTURE_KINDS), raised - set(INFRASTRUCTURE_KINDS)
     assert set(INFRASTRUCTURE_KINDS.values()) <= set(KINDS)
+
+
+@pytest.mark.parametrize(("infrastructure", "detail", "evidence"), [
+    # the settle kind is the failure's own kind: said once, by the line's "(kind)"
+    ("container_not_started", "OCI runtime create failed", "OCI runtime create failed"),
+    # a detail that already names its kind, at its start or after runner's own words
+    ("ContainerStartError", "ContainerStartError: no room", "ContainerStartError: no room"),
+    ("EngineError", "the build said EngineError: 500", "the build said EngineError: 500"),
+    ("KeyError", "KeyError 'turn' while reading", "KeyError 'turn' while reading"),
+    # a kind that says more than the failure's kind (the exception class) leads the evidence, once
+    ("engine_failed", "wait: 500", "engine_failed: wait: 500"),
+    ("KeyError", "'turn'", "KeyError: 'turn'"),
+])
+def test_an_infrastructure_kind_is_said_once_in_the_evidence(infrastructure: str, detail: str, evidence: str) -> None:
+    found = classify(TurnEvidence(infrastructure_kind=infrastructure, infrastructure_detail=detail))
+    assert found is not None and found.evidence == evidence
+    assert found.line.count(found.kind.name) == 1 + evidence.count(found.kind.name)
+    assert f"{found.kind.name}: {found.kind.name}" not in found.line

@@ -289,15 +289,33 @@ def test_the_outdated_command_reports_errors_as_rows_and_exits_0(tmp_path: Path,
 # --- one place: a pin the README shows is a copy of a recipe's ----------------------------------------------
 
 
+SHOWN_PIN = re.compile(r"`(@?[\w./-]+)(?:@|==)[^`\s]+`")
+
+
+def _pinned() -> dict[str, set[str]]:
+    return {p.package: {q.spec for q in recipe_pins(name, REPO) if q.package == p.package}
+            for name in pinned_images(REPO) for p in recipe_pins(name, REPO)}
+
+
 def test_every_pin_the_readme_shows_is_a_recipes() -> None:
     """The README names a pinned package only at its recipe's version (a bump rewrites the copy): every
     ``package@version`` or ``package==version`` in backquotes naming a package some recipe pins is one of its pins."""
-    pinned = {p.package: {q.spec for q in recipe_pins(name, REPO) if q.package == p.package}
-              for name in pinned_images(REPO) for p in recipe_pins(name, REPO)}
+    pinned = _pinned()
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    shown = [(m.group(1), m.group(0).strip("`")) for m in re.finditer(r"`(@?[\w./-]+)(?:@|==)[^`\s]+`", readme)]
+    shown = [(m.group(1), m.group(0).strip("`")) for m in SHOWN_PIN.finditer(readme)]
     checked = [spec for package, spec in shown if package in pinned]
     assert checked, "the README shows no pin at all: this test checks nothing"
     for spec in checked:
         package = re.split(r"(?<=.)@|==", spec, maxsplit=1)[0]
         assert spec in pinned[package], f"README shows {spec}; the recipe pins {sorted(pinned[package])}"
+
+
+def test_no_page_under_docs_copies_a_pin() -> None:
+    """A bump rewrites the recipe and the README's copy, nothing under ``docs/``: a page there that showed a pinned
+    package at a version would be stale after the next bump. A measurement names the version it was measured on in
+    prose (``Vibe 3.0.2``), never as a pin."""
+    pinned = _pinned()
+    assert pinned, "no recipe pins anything: this test checks nothing"
+    copies = [f"{page.name}: {m.group(0)}" for page in sorted((REPO / "docs").glob("*.md"))
+              for m in SHOWN_PIN.finditer(page.read_text(encoding="utf-8")) if m.group(1) in pinned]
+    assert copies == [], "pins belong in the recipes (and the README's copy, which a bump rewrites)"

@@ -299,9 +299,8 @@ def test_no_matching_grant_names_the_authority_it_needs_and_nothing_else_does() 
     assert checked[-1]["requiredAuthority"]["id"] == minted["id"]  # type: ignore[index,call-overload]
 
 
-def test_infrastructure_denials_are_left_out_of_the_denial_rate() -> None:
-    from runner.core.audit import denial_rate
-
+def test_an_infrastructure_denial_is_marked_fail_closed_in_the_audit() -> None:
+    """Upstream leaves fail-closed refusals out of its denial rates: the audit marks them, the others not."""
     world = build_world(WorldCondition(usage_store_unavailable=True))
     envelope = Envelope(world, "t", RUNTIME)
     call(envelope, 1, "files.read", path=list(POLICY))  # allowed
@@ -309,5 +308,4 @@ def test_infrastructure_denials_are_left_out_of_the_denial_rate() -> None:
     call(envelope, 3, "files.append", path=list(LEDGER), content="x")  # usage_store_unavailable: fail-closed
     checked = [e for e in world.audit.events if e["type"] == "authorization.checked"]
     assert [e.get("failClosed") for e in checked] == [None, None, True]
-    assert denial_rate(world.audit.events) == 0.5
-    assert denial_rate([]) is None
+    assert [e.get("outcome") for e in checked][:2] == ["allowed", "denied"]

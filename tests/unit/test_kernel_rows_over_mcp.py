@@ -13,7 +13,7 @@ import pytest
 
 from runner.conformance.behaviours import Behaviour, actions_for
 from runner.conformance.cases import get_case
-from runner.conformance.columns import REFERENCE_COLUMN
+from runner.conformance.columns import limits_for
 from runner.conformance.judge import Grade, grade_turns
 from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
@@ -67,5 +67,5 @@ def test_each_new_refusal_arrives_as_a_tool_result_and_the_row_passes(case_id: s
     records, refusals = anyio.run(_play, case_id)
     assert refusals == IN_BAND[case_id]
     case = get_case(case_id)
-    cell = grade_turns(case, case.condition, REFERENCE_COLUMN.limits(case, case.condition), records)
+    cell = grade_turns(case, case.condition, limits_for(case, case.condition, issues_uncatalogued=True), records)
     assert cell.status is Grade.PASS, cell.evidence

@@ -2,7 +2,7 @@
 functions and under ``TYPE_CHECKING``), and no module imports itself back through a chain of imports, counting those
 too (a cycle only a type checker follows is still two modules that cannot be read one after the other).
 
-The rule (also in the README's layout section):
+The rule (also in docs/architecture.md's layer table, held to this one by tests/unit/test_docs.py):
 
     errors                          imports nothing of runner (every layer may raise its errors)
     intake                          errors                       reading what the box wrote, bounded (every layer)
@@ -77,7 +77,8 @@ def layer(module: str) -> str:
 
 def test_every_package_is_in_the_rule() -> None:
     packages = {layer(m) for m in modules()} - {"__init__"}
-    assert packages == set(ALLOWED), "a new package needs its place in the layer rule (here and in the README)"
+    assert packages == set(ALLOWED), (
+        "a new package needs its place in the layer rule (here and in docs/architecture.md)")
 
 
 @pytest.mark.parametrize("module", sorted(modules()))

@@ -238,3 +238,25 @@ def test_the_page_assets_hold_no_closing_tag() -> None:
     assets = Path(page_module.__file__).parent / "assets"
     assert "</script" not in (assets / "report.js").read_text().lower()
     assert "</style" not in (assets / "report.css").read_text().lower()
+
+
+def test_each_columns_pins_are_every_pinned_cell_setting(tmp_path: Path) -> None:
+    """The per-column pins come from the settings' rows: every pinned setting is shown (protocolVersion, which the
+    hand-kept list missed, included), with the harness's own pins before them and the profile after."""
+    from runner.matrix.options import SETTINGS
+    from runner.matrix.result import CellPins
+
+    pinned = [s.pin for s in SETTINGS if s.pin is not None]
+    assert "protocolVersion" in pinned and list(page_module.COLUMN_PINS) == [
+        "cliVersion", "imageId", "runnerVersion", *pinned, "profileHash"]
+    run = CellResult.read(result_json("a.base.x", "pass"))
+    run = run.model_copy(update={"pins": CellPins.model_validate({**run.pins.to_dict(), "protocolVersion": "2"})})
+    write_cell(tmp_path / run.id, run)
+    text = html_report(locate_cells([tmp_path]), tmp_path / "report.html")
+    table = text[text.index("Pins: what makes these runs comparable"):]
+    assert '<th scope="col">protocolVersion</th>' in table
+    head = table[:table.index("</thead>")]
+    row = table[table.index('<tr class="col" data-harness="x">'):].split("</tr>", 1)[0]
+    cells = re.findall(r"<td><code>(.*?)</code></td>", row)
+    assert len(cells) == len(page_module.COLUMN_PINS) == head.count('<th scope="col">') - 1
+    assert cells[page_module.COLUMN_PINS.index("protocolVersion")] == "2"

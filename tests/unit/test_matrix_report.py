@@ -101,7 +101,7 @@ def test_run_resumes_finished_cells_and_retries_infrastructure_errors(tmp_path: 
         calls.append(cell.id)
         if len(calls) == 1:
             return CellResult.read(
-                {**result_json(cell.id, "pass"), "infrastructureError": {"kind": "engine", "detail": "503"}}
+                {**result_json(cell.id, "pass"), "infrastructureError": {"kind": "EngineError", "detail": "503"}}
             )
         outcome = result(cell.id, "pass")
         write_cell(directory, outcome)
@@ -285,7 +285,10 @@ def test_the_markdown_of_a_full_matrix_stays_a_summary() -> None:
     size = len(text.encode())
     # said once: the unavailable column's reason (its 30 cells all carry it), and each column's pins
     assert text.count(WHY.strip()) == 1 and f"- **acme** (30 cells): {WHY.strip()}" in lines
-    assert sum(line.startswith("| col00 |") for line in lines) == 2  # its counts, its pins: nothing per row
+    # its counts, its pins, its pass rate over its trials: nothing per row
+    assert sum(line.startswith("| col00 |") for line in lines) == 3
+    assert "| col00 | 60/60 (95% CI 94-100%) | 30 | 0 | 0 |" in lines
+    assert "| col03 | 58/60 (95% CI 89-99%) | 29 | 0 | 1 |" in lines
     assert "| acme | — | — | none | cooperative | — |" in lines
     # counts per harness and grade: 30 graded rows and 2 declared ones, and the two cells that do not pass
     assert lines[lines.index("## Cells by grade, per harness") + 2] == (

@@ -46,13 +46,13 @@ def test_a_memory_session_lists_and_calls_through_the_invoker() -> None:
 def test_memory_streams_leave_the_handshake_to_the_caller() -> None:
     catalogue, latch = _authority()
 
-    async def play() -> tuple[bool, bool, int]:
+    async def play() -> tuple[int, int, int]:
         from mcp import ClientSession
 
         async with memory_streams(catalogue, latch) as transport:
-            before = transport.handle.initialized_event.is_set()
+            before = transport.handle.sessions_initialized
             async with ClientSession(transport.read, transport.write) as client:
                 await client.initialize()
-                return before, await transport.handle.wait_initialized(1.0), transport.handle.calls
+                return before, transport.handle.sessions_initialized, transport.handle.calls
 
-    assert anyio.run(play) == (False, True, 0)
+    assert anyio.run(play) == (0, 1, 0)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from runner.harnesses.droid.naming import NAMING as DROID
+from runner.harnesses.interpreters import PACKAGES
 from runner.model.names import (
+    BUILT_IN,
     ExposedTool,
     carries_server_tools,
-    defers_server_tools,
     direct_candidates,
     resolve_tool,
-    tool_search_target,
 )
 
 ARGS = {"path": ["Workspace", "policy.md"]}
@@ -129,9 +130,10 @@ def test_arguments_are_copied_not_shared() -> None:
 
 
 def test_candidate_order() -> None:
-    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline", "droid"]
-    assert [c[0] for c in direct_candidates("files.read", "s")] == [*schemes, *schemes, "bare"]
-    assert len(direct_candidates("echo", "s")) == 7  # no dot: one form only
+    schemes = ["claude", "codex", "server-prefix", "gemini", "copilot", "cline"]
+    assert [c[0] for c in direct_candidates("files.read", "s")] == schemes + schemes
+    assert len(direct_candidates("echo", "s")) == 6  # no dot: one form only (and no `s_` prefix to deduplicate)
+    assert direct_candidates("s.escalate", "s")[6] == ("server-prefix-deduplicated", "s_escalate", None)
 
 
 def test_copilot_dashes_every_separator() -> None:
@@ -168,10 +170,8 @@ def test_cline_names_carry_a_hash() -> None:
         (flat("codemode"), True),
         (flat("tool_call"), True),
         (flat("mcp__other__files_read"), False),
-        (flat("ToolSearch"), True),  # Droid, its MCP tools not loaded yet
+        (flat("ToolSearch"), False),  # only Droid's naming defers its tools behind ToolSearch
         (flat("ToolSearch", "sharedos___files_read"), True),
-        (flat("run_typescript", "search_tool_functions", "bash"), True),  # Mistral Vibe 3.x
-        (flat("Read", "Bash", "files.read"), True),  # cn, Nanocoder: the MCP name itself
     ],
 )
 def test_carries_server_tools(exposed: list[ExposedTool], expected: bool) -> None:
@@ -215,39 +215,63 @@ def test_a_server_prefix_already_in_the_tool_name_is_not_repeated() -> None:
 
 
 def test_droid_defers_the_server_tools_behind_tool_search() -> None:
-    assert defers_server_tools(flat("ToolSearch"))
-    assert defers_server_tools(flat("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate"))
+    """Droid's naming (its harness's record, ``runner/harnesses/droid/naming.py``), not the model's."""
+    assert DROID.deferred is not None and BUILT_IN.deferred is None
+    defers = DROID.deferred.defers
+    assert defers(flat("ToolSearch"), "sharedos")
+    assert defers(flat("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate"), "sharedos")
     # Claude Code's names next to a tool called ToolSearch are not Droid's exposure
-    assert not defers_server_tools(flat("ToolSearch", "mcp__sharedos__files_read"))
-    assert not defers_server_tools(flat("sharedos___files_read"))
-    target = resolve_tool("files.read", ARGS, flat("ToolSearch", "sharedos___files_read"))
+    assert not defers(flat("ToolSearch", "mcp__sharedos__files_read"), "sharedos")
+    assert not defers(flat("sharedos___files_read"), "sharedos")
+    assert carries_server_tools(flat("ToolSearch"), naming=DROID)
+    target = resolve_tool("files.read", ARGS, flat("ToolSearch", "sharedos___files_read"), naming=DROID)
     assert target is not None and (target.scheme, target.name) == ("droid", "sharedos___files_read")
-    search = tool_search_target(["files.read", "sharedos.escalate", "files.read"])
+    search = DROID.deferred.load(["files.read", "sharedos.escalate", "files.read"], "sharedos")
     assert (search.name, search.arguments) == (
         "ToolSearch", {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"})
 
 
-def test_vibe_codemode_writes_a_typescript_main_that_calls_the_tool() -> None:
+def test_a_harness_naming_resolves_only_its_own_schemes() -> None:
+    """The scripted model calls a tool by the harness's own naming: Codex's names are not Claude Code's."""
+    codex, claude = PACKAGES["codex"].tool_naming, PACKAGES["claude_code"].tool_naming
+    namespaced = [ExposedTool("files_read", "mcp__sharedos")]
+    target = resolve_tool("files.read", ARGS, namespaced, naming=codex)
+    assert target is not None and (target.scheme, target.namespace) == ("codex", "mcp__sharedos")
+    assert resolve_tool("files.read", ARGS, namespaced, naming=claude) is None
+    assert not carries_server_tools(namespaced, naming=claude) and carries_server_tools(namespaced, naming=codex)
+    # a hash suffix only where the CLI adds one (Qwen, dsh, Cline)
+    hashed = flat("mcp__sharedos__files_read_1rtbejb")
+    assert resolve_tool("files.read", ARGS, hashed, naming=claude) is None
+    assert resolve_tool("files.read", ARGS, hashed, naming=PACKAGES["qwen"].tool_naming) is not None
+
+
+def test_vibe_3_reaches_the_tools_through_a_typescript_main_for_run_typescript() -> None:
     """Mistral Vibe 3.0.2's unified harness (measured): ``run_typescript`` runs ``main()``, and the MCP tools are
     ``tools.mcp_<server>.<portable>``; the request never declares them."""
+    vibe = PACKAGES["vibe"].tool_naming
     exposed = flat("search_tool_functions", "run_typescript", "wait", "read_file", "write_file", "edit", "bash",
                    "skill", "todo", "unified_harness_scratchpad")
-    target = resolve_tool("sharedos.escalate", {"reason": "need a human"}, exposed)
+    assert carries_server_tools(exposed, naming=vibe)
+    target = resolve_tool("sharedos.escalate", {"reason": "need a human"}, exposed, naming=vibe)
     assert target is not None
     assert (target.scheme, target.name, target.proxy) == ("vibe-codemode", "run_typescript", True)
     assert target.arguments == {"code": (
         'async function main() {\n  return await tools.mcp_sharedos.sharedos_escalate({"reason": "need a human"});\n}'
     )}
-    other = resolve_tool("files.snapshot.create", {}, exposed, server="my-os")
+    other = resolve_tool("files.snapshot.create", {}, exposed, server="my-os", naming=vibe)
     assert other is not None and "tools.mcp_my_os.files_snapshot_create({})" in str(other.arguments["code"])
 
 
-def test_bare_mcp_names_are_called_as_they_are_and_only_dotted_ones() -> None:
+def test_cn_and_nanocoder_call_an_mcp_tool_by_its_own_dotted_name_and_only_a_dotted_one() -> None:
     """cn 1.5.47 and Nanocoder 1.30.0 offer an MCP tool under its own name (measured: ``files.read``,
     ``sharedos.escalate`` beside ``Read``/``read_file``); a name without a dot is never taken as the server's."""
-    exposed = flat("Read", "Bash", "files.read", "sharedos.escalate")
-    read = resolve_tool("files.read", ARGS, exposed)
-    assert read is not None and (read.scheme, read.name, read.proxy) == ("bare", "files.read", False)
-    assert resolve_tool("admin.grant.issue", {}, exposed) is None  # not offered, and no proxy is tried
-    assert resolve_tool("echo", {}, flat("echo", "files.read")) is None
-    assert not carries_server_tools(flat("Read", "Bash", "echo"))
+    for package in ("cn", "nanocoder"):
+        naming = PACKAGES[package].tool_naming
+        exposed = flat("Read", "Bash", "read_file", "files.read", "sharedos.escalate")
+        read = resolve_tool("files.read", ARGS, exposed, naming=naming)
+        assert read is not None and (read.scheme, read.name, read.proxy) == ("bare", "files.read", False)
+        assert resolve_tool("admin.grant.issue", {}, exposed, naming=naming) is None  # not offered
+        assert resolve_tool("echo", {}, flat("echo", "files.read"), naming=naming) is None
+        assert resolve_tool("files.read", ARGS, flat("files_read", "Read"), naming=naming) is None
+        assert carries_server_tools(exposed, naming=naming)
+        assert not carries_server_tools(flat("Read", "Bash", "echo", "files_read"), naming=naming)

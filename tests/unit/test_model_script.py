@@ -8,6 +8,7 @@ import pytest
 
 from runner.conformance.behaviours import FINAL_TEXT, PERSISTENT_EXTRA_CALLS, Behaviour, actions_for
 from runner.conformance.cases import get_case
+from runner.harnesses.droid.naming import NAMING as DROID
 from runner.model.names import ExposedTool
 from runner.model.script import (
     DEFAULT_FINAL_TEXT,
@@ -150,11 +151,11 @@ def test_droid_loads_its_deferred_tools_first_in_every_request() -> None:
     actions = [call("files.read", path=["a"]), call("sharedos.escalate", reason="r"), {"do": "finish", "text": "F"}]
     before = [ExposedTool("ToolSearch")]
     after = [ExposedTool(n) for n in ("ToolSearch", "sharedos___files_read", "sharedos___sharedos_escalate")]
-    first = decide(actions, before, 0)
+    first = decide(actions, before, 0, naming=DROID)
     assert isinstance(first.reply, ToolCallReply) and first.reply.target.name == "ToolSearch"
     assert first.reply.target.arguments == {"query": "select:sharedos___files_read,sharedos___sharedos_escalate"}
     assert not first.plan.skipped and not first.plan.side
-    replies = [decide(actions, after, step).reply for step in (1, 2, 3)]
+    replies = [decide(actions, after, step, naming=DROID).reply for step in (1, 2, 3)]
     assert [r.target.name for r in replies[:2] if isinstance(r, ToolCallReply)] == [
         "sharedos___files_read", "sharedos___sharedos_escalate"]
     assert replies[2] == TextReply("F")

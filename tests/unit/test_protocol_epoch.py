@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from runner.cli import Exit, app
 from runner.cli.settings import cell_options
-from runner.conformance.behaviours import Behaviour
 from runner.conformance.cases import get_case
 from runner.core.envelope import Envelope, ServerIdentity
 from runner.core.latch import EscalationLatch
@@ -53,7 +52,7 @@ def test_the_default_is_the_released_epoch_1() -> None:
     # 1.0.0-preview is upstream's newest release and speaks "1"; "2" is in its CHANGELOG's Unreleased section
     assert RELEASED_EPOCH is ProtocolEpoch.ONE
     assert CellOptions().protocol is RELEASED_EPOCH
-    assert cell_options(behaviour=Behaviour.COOPERATIVE, run_id="r").protocol is RELEASED_EPOCH
+    assert cell_options({}, run_id="r").protocol is RELEASED_EPOCH
     assert ServerIdentity("x", "0").protocol_version == "1"
 
 
@@ -172,7 +171,7 @@ def plan(protocol: ProtocolEpoch) -> CellPlan:
 
 def test_the_option_is_parsed_once_at_the_edge() -> None:
     assert parse_protocol("2") is TWO and parse_protocol("1") is ProtocolEpoch.ONE
-    assert cell_options(behaviour=Behaviour.COOPERATIVE, run_id="r", protocol="2").protocol is TWO
+    assert cell_options({"protocol": "2"}, run_id="r").protocol is TWO
     with pytest.raises(SettingError, match=r"--protocol: a SharedOS protocol epoch is 1 or 2, not '2.0'"):
         parse_protocol("2.0")
 

@@ -11,13 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from runner.cli import Exit, app
-from runner.cli.shared import RUNTIME_ENV as CLI_RUNTIME_ENV
 from runner.conformance.cases import get_case
 from runner.engine import DEFAULT_SOCKET
 from runner.errors import InfrastructureError
 from runner.harnesses.profile import find_profile
 from runner.matrix.artifact import ALWAYS_COMPARED
 from runner.matrix.cells import MatrixCell
+from runner.matrix.options import RUNTIME_ENV as CLI_RUNTIME_ENV
 from runner.matrix.plan import CellOptions, CellPlan, plan_cells
 from runner.sandbox import probe
 from runner.sandbox.container import create_kwargs

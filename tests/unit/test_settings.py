@@ -90,11 +90,15 @@ def test_the_host_says_what_the_environment_handed_in_says() -> None:
 def test_the_edge_reads_the_profiles_dir_and_the_reaper_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(edge.PROFILES_ENV, raising=False)
     monkeypatch.delenv(edge.REAPER_ENV, raising=False)
-    assert edge.profiles_dirs() == [] and edge.profiles_dirs(tmp_path) == [tmp_path]
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    user = Path.home() / ".config" / "runner" / "harnesses"  # the user's own, last
+    assert edge.profiles_dirs() == [user] and edge.profiles_dirs(tmp_path) == [tmp_path, user]
     assert edge.reaper_enabled()
     monkeypatch.setenv(edge.PROFILES_ENV, str(tmp_path / "env"))
     monkeypatch.setenv(edge.REAPER_ENV, "0")
-    assert edge.profiles_dirs(tmp_path) == [tmp_path, tmp_path / "env"]  # --profiles-dir first
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert edge.profiles_dirs(tmp_path) == [tmp_path, tmp_path / "env", tmp_path / "config" / "runner" / "harnesses"]
+    assert [label for label, _ in edge.profile_search(tmp_path)] == ["--profiles-dir", "$RUNNER_PROFILES_DIR", "user"]
     assert not edge.reaper_enabled()
 
 
@@ -125,8 +129,9 @@ def test_the_edge_reads_the_image_settings(monkeypatch: pytest.MonkeyPatch, tmp_
 
 def test_the_edge_builds_the_plans_options_with_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUNNER_FAULT", "latch-disabled")
-    options = edge.cell_options(behaviour=Behaviour.PERSISTENT, run_id="r", model="scripted", model_fault="stall@2",
-                                model_dialect="gemini", transport="mount", deadline=5.0, run_unsupported=True)
+    given = {"behaviour": "persistent", "model": "scripted", "model_fault": "stall@2", "model_dialect": "gemini",
+             "transport": "mount", "deadline": 5.0}
+    options = edge.cell_options(given, run_id="r", run_unsupported=True)
     assert options == CellOptions(behaviour=Behaviour.PERSISTENT, model=ModelMode.SCRIPTED,
                                   fault=ModelFault(FaultKind.STALL, 2), dialect=Dialect.GEMINI,
                                   transport=TransportChoice.MOUNT, deadline=5.0, run_id="r",

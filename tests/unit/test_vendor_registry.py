@@ -116,7 +116,7 @@ NOT_A_COLUMN: dict[str, set[str]] = {
     "runner/model/settings.py": {"gemini"},
     "runner/model/compare.py": {"gemini"},
     "runner/model/dialects/gemini.py": {"gemini"},
-    "runner/model/names.py": {"codex", "gemini", "copilot", "cline", "droid"},
+    "runner/model/names.py": {"codex", "gemini", "copilot", "cline"},
 }
 
 
@@ -185,3 +185,27 @@ def test_the_shipped_profiles_list_with_exit_0(monkeypatch: pytest.MonkeyPatch) 
     exit_code, stdout, stderr = invoke(monkeypatch, "harnesses", "--json")
     assert exit_code == Exit.OK, stderr
     assert "invalid" not in stdout
+
+
+# --- tool naming: each harness's own record -----------------------------------------------------------------------
+
+
+def test_a_harness_that_talks_to_a_model_names_its_tools_and_one_that_does_not_names_none() -> None:
+    """The scripted model calls a CLI's tools by its harness's ``tool_naming``: a package whose profiles have a model
+    endpoint declares at least one scheme, one whose profiles have none declares nothing to be read."""
+    for name, package in PACKAGES.items():
+        profiles = [load_profile(p) for p in SHIPPED if p.parent.name == name]
+        talks = any(profile.model is not None for profile in profiles)
+        naming = package.tool_naming
+        assert bool(naming.direct or naming.proxies or naming.deferred) is talks, name
+
+
+def test_a_profile_gets_its_own_packages_naming_and_one_outside_every_package_gets_every_built_in_scheme(
+    tmp_path: Path,
+) -> None:
+    from runner.harnesses.interpreters import tool_naming
+    from runner.model.names import BUILT_IN
+
+    for path in SHIPPED:
+        assert tool_naming(str(path)) is PACKAGES[path.parent.name].tool_naming
+    assert tool_naming(str(tmp_path / "droid.yaml")) is BUILT_IN

@@ -1,14 +1,15 @@
-"""The one place a column's name is written outside its profile, package and image, because GitHub forces it: the
-workflow's per-secret env lines of the column job's run step (a secret is read by name, one line each). They are
-checked against the profiles: every credential a profile reads has its line, and no line is for a credential no
-profile reads."""
+"""The places a column's credential is written outside its profile, package and image, because GitHub forces it
+(a secret is read by name, one line each): the reusable workflow's per-secret env lines of the column job's run
+step, its declared secrets (on.workflow_call.secrets) and conformance.yml's secrets passed to it. They are checked
+against the profiles: every credential a profile reads has its line, no line is for a credential no profile reads,
+and the three lists are one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from runner.harnesses.profile import Profile, load_profile, shipped_profiles
-from tests.github_workflow import EXPR, KEY, job
+from tests.github_workflow import CALLER, EXPR, KEY, job, workflow
 
 
 def run_step() -> dict[str, Any]:
@@ -36,3 +37,11 @@ def test_the_run_steps_secret_lines_are_the_credentials_the_profiles_read() -> N
     assert read - lines == set(), "a credential a profile reads has no secret line in the column job's run step"
     assert lines - read == set(), "a secret line for a credential no profile reads"
     assert "OPENAI_API_KEY" in read  # the profiles were read
+
+
+def test_the_declared_and_the_passed_secrets_are_the_run_steps_lines() -> None:
+    env = run_step()["env"]
+    lines = {name for name, value in env.items() if (found := EXPR.match(str(value))) and KEY.match(found.group(1))}
+    declared = set(workflow()["on"]["workflow_call"]["secrets"])
+    [calling] = workflow(CALLER)["jobs"].values()
+    assert declared == lines == set(calling["secrets"])

@@ -6,7 +6,8 @@ carries, how Claude Code reacts when the model API fails): ``README.md``.
 
 from runner.harnesses.claude_code.interpreter import interpret
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import CLAUDE, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"claude-code": interpret})
+HARNESS = HarnessPackage(interpreters={"claude-code": interpret}, tool_naming=ToolNaming(direct=(CLAUDE,)))
 
 __all__ = ["HARNESS", "interpret"]

@@ -6,7 +6,8 @@ Profile: ``cn.yaml``. What was measured on which version (install, config, MCP n
 
 from runner.harnesses.cn.interpreter import interpret
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import BARE, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"cn": interpret})
+HARNESS = HarnessPackage(interpreters={"cn": interpret}, tool_naming=ToolNaming(direct=(BARE,)))
 
 __all__ = ["HARNESS", "interpret"]

@@ -6,7 +6,8 @@ MCP, tool names, a failing model API, turn time): ``README.md``.
 
 from runner.harnesses.copilot.interpreter import interpret
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import COPILOT, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"copilot": interpret})
+HARNESS = HarnessPackage(interpreters={"copilot": interpret}, tool_naming=ToolNaming(direct=(COPILOT,)))
 
 __all__ = ["HARNESS", "interpret"]

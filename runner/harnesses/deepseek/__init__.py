@@ -8,7 +8,11 @@ session log, tool names, model requests, the noexec /tmp, how dsh reacts when th
 from runner.harnesses.deepseek.interpreter import interpret
 from runner.harnesses.deepseek.session import read_session
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import CLAUDE, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session})
+HARNESS = HarnessPackage(
+    interpreters={"deepseek": interpret}, session_readers={"deepseek": read_session},
+    tool_naming=ToolNaming(direct=(CLAUDE,), hashed=True),
+)
 
 __all__ = ["HARNESS", "interpret", "read_session"]

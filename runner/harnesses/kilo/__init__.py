@@ -6,7 +6,8 @@ MCP, tool names, a failing model API, turn time): ``README.md``.
 
 from runner.harnesses.kilo.interpreter import interpret
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import SERVER_PREFIX, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"kilo": interpret})
+HARNESS = HarnessPackage(interpreters={"kilo": interpret}, tool_naming=ToolNaming(direct=(SERVER_PREFIX,)))
 
 __all__ = ["HARNESS", "interpret"]

@@ -6,7 +6,8 @@ retries, stream, files, timing): ``README.md``.
 
 from runner.harnesses.kimi.interpreter import interpret
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import CLAUDE, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"kimi": interpret})
+HARNESS = HarnessPackage(interpreters={"kimi": interpret}, tool_naming=ToolNaming(direct=(CLAUDE,)))
 
 __all__ = ["HARNESS", "interpret"]

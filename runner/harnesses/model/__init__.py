@@ -11,5 +11,7 @@ The column: ``README.md``.
 """
 
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import CLINE, ToolNaming
 
-HARNESS = HarnessPackage()  # nothing of its own: its agent prints runner's ``jsonl`` frames
+# its agent prints runner's ``jsonl`` frames, and names the tools as Cline does (without a hash): agent.py
+HARNESS = HarnessPackage(tool_naming=ToolNaming(direct=(CLINE,)))

@@ -24,7 +24,7 @@ under ``modelLimits``):
    or after :data:`MAX_STEPS` model requests. The agent never reads the latch's answers itself: the
    escalate result tells the *model* to stop, and what the model does next is the grade.
 
-Frames on stdout are runner's ``jsonl`` vocabulary (README, "Harness profiles"): ``session.started``,
+Frames on stdout are runner's ``jsonl`` vocabulary (docs/profiles.md): ``session.started``,
 ``tool.call``, ``tool.result``, ``message``, ``turn.completed``, ``turn.failed`` (codes
 ``mcp_unavailable``, ``model_error`` for a model API that failed or answered nothing usable,
 ``max_steps``, ``model_agent_error``). Diagnostics go to stderr.

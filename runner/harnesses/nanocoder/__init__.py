@@ -6,7 +6,8 @@ codes, files): ``README.md``.
 
 from runner.harnesses.nanocoder.interpreter import interpret
 from runner.harnesses.package import HarnessPackage
+from runner.model.names import BARE, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"nanocoder": interpret})
+HARNESS = HarnessPackage(interpreters={"nanocoder": interpret}, tool_naming=ToolNaming(direct=(BARE,)))
 
 __all__ = ["HARNESS", "interpret"]

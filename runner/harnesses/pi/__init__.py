@@ -9,7 +9,10 @@ column): ``README.md``.
 
 from runner.harnesses.package import HarnessPackage
 from runner.harnesses.pi.interpreter import interpret
+from runner.model.names import CLAUDE, PI_CODEMODE, PI_PROXY, SERVER_PREFIX, SERVER_PREFIX_DEDUPLICATED, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"pi": interpret})
+HARNESS = HarnessPackage(interpreters={"pi": interpret}, tool_naming=ToolNaming(
+    direct=(CLAUDE, SERVER_PREFIX, SERVER_PREFIX_DEDUPLICATED), proxies=(PI_PROXY, PI_CODEMODE)
+))
 
 __all__ = ["HARNESS", "interpret"]

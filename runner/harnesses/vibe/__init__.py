@@ -6,7 +6,8 @@ Profile: ``vibe.yaml``. What was measured: ``README.md``.
 
 from runner.harnesses.package import HarnessPackage
 from runner.harnesses.vibe.interpreter import interpret
+from runner.harnesses.vibe.naming import NAMING
 
-HARNESS = HarnessPackage(interpreters={"vibe": interpret})
+HARNESS = HarnessPackage(interpreters={"vibe": interpret}, tool_naming=NAMING)
 
 __all__ = ["HARNESS", "interpret"]

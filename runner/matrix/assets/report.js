@@ -253,6 +253,9 @@
       ["started", run.startedAt], ["elapsed", run.elapsedSeconds === null ? null : seconds(run.elapsedSeconds)],
       ["infrastructure error", run.infrastructureError ? run.infrastructureError.kind + ": " +
         run.infrastructureError.detail : null],
+      ["failure", run.failure],
+      ["tokens", run.tokens],
+      ["tool policy", run.toolPolicy],
       ["attempts", run.attempts]
     ];
     var list = el("dl", {"class": "turn"});

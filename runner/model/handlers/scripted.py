@@ -90,7 +90,8 @@ class ScriptedHandler(ModelHandler):
             message = "runner scripted model: the request body must be a JSON object"
             return self.send(Rendered(status=400, body=dialect.error_body(400, message)), exchange)
         step = dialect.count_tool_results(body)
-        plan = plan_for(self.config.actions, dialect.exposed_tools(body), self.server_name, invents=self.config.invents)
+        plan = plan_for(self.config.actions, dialect.exposed_tools(body), self.server_name, invents=self.config.invents,
+                        naming=self.config.naming)
         decision = Decision(step, plan.reply(step), plan)
         record["decision"] = decision.to_json()
         if plan.side:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure a Docker Engine answers, provisioning one on a fresh Debian machine. The engine, and nothing else:
 # what a step needs besides (mmdebstrap to bootstrap a base, socat for the tests) is asked for by that step
-# (scripts/ensure-tools.sh, or runner's own error when it must bootstrap a base), so a CI job whose image comes from
+# (ensure-tools.sh, or runner's own error when it must bootstrap a base), so a CI job whose image comes from
 # a cache needs no more than an engine that answers.
 #
 # - An engine that already answers (DOCKER_HOST included) is simply used, whoever you are: nothing is installed.
@@ -12,7 +12,7 @@
 #   its API already answers on $XDG_RUNTIME_DIR/podman/podman.sock, start `podman system service` there (its log:
 #   service.log beside the socket), wait (bounded) until the API answers, and print the DOCKER_HOST to export.
 #   Debian packages: podman uidmap slirp4netns catatonit. What Podman 4.3 on this kind of host cannot keep is in
-#   the README's "Engines" section (the probe names it before any turn).
+#   docs/engines.md (the probe names it before any turn).
 set -euo pipefail
 
 LOG=${RUNNER_DOCKERD_LOG:-/var/log/runner-dockerd.log}
@@ -101,7 +101,7 @@ fi
 
 if [ "$(id -u)" != 0 ]; then
   say "no Docker Engine answers; dockerd is installed but only root starts it here. Start it with:"
-  say "  sudo systemctl start docker   # or: sudo scripts/ensure-docker.sh"
+  say "  sudo systemctl start docker   # or: sudo runner setup engine"
   exit 1
 fi
 

@@ -1,25 +1,24 @@
 #!/usr/bin/env bash
 # Provision rootless Podman for runner on a Debian machine, as root, and print the DOCKER_HOST that reaches it.
 #
-#   scripts/ensure-podman.sh            # then: export DOCKER_HOST=... (the line it prints), as that user or as root
+#   ensure-podman.sh            # then: export DOCKER_HOST=... (the line it prints), as that user or as root
 #
 # - Installs Debian's podman, uidmap, slirp4netns, catatonit and fuse-overlayfs when podman is missing.
 # - Makes the non-root user $RUNNER_PODMAN_USER (default runner-podman) with subordinate ids, and its runtime
 #   directory /run/user/<uid>.
-# - Starts that user's `podman system service` through `RUNNER_ENGINE=podman scripts/ensure-docker.sh` (the same
+# - Starts that user's `podman system service` through `RUNNER_ENGINE=podman ensure-docker.sh` (the same
 #   path a non-root user takes by hand), and prints its `export DOCKER_HOST=unix://…` line on stdout.
-# What rootless Podman cannot keep on this kind of host is in the README's "Engines" section; runner's probe names
+# What rootless Podman cannot keep on this kind of host is in docs/engines.md; runner's probe names
 # it before any turn. make test uses this (tests/integration/test_podman.py) when RUNNER_TEST_PODMAN_HOST is unset.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$(pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 
 USER_NAME=${RUNNER_PODMAN_USER:-runner-podman}
 say() { printf 'ensure-podman: %s\n' "$*" >&2; }
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   say "this script provisions Podman only on Debian as root; as a non-root user with podman installed, run"
-  say "RUNNER_ENGINE=podman scripts/ensure-docker.sh instead"
+  say "runner setup engine --engine podman (RUNNER_ENGINE=podman ensure-docker.sh) instead"
   exit 1
 fi
 if ! command -v podman >/dev/null 2>&1; then
@@ -43,4 +42,4 @@ home=$(getent passwd "$USER_NAME" | cut -d: -f6)
 # may enter (mktemp -d makes one) would stop it ("cannot chdir ... Permission denied"). The script is read by root.
 cd "$home"
 runuser -u "$USER_NAME" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" XDG_RUNTIME_DIR="$runtime" \
-  RUNNER_ENGINE=podman bash -s <"$repo/scripts/ensure-docker.sh"
+  RUNNER_ENGINE=podman bash -s <"$here/ensure-docker.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the host tools a step needs are on PATH, asked for by that step and by nobody else.
 #
-#   scripts/ensure-tools.sh [--if-possible] [--for WHAT] TOOL...
+#   ensure-tools.sh [--if-possible] [--for WHAT] TOOL...
 #
 # A tool that is on PATH is used as it is. A missing one is installed from Debian when this runs as root with
 # apt-get (a fresh machine of the kind `make run` sets up); otherwise the script names each missing tool and the

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Make sure the Docker Engine that answers has a container runtime registered: `make engine RUNTIME=runsc` runs
-# it after scripts/ensure-docker.sh.
+# it after ensure-docker.sh.
 #
-#   scripts/ensure-runtime.sh runsc
+#   ensure-runtime.sh runsc
 #
 # runsc (gVisor) is the only runtime it registers (runc, the engine's default, needs nothing). An engine whose `docker info` already lists runsc with the flags
 # runner needs is used as it is: nothing is installed. Otherwise, as root on Debian:
@@ -45,12 +45,12 @@ fi
 
 if [ -n "${DOCKER_HOST:-}" ]; then
   say "the engine at DOCKER_HOST=$DOCKER_HOST has no $name runtime with ${FLAGS[*]}; register it on that engine's"
-  say "host (there: sudo scripts/ensure-runtime.sh $name), or run runner with --runtime runc."
+  say "host (there: sudo runner setup engine --runtime $name), or run runner with --runtime runc."
   exit 1
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   say "the engine has no $name runtime with ${FLAGS[*]}; only root on Debian sets it up here. Run:"
-  say "  sudo make engine RUNTIME=$name   # installs Debian's runsc and registers it with the engine"
+  say "  sudo runner setup engine --runtime $name   # (a checkout: sudo make engine RUNTIME=$name) installs Debian's runsc and registers it"
   exit 1
 fi
 
