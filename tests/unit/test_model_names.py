@@ -243,3 +243,35 @@ def test_a_harness_naming_resolves_only_its_own_schemes() -> None:
     hashed = flat("mcp__sharedos__files_read_1rtbejb")
     assert resolve_tool("files.read", ARGS, hashed, naming=claude) is None
     assert resolve_tool("files.read", ARGS, hashed, naming=PACKAGES["qwen"].tool_naming) is not None
+
+
+def test_vibe_3_reaches_the_tools_through_a_typescript_main_for_run_typescript() -> None:
+    """Mistral Vibe 3.0.2's unified harness (measured): ``run_typescript`` runs ``main()``, and the MCP tools are
+    ``tools.mcp_<server>.<portable>``; the request never declares them."""
+    vibe = PACKAGES["vibe"].tool_naming
+    exposed = flat("search_tool_functions", "run_typescript", "wait", "read_file", "write_file", "edit", "bash",
+                   "skill", "todo", "unified_harness_scratchpad")
+    assert carries_server_tools(exposed, naming=vibe)
+    target = resolve_tool("sharedos.escalate", {"reason": "need a human"}, exposed, naming=vibe)
+    assert target is not None
+    assert (target.scheme, target.name, target.proxy) == ("vibe-codemode", "run_typescript", True)
+    assert target.arguments == {"code": (
+        'async function main() {\n  return await tools.mcp_sharedos.sharedos_escalate({"reason": "need a human"});\n}'
+    )}
+    other = resolve_tool("files.snapshot.create", {}, exposed, server="my-os", naming=vibe)
+    assert other is not None and "tools.mcp_my_os.files_snapshot_create({})" in str(other.arguments["code"])
+
+
+def test_cn_and_nanocoder_call_an_mcp_tool_by_its_own_dotted_name_and_only_a_dotted_one() -> None:
+    """cn 1.5.47 and Nanocoder 1.30.0 offer an MCP tool under its own name (measured: ``files.read``,
+    ``sharedos.escalate`` beside ``Read``/``read_file``); a name without a dot is never taken as the server's."""
+    for package in ("cn", "nanocoder"):
+        naming = PACKAGES[package].tool_naming
+        exposed = flat("Read", "Bash", "read_file", "files.read", "sharedos.escalate")
+        read = resolve_tool("files.read", ARGS, exposed, naming=naming)
+        assert read is not None and (read.scheme, read.name, read.proxy) == ("bare", "files.read", False)
+        assert resolve_tool("admin.grant.issue", {}, exposed, naming=naming) is None  # not offered
+        assert resolve_tool("echo", {}, flat("echo", "files.read"), naming=naming) is None
+        assert resolve_tool("files.read", ARGS, flat("files_read", "Read"), naming=naming) is None
+        assert carries_server_tools(exposed, naming=naming)
+        assert not carries_server_tools(flat("Read", "Bash", "echo", "files_read"), naming=naming)

@@ -1,16 +1,19 @@
 """``vibe -p ... --output streaming`` stdout frames → steps.
 
-Evidence: ``README.md`` (2.26.1, measured on the host). Every line is a session entry ``{"id",
-"sessionId", "turnId", "generationStatus", "type", ...}``:
+Evidence: ``README.md`` (2.26.1 on its legacy harness, then 3.0.2 on its unified one: the same entries). Every line
+is a session entry ``{"id", "sessionId", "turnId", "generationStatus", "type", ...}``:
 
 - ``{"type": "message", "role": "assistant", "content": [{"type": "text", "text": ...}]}`` → each non-blank text
   is a message; ``role: "user"`` (the prompt) → nothing.
-- ``{"type": "effect", "title": "sharedos_files.read", "state": "<json>"}`` (a tool run, with its result) →
-  nothing (calls travel over MCP).
+- ``{"type": "effect", "title": "mcp_sharedos.files_read", "state": {...}}`` (a tool run, with its result: 3.x
+  prints one per call a ``run_typescript`` script makes, 2.x one per direct call, ``sharedos_files.read``) →
+  nothing (calls travel over MCP). 3.x adds ``outcome: {"type": "committed"}`` to every assistant message: not a
+  terminal.
 - An entry whose ``generationStatus`` is ``"failed"``/``"error"`` → ``failed harness_failed`` [unverified: no failing
   turn was run].
 
-No terminal entry was seen: a completed turn exits 0 after its last assistant message, so the exit status decides.
+No terminal entry was seen: a completed turn exits 0 after its last assistant message, so the exit status decides
+(3.x: 2 after a model API error, 3 when stopped by ``--max-turns``, ``--time-limit`` or SIGTERM).
 """
 
 from __future__ import annotations
