@@ -49,10 +49,17 @@ def runner_venv(prefix: str, *also: Path) -> Path:
     home.chmod(0o755)
     atexit.register(shutil.rmtree, home, True)
     venv = home / "venv"
+    # the project's sources as they are now, alone: a build in the checkout itself would reuse its build/ directory,
+    # where a module deleted since an earlier build still lies and would be packaged again
+    source = home / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "runner", source / "runner", ignore=shutil.ignore_patterns("__pycache__"))
     steps = ([SYSTEM_PYTHON, "-m", "venv", str(venv)],
              [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--require-hashes",
               "-r", str(ROOT / "requirements" / "runtime.lock")],
-             [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(ROOT)],
+             [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(source)],
              *([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", str(project)] for project in also))
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=900, cwd=home)
