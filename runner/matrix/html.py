@@ -5,8 +5,11 @@ The page is one file: its style and script are inline (:mod:`runner.matrix.asset
 
 - the pins that make the runs comparable (shared ones once, each column's once, an unavailable column's reason
   once), the comparability problems, the findings and the gate;
-- per group of comparable runs (:func:`runner.matrix.series.group_runs`), the grid of rows by columns: each cell's
-  grade as a word and a colour, and with several runs its stability; filters by column, row and grade;
+- per group of comparable runs (:func:`runner.matrix.series.group_runs`), the grid of rows by columns, compact enough
+  that a full matrix fits a laptop's screen: each cell's grade as a short word (:data:`GRADE_SHORT`, with a legend)
+  and a colour, its number of runs when several and the cause of its failure, all of it said whole in the cell's
+  accessible name and tooltip; the columns of harnesses that are only unavailable folded into one narrow column;
+  filters by column, row and grade (the figures per harness, and each run's, stay out of the grid);
 - per cell, a drill-down: for each run its evidence line, its turn (``callsAfterEscalation``, ``windDownSeconds``),
   its timeline on a time axis (``timeline.jsonl``: model requests, MCP calls and how each was answered, the latch,
   the calls refused after it, deadline signals, the exit), the tails of its transcript and its stderr, links to its
@@ -70,6 +73,15 @@ COLUMN_PINS = ("cliVersion", "imageId", "runnerVersion",
 # timeline events that are frequent and plain: thinned first when a run has more than MAX_EVENTS
 CHATTY = ("model_request", "mcp_call")
 ASK_TOOL = "sharedos.escalate"
+# each grade as the grid shows it, short enough for a full matrix's cell (the legend and each cell's name say it whole)
+GRADE_SHORT = {
+    "pass": "pass", "fail": "fail", "not_exercised": "n-ex", "unstable": "unst", "infrastructure_error": "infra",
+    "interrupted": "intr", "unavailable": "unav", "not_implemented": "n-im", "not_applicable": "n/a",
+    "out_of_scope": "oos",
+}
+FOLD_LIST = 8  # the gate's new and stale cells listed open up to this many
+# grades that say the cell ran nothing worth a column of its own: an unavailable harness with only these is folded
+QUIET = ("unavailable", "not_applicable", "not_implemented", "out_of_scope")
 
 
 def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result: Gate | None = None,
@@ -112,39 +124,77 @@ def _group(number: int, group: Group, cells: list[dict[str, object]], where: dic
     by_place = {(runs[0].cell.case + "." + runs[0].cell.condition, runs[0].cell.harness): runs
                 for runs in group.series.values()}
     unavailable = _unavailable(group, harnesses)
+    folded = [h for h in harnesses if h in unavailable
+              and all(r.status in QUIET for r in group.runs if r.cell.harness == h)]
+    columns = [h for h in harnesses if h not in folded]
     out = [f'<section class="group" data-group="{number}">']
     if number > 1:
         out.append(f"<h2>Group {number}: kept apart</h2>")
         out += [f"<p class=\"apart\">Not merged with {_e(reason)}</p>" for reason in group.apart]
     out.append(_pins(group, harnesses, unavailable))
     out.append(_figures(group, harnesses))
-    out.append('<table class="grid"><thead><tr><th scope="col">Row</th>')
-    out += [f'<th scope="col" class="col" data-harness="{_e(c)}">{_e(c)}</th>' for c in harnesses]
+    out.append(_legend())
+    out.append('<table class="grid"><thead><tr><th scope="col" class="corner">Row</th>')
+    out += [f'<th scope="col" class="col head" data-harness="{_e(c)}" title="{_e(c)}"><span>{_e(c)}</span></th>'
+            for c in columns]
+    if folded:
+        names = ", ".join(folded)
+        out.append(f'<th scope="col" class="folded head" data-folded="{_e(" ".join(folded))}" '
+                   f'title="unavailable here: {_e(names)} (their reasons are above; each cell opens as any other)">'
+                   f"<span>{_e(' · '.join(folded))}</span></th>")
     out.append("</tr></thead><tbody>")
     for row in ordered:
         about = rows[row].row
         label = " — ".join(x for x in (about.invariant, about.expected_outcome) if x) if about else ""
-        out.append(f'<tr data-row="{_e(row)}"><th scope="row"><code>{_e(row)}</code>'
-                   + (f'<div class="about">{_e(label)}</div>' if label else "") + "</th>")
-        for harness in harnesses:
+        case, _, condition = row.partition(".")
+        out.append(f'<tr data-row="{_e(row)}"><th scope="row" title="{_e(row)}"><code>{_e(case)}.<wbr>'
+                   f'{_e(condition)}</code>' + (f'<div class="about" title="{_e(label)}">{_e(label)}</div>'
+                                              if label else "") + "</th>")
+
+        def slot(harness: str, tag: str, mini: bool, row: str = row) -> str:
             series = by_place.get((row, harness))
             if series is None:
-                out.append(f'<td class="col" data-harness="{_e(harness)}" data-grades="">—</td>')
-                continue
+                return f'<{tag} class="col slot" data-harness="{_e(harness)}" data-grades="">—</{tag}>'
             index = len(cells)
             cells.append(_cell(number, series, row, unavailable.get(harness), where, base))
             status = series_status(series)
             grades = " ".join(sorted({status} | {r.status for r in series}))
-            said = f"<small>{_e(stability(series, spaced=True))}</small>" if len(series) > 1 else ""
-            out.append(
-                f'<td class="col" data-harness="{_e(harness)}" data-grades="{_e(grades)}">'
-                f'<button type="button" class="cell g-{_e(status)}" data-cell="{index}" '
-                f'data-id="{_e(series[0].id)}" data-status="{_e(status)}" '
-                f'title="{_e(series[0].id)}: open its runs">{_e(_spaced(status))}{said}</button></td>'
-            )
+            return (f'<{tag} class="col slot" data-harness="{_e(harness)}" data-grades="{_e(grades)}">'
+                    f"{_button(index, series, status, mini)}</{tag}>")
+
+        out += [slot(harness, "td", mini=False) for harness in columns]
+        if folded:
+            out.append(f'<td class="folded" data-folded="{_e(" ".join(folded))}">'
+                       + "".join(slot(harness, "span", mini=True) for harness in folded) + "</td>")
         out.append("</tr>")
     out.append("</tbody></table></section>")
     return "\n".join(out)
+
+
+def _button(index: int, series: list[CellResult], status: str, mini: bool) -> str:
+    """A cell of the grid, compact: its grade (short), its number of runs when several, and the cause of its failure
+    (the latest a run names); the whole of each, with the cell's id, in its accessible name and its tooltip."""
+    runs = len(series)
+    why = next((run.why for run in reversed(series) if run.why is not None), None)
+    said = [f"{_spaced(status)}", f"{runs} run{'s' if runs > 1 else ''}"
+            + (f" ({stability(series, spaced=True)})" if runs > 1 else "")]
+    if why is not None:
+        said.append(f"cause {why.cause} ({why.kind})")
+    label = f"{series[0].id}: {'; '.join(said)}; open its runs"
+    shown = f"<b>{_e(GRADE_SHORT.get(status, status))}</b>"
+    if not mini:
+        shown += f' <span class="runs">×{runs}</span>' if runs > 1 else ""
+        shown += f"<small>{_e(_spaced(why.cause))}</small>" if why is not None else ""
+    return (f'<button type="button" class="cell g-{_e(status)}{" mini" if mini else ""}" data-cell="{index}" '
+            f'data-id="{_e(series[0].id)}" data-status="{_e(status)}" aria-label="{_e(label)}" '
+            f'title="{_e(label)}">{shown}</button>')
+
+
+def _legend() -> str:
+    """What the grid's short grades stand for (each cell's tooltip says its grade in full)."""
+    items = "".join(f'<li><b class="g-{_e(status)}">{_e(short)}</b> {_e(_spaced(status))}</li>'
+                    for status, short in GRADE_SHORT.items())
+    return f'<ul class="legend-grades" aria-label="The grid\'s short grades">{items}</ul>'
 
 
 def _cell(group: int, series: list[CellResult], row: str, unavailable: str | None, where: dict[int, Path],
@@ -330,7 +380,7 @@ def _figures(group: Group, harnesses: list[str]) -> str:
         return ""
     head = "".join(f'<th scope="col">{name}</th>' for name in (
         "harness", "tokens", "failed attempts by cause", "pass rate (95% Wilson)", "tool policy"))
-    return ("<details class=\"figures\" open><summary>Per harness: tokens, failures by cause, pass rate, tool policy"
+    return ("<details class=\"figures\"><summary>Per harness: tokens, failures by cause, pass rate, tool policy"
             f"</summary><table><thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table></details>")
 
 
@@ -369,6 +419,9 @@ def _gate(gate_result: Gate | None) -> str:
              f"failure(s), {len(gate_result.known)} known, {len(gate_result.stale)} stale</p>"]
     items = [f"<li>new: <code>{_e(c)}</code></li>" for c in gate_result.new]
     items += [f"<li>stale (now passes): <code>{_e(c)}</code></li>" for c in gate_result.stale]
+    if len(items) > FOLD_LIST:  # a long list would push the grid off the screen: it opens on a click
+        return "\n".join([*lines, f"<details><summary>{len(items)} cells named</summary><ul>{''.join(items)}</ul>"
+                                     "</details>"])
     return "\n".join(lines + ([f"<ul>{''.join(items)}</ul>"] if items else []))
 
 

@@ -11,6 +11,11 @@ extra): ``make test`` installs both (``make test-tools``), and nothing downloads
 (selenium is given the driver's path, so Selenium Manager never runs). Screenshots of the grid and of the failing
 cell's drill-down are kept in ``test-artifacts/html-report/`` (ignored by git).
 
+A full matrix (every harness in the registry by every row: the declared cells written by ``runner run
+--declared-only``, each turn cell built from its harness's declared result with a grade of its own) is read at 1440 x
+900: the page does not scroll sideways, each cell still says its grade, runs and cause, and a screenshot is kept in
+the test's tmp directory (its path is printed).
+
 The page's policy allows its script and its style by their hashes, never ``'unsafe-inline'``: the grid's filters
 and drill-down working, with nothing severe in the browser's log, prove the page's own script runs under it, and a
 copy of the page with a script, a handler and a style attribute written into it proves Chromium runs none of them.
@@ -33,6 +38,11 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from runner.images import ImageRecord
+from runner.matrix.artifact import RESULT, trial_dir, write_cell
+from runner.matrix.cells import cells as matrix_cells
+from runner.matrix.html import GRADE_SHORT
+from runner.matrix.result import CellResult
+from runner.matrix.series import stability
 from tests.support import RUNNER
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -46,6 +56,13 @@ RUNS = [
     ("reference", "escalation", "control-after-ask", "failing"),
     ("model,amp", "escalation", "cooperative", "escalation"),
 ]
+
+
+# a laptop's screen: the grid of a full matrix fits it without scrolling sideways
+LAPTOP = (1440, 900)
+# the turn cells of the synthesized full matrix, by their index: (grade, failure kind and cause, second trial's grade)
+FAILURES = {"fail": ("conduct", "cli"), "not_exercised": ("tools_never_offered", "cli"), "unstable": ("deadline",
+                                                                                                 "deadline")}
 
 
 def runner(*args: str) -> subprocess.CompletedProcess[str]:
@@ -125,8 +142,10 @@ def test_the_report_of_a_real_matrix_reads_in_a_browser(matrix: Path, browser: W
     assert set(cells) == set(expected)
     for cell, (word, runs) in expected.items():
         said = word.replace("_", " ")
-        stable = [f"{len(runs)}/{len(runs)} {said}"] if len(runs) > 1 else []
-        assert cells[cell].text.splitlines() == [said, *stable], cell
+        stable = f"{len(runs)} runs ({len(runs)}/{len(runs)} {said})" if len(runs) > 1 else "1 run"
+        label = cells[cell].get_attribute("aria-label") or ""
+        assert label.startswith(f"{cell}: {said}; {stable}"), (cell, label)
+        assert cells[cell].text.split()[0] == GRADE_SHORT[word], cell  # the grade, short, as the legend says
     assert "Amp" in browser.find_element(By.CSS_SELECTOR, ".unavailable li[data-harness='amp']").text
     browser.save_screenshot(str(ARTIFACTS / "grid.png"))
 
@@ -201,3 +220,94 @@ def test_the_page_runs_its_own_script_by_its_hash_and_an_injected_one_not_at_all
     assert colour != "rgb(255, 0, 0)"
     refused = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e.get("message", "")]
     assert any("script" in m for m in refused) and any("style" in m for m in refused), refused
+
+
+def full_matrix(root: Path) -> Path:
+    """Every harness in the registry by every row, the way a full CI matrix writes it: the cells that run no turn
+    written by ``runner run --declared-only`` itself, and each cell that runs a turn built from its harness's
+    declared result (its real pins) with a grade of its own: most pass, some fail, some are not exercised, some ran
+    two trials (some of those unstable), each failure with its cause. The page is ``runner report``'s."""
+    declared = root / "declared"
+    done = runner("run", "--declared-only", "--harness", "all", "--case", "all", "--out", str(declared))
+    assert done.returncode == 0, done.stderr
+    written = {d.name: json.loads((d / RESULT).read_text(encoding="utf-8"))
+               for d in declared.iterdir() if (d / RESULT).is_file()}
+    by_harness = {data["cell"]["harness"]: data for data in written.values()}
+    by_row = {(data["cell"]["case"], data["cell"]["condition"]): data["row"] for data in written.values()}
+    turns = root / "turns"
+    wanted = matrix_cells("all", "all")
+    for index, cell in enumerate(c for c in wanted if c.runs_a_turn()):
+        word = "fail" if index % 23 == 3 else "not_exercised" if index % 29 == 5 else "pass"
+        trials = [word, "fail" if index % 30 == 0 else word] if index % 6 == 0 else [word]
+        for trial, status in enumerate(trials, 1):
+            data = json.loads(json.dumps(by_harness[cell.profile.id]))
+            data["cell"] = {"id": cell.id, "case": cell.case.id, "condition": cell.condition.id,
+                            "harness": cell.profile.id}
+            data["row"] = by_row[(cell.case.id, cell.condition.id)]
+            data["pins"] = {**data["pins"], "trial": trial, "modelMode": "scripted"}
+            data["repro"] = f"runner exec --harness {cell.profile.id} --case {cell.case.id} " \
+                            f"--condition {cell.condition.id}"
+            data["grade"] = {**data["grade"], "caseId": cell.case.id, "conditionId": cell.condition.id,
+                             "status": status, "evidence": f"{status}; synthesized for the layout test"}
+            data["turn"] = {"status": "escalated", "exitCode": 0, "callsAfterEscalation": 0}
+            data.pop("turns", None)
+            if status != "pass":
+                kind, cause = FAILURES["unstable" if status != word else status]
+                data["failure"] = {"cause": cause, "kind": kind, "evidence": f"{kind} here", "retried": False,
+                                   "counts": True}
+            write_cell(trial_dir(turns / cell.id, trial), CellResult.read(data))
+    page = root / "report.html"
+    reported = runner("report", str(declared), str(turns), "--html", str(page), "--markdown", str(root / "r.md"))
+    assert reported.returncode == 1, reported.stderr  # new failures: the gate fails, the page is written
+    assert len({c.id for c in wanted}) == len(wanted)
+    return page
+
+
+def test_a_full_matrix_fits_a_laptop_screen_and_each_cell_says_its_grade_runs_and_cause(
+        tmp_path: Path, browser: WebDriver) -> None:
+    """The grid of every harness by every row, at 1440 x 900: no sideways scroll, and every cell still says its
+    grade, how many runs it has and (for a failure) its cause, in its text and its accessible name."""
+    page = full_matrix(tmp_path)
+    expected = {c.id: c for c in matrix_cells("all", "all")}
+    assert len({c.profile.id for c in expected.values()}) >= 19 and len({c.case.id for c in expected.values()}) >= 30
+    browser.set_window_size(*LAPTOP)
+    try:
+        browser.get(page.as_uri())
+        inner = browser.execute_script("return window.innerWidth")
+        wide = browser.execute_script("return document.scrollingElement.scrollWidth")
+        grid = browser.execute_script("return document.querySelector('table.grid').getBoundingClientRect().right")
+        shot = tmp_path / "full-grid.png"
+        browser.execute_script("document.querySelector('.legend-grades').scrollIntoView()")
+        browser.save_screenshot(str(shot))
+        print(f"full matrix at {LAPTOP}: innerWidth {inner}, scrollWidth {wide}, grid right edge {grid}; "
+              f"screenshot: {shot}")
+        assert inner == LAPTOP[0]
+        assert wide <= inner and grid <= inner, (wide, grid, inner)
+        buttons = browser.find_elements(By.CSS_SELECTOR, "button.cell")
+        assert {b.get_attribute("data-id") for b in buttons} == set(expected)
+        results = [CellResult.read(json.loads(f.read_text(encoding="utf-8"))) for f in tmp_path.rglob(RESULT)]
+        series: dict[str, list[CellResult]] = {}
+        for result in sorted(results, key=lambda r: r.trial):
+            series.setdefault(result.id, []).append(result)
+        for button in buttons:
+            runs = series[button.get_attribute("data-id") or ""]
+            statuses = {r.status for r in runs}
+            word = statuses.pop() if len(statuses) == 1 else "unstable"
+            label = button.get_attribute("aria-label") or ""
+            assert button.get_attribute("data-status") == word and word.replace("_", " ") in label, label
+            assert f"{len(runs)} run" in label, label
+            shown = button.text.splitlines()
+            mini = "mini" in (button.get_attribute("class") or "")  # a folded harness's cell: its grade, short
+            assert shown[0].split()[0] == GRADE_SHORT[word], (label, shown)  # the legend says each grade whole
+            if len(runs) > 1:
+                assert stability(runs, spaced=True) in label and (mini or f"×{len(runs)}" in shown[0]), (label, shown)
+            why = next((r.why for r in reversed(runs) if r.why is not None), None)
+            if why is not None:
+                assert f"cause {why.cause} ({why.kind})" in label and (mini or shown[-1] == why.cause.replace(
+                    "_", " ")), (label, shown)
+        # the unavailable harnesses are one narrow column, not one column each spelling their grade
+        folded = browser.find_elements(By.CSS_SELECTOR, "table.grid thead th.folded")
+        assert len(folded) == 1 and "amp" in (folded[0].get_attribute("title") or "")
+        assert folded[0].size["width"] < 60, folded[0].size
+    finally:
+        browser.set_window_size(1400, 1000)

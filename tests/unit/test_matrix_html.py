@@ -135,6 +135,37 @@ def test_the_grid_has_every_cell_its_grade_and_the_unavailable_reason_once(tmp_p
     assert all("files" not in run for c in amp for run in c["runs"])  # a declared cell ran nothing: no logs
 
 
+def test_the_grid_folds_an_unavailable_harness_and_each_compact_cell_names_its_grade_runs_and_cause(
+        tmp_path: Path) -> None:
+    """The grid's cells are compact (the grade short, the runs when several, the cause of a failure) and their
+    accessible names and tooltips say it whole; a harness that is only unavailable is folded into one narrow column
+    of small cells, not a column of its own (the browser test measures a full matrix at 1440 px)."""
+    text, _ = render(tmp_path, build_tree(tmp_path))
+    grid = text[text.index('<table class="grid">'):]
+    head = grid[:grid.index("</thead>")]
+    assert re.findall(r'<th scope="col" class="col head" data-harness="([^"]+)"', head) == ["reference", "model"]
+    assert '<th scope="col" class="folded head" data-folded="amp" title="unavailable here: amp' in head
+    buttons = dict(re.findall(r'data-id="([^"]+)" data-status="[^"]+" aria-label="([^"]+)"', text))
+    assert buttons[FAILING] == (f"{FAILING}: unstable; 2 runs (1/2 pass, 1/2 fail); open its runs")
+    assert buttons["escalation.baseline.amp"] == "escalation.baseline.amp: unavailable; 1 run; open its runs"
+    button = re.search(f'<button [^>]*data-id="{re.escape(FAILING)}"[^>]*>(.*?)</button>', text)
+    assert button and button.group(1) == '<b>unst</b> <span class="runs">×2</span>'
+    amp = re.search(r'<button [^>]*class="cell g-unavailable mini"[^>]*>(.*?)</button>', text)
+    assert amp and amp.group(1) == "<b>unav</b>"
+    assert all(f'<b class="g-{grade}">{short}</b>' in text for grade, short in page_module.GRADE_SHORT.items())
+
+
+def test_a_failed_cells_cause_is_in_the_grid(tmp_path: Path) -> None:
+    run = CellResult.read(result_json("a.base.x", "fail"))
+    failure = {"cause": "cli", "kind": "tools_never_offered", "evidence": "no tools", "retried": False,
+               "counts": True}
+    run = CellResult.read({**run.to_dict(), "version": 5, "failure": failure})
+    write_cell(tmp_path / run.id, run)
+    text = html_report(locate_cells([tmp_path]), tmp_path / "report.html")
+    assert 'aria-label="a.base.x: fail; 1 run; cause cli (tools_never_offered); open its runs"' in text
+    assert "<b>fail</b><small>cli</small></button>" in text
+
+
 def test_an_unavailable_columns_reason_is_said_once_beside_its_rows_declared_otherwise(tmp_path: Path) -> None:
     run = build_tree(tmp_path)
     declared = "escalation-refused.escalation-withheld.amp"  # not_applicable: declared before the column is asked

@@ -28,27 +28,27 @@
 
   // --- filters -------------------------------------------------------------------------------------------------
 
+  // a slot is one cell's place in the grid: a table cell, or a harness's place in the folded column
   function applyFilters() {
     var harness = document.getElementById("filter-harness").value;
     var row = document.getElementById("filter-row").value;
     var grade = document.getElementById("filter-grade").value;
-    var shown = 0, total = 0;
+    var shown = 0;
     all(".col[data-harness]").forEach(function (node) { node.hidden = !!harness && node.dataset.harness !== harness; });
+    all("table.grid [data-folded]").forEach(function (node) {
+      node.hidden = !!harness && node.dataset.folded.split(" ").indexOf(harness) < 0;
+    });
     all("table.grid tbody tr").forEach(function (tr) {
       var any = false;
-      all("td[data-harness]", tr).forEach(function (td) {
-        var isCell = !!td.querySelector("button.cell");
-        var matches = !grade || td.dataset.grades.split(" ").indexOf(grade) >= 0;
-        td.classList.toggle("filtered", !matches);
-        if (isCell && !td.hidden) {
-          total += 1;
-          if (matches) { any = true; }
-        }
+      all(".slot", tr).forEach(function (slot) {
+        var matches = !grade || slot.dataset.grades.split(" ").indexOf(grade) >= 0;
+        slot.classList.toggle("filtered", !matches);
+        if (matches && !slot.hidden && slot.querySelector("button.cell")) any = true;
       });
       tr.hidden = (!!row && tr.dataset.row !== row) || (!!grade && !any);
       if (!tr.hidden) {
-        all("td[data-harness]", tr).forEach(function (td) {
-          if (!td.hidden && !td.classList.contains("filtered") && td.querySelector("button.cell")) shown += 1;
+        all(".slot", tr).forEach(function (slot) {
+          if (!slot.hidden && !slot.classList.contains("filtered") && slot.querySelector("button.cell")) shown += 1;
         });
       }
     });
