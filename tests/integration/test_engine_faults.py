@@ -99,5 +99,5 @@ def test_an_engine_that_never_answers_is_named_with_a_hint(tmp_path: Path, proxy
     report = runner_exec(tmp_path, "--harness", "reference", "--case", "escalation",
                          env={"DOCKER_HOST": proxy.docker_host}, expect_exit=INFRASTRUCTURE)
     assert report["error"]["kind"] == "infrastructure"
-    assert proxy.docker_host in report["error"]["message"] and "ensure-docker" in report["error"]["message"]
+    assert proxy.docker_host in report["error"]["message"] and "runner setup engine" in report["error"]["message"]
     assert proxy.count("GET", "/(_ping|version)") == ATTEMPTS

@@ -12,7 +12,7 @@ The host holds a secret file, a directory with an ``id_rsa``, a neighbour's ``id
 canary in runner's environment, and (stream transport) a unix socket listening outside the turn dir.
 
 After the run: the exit code is the one for cells with infrastructure errors (5, and the summary line counts them),
-never a crash; every ordinary cell has the grade the golden matrix run holds; every hostile cell has its own
+else the failed gate's (1: the hostile cells' failures are new, no expected failures being given), never a crash; every ordinary cell has the grade the golden matrix run holds; every hostile cell has its own
 ``result.json`` (its CLI's failure, or an infrastructure error with runner's own kind and cause); ``runner report``
 over the run dir counts exactly the run's cells (the forged ``result.json`` files copied under ``session/`` are not
 cells); not one byte of the host's secrets is in any file under the output directory; no container of the run is
@@ -198,7 +198,8 @@ def test_a_matrix_of_every_hostile_cli_beside_ordinary_cells_grades_them_and_let
     assert "Traceback" not in complaints and "interrupted" not in said + complaints, complaints[-3000:]
     assert set(found) == cells, "every cell, and only the run's cells, has its own result.json"
     broken = sorted(k for k, v in found.items() if v.get("infrastructureError"))
-    assert proc.returncode == (5 if broken else 0), complaints[-3000:]
+    # an infrastructure error is exit 5; else the gate's verdict on the hostile cells' failures, exit 1
+    assert proc.returncode == (5 if broken else 1), complaints[-3000:]
     assert f"ran {len(cells) - len(broken)}, resumed 0, infrastructure errors {len(broken)};" in said
     for name in ("report.md", "manifest.json", "junit.xml"):
         assert (host.out / name).is_file(), name

@@ -234,7 +234,7 @@ def test_missing_build_input_fails_clearly(client: docker.DockerClient, tmp_path
 
 def test_unreachable_engine_is_a_typed_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
-    with pytest.raises(EngineUnavailable, match=r"ensure-docker\.sh"):
+    with pytest.raises(EngineUnavailable, match=r"runner setup engine"):
         connect(os.environ, timeout=5)
 
 
