@@ -168,6 +168,12 @@ def test_conformance_calls_the_reusable_workflow_of_its_own_commit_with_the_disp
     assert (ROOT / caller_with({})["expected_failures"]).resolve() == EXPECTED_FAILURES
 
 
+def test_the_readme_shows_the_docs_example_caller_as_it_is() -> None:
+    """The README's caller is the docs' (which the next test checks): one text, so neither rots alone."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"```yaml\n{example_caller()}```" in readme
+
+
 def test_the_docs_example_caller_calls_the_reusable_workflow_by_path_at_a_commit_with_what_it_declares(
     tmp_path: Path,
 ) -> None:
