@@ -12,7 +12,8 @@ The host holds a secret file, a directory with an ``id_rsa``, a neighbour's ``id
 canary in runner's environment, and (stream transport) a unix socket listening outside the turn dir.
 
 After the run: the exit code is the one for cells with infrastructure errors (5, and the summary line counts them),
-else the failed gate's (1: the hostile cells' failures are new, no expected failures being given), never a crash; every ordinary cell has the grade the golden matrix run holds; every hostile cell has its own
+else the failed gate's (1: the hostile cells' failures are new, no expected failures being given), never a crash;
+every ordinary cell has the grade the golden matrix run holds; every hostile cell has its own
 ``result.json`` (its CLI's failure, or an infrastructure error with runner's own kind and cause); ``runner report``
 over the run dir counts exactly the run's cells (the forged ``result.json`` files copied under ``session/`` are not
 cells); not one byte of the host's secrets is in any file under the output directory; no container of the run is
