@@ -66,6 +66,7 @@ TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after 
 # an image id is the engine's own: each job's engine builds (or loads) its own image from the same committed recipe
 # (its lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
 MACHINE_LOCAL_PINS = ("imageId",)
+MACHINE_LOCAL_EVIDENCE = "image:"  # the tool policy cites the same image id among its evidence
 STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
 
@@ -201,14 +202,26 @@ def results(directory: Path, harness: str | None = None) -> dict[str, dict[str, 
             kept = {k: v for k, v in data.items() if k not in TRANSIENT}
             if "turn" in kept:
                 kept["turn"] = {k: v for k, v in kept["turn"].items() if k not in TRANSIENT_IN_TURN}
-            found[data["cell"]["id"]] = {**kept, "pins": pins}
+            found[data["cell"]["id"]] = without_image_evidence({**kept, "pins": pins})
     return found
+
+
+def without_image_evidence(data: Any) -> Any:
+    """``data`` without the image ids a tool policy's evidence cites (``image:sha256:...``, wherever a record or the
+    manifest carries a policy): machine-local, as the imageId pin is."""
+    if isinstance(data, dict):
+        return {k: ([e for e in v if not (isinstance(e, str) and e.startswith(MACHINE_LOCAL_EVIDENCE))]
+                    if k == "evidence" and isinstance(v, list) else without_image_evidence(v))
+                for k, v in data.items()}
+    if isinstance(data, list):
+        return [without_image_evidence(item) for item in data]
+    return data
 
 
 def manifest(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text(encoding="utf-8"))
     data.pop("gate", None)  # the report job gates; a local run only reports
-    return data
+    return without_image_evidence(data)
 
 
 @pytest.fixture(scope="module")
