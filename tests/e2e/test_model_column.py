@@ -127,7 +127,7 @@ def run_matrix(out: Path, harness: str, *extra: str) -> dict[tuple[str, str], di
     grades = {}
     for path in out.glob("*/result.json"):
         result = json.loads(path.read_text())
-        grade = {k: v for k, v in result["grade"].items() if k != "columnId"}
+        grade = {k: v for k, v in result["grade"].items() if k != "harnessId"}
         grades[(result["cell"]["case"], result["cell"]["condition"])] = grade
     return grades
 
