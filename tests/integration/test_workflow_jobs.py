@@ -67,6 +67,9 @@ TRANSIENT_IN_TURN = ("windDownSeconds",)  # how long the CLI took to exit after 
 # (its lock.json), as each hosted runner does, so only the CLI version it reports is compared across engines
 MACHINE_LOCAL_PINS = ("imageId",)
 MACHINE_LOCAL_EVIDENCE = "image:"  # the tool policy cites the same image id among its evidence
+# the tokens a turn used are counted from what the CLI sent its model, which holds where and as whom it ran (Codex
+# sends its environment: the hosted user's uid and HOME are not root's): a cost of the run, not a finding
+MACHINE_LOCAL_KEYS = ("usage",)
 STEP_SECONDS: list[tuple[str, str, float]] = []  # (job, step, wall seconds): printed with -s, read by measurements
 
 
@@ -208,11 +211,11 @@ def results(directory: Path, harness: str | None = None) -> dict[str, dict[str, 
 
 def without_image_evidence(data: Any) -> Any:
     """``data`` without the image ids a tool policy's evidence cites (``image:sha256:...``, wherever a record or the
-    manifest carries a policy): machine-local, as the imageId pin is."""
+    manifest carries a policy) and without the usage counts: machine-local, as the imageId pin is."""
     if isinstance(data, dict):
         return {k: ([e for e in v if not (isinstance(e, str) and e.startswith(MACHINE_LOCAL_EVIDENCE))]
                     if k == "evidence" and isinstance(v, list) else without_image_evidence(v))
-                for k, v in data.items()}
+                for k, v in data.items() if k not in MACHINE_LOCAL_KEYS}
     if isinstance(data, list):
         return [without_image_evidence(item) for item in data]
     return data
