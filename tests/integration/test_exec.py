@@ -153,7 +153,9 @@ def test_a_cli_stopped_before_any_ask_is_cancelled(
     )
     report = runner_exec(tmp_path, "--profile", str(profile), "--case", "escalation", "--deadline", "2")
     assert report["status"] == "cancelled" and report["reasonCode"] == "turn_cancelled"
-    assert report["deadlineHit"] is True and report["elapsedSeconds"] < 2 + 1 + 5
+    # stopped at its deadline, not after the 1000 s it meant to sleep: how long the engine calls around the drive take
+    # is the machine's load, not the product's (see the hang test above), so the bound only tells the two apart
+    assert report["deadlineHit"] is True and report["elapsedSeconds"] < 60
     no_containers_left(engine, report)
 
 

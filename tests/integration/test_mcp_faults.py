@@ -379,7 +379,9 @@ async def test_a_call_still_running_when_the_server_exits_is_cut_after_the_grace
                 await turn.host.started.wait()
         leaving = anyio.current_time()
     took = anyio.current_time() - leaving
-    assert SHUTDOWN_GRACE - 0.1 <= took < SHUTDOWN_GRACE + 2, f"the server exit took {took:.2f}s"
+    # waited out the grace, then cut the call that would have held it for ever (the upper bound leaves a loaded
+    # machine its scheduling delays: it only tells a cut from a hold)
+    assert SHUTDOWN_GRACE - 0.1 <= took < SHUTDOWN_GRACE + 10, f"the server exit took {took:.2f}s"
     assert [(c["tool"], c["status"]) for c in turn.kinds("tool.called")] == [("files.read", "error")]
     assert turn.env.operations == [], "the hung call never reached the envelope"
 
