@@ -56,7 +56,7 @@ def load_cells(paths: list[Path]) -> list[CellResult]:
 def write_reports(out: Path, cell_dirs: list[Path], prices: Prices | None = None) -> list[str]:
     """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate; with ``prices``,
     the costs). Every trial below a cell directory is read. Returns the findings (scripted runs of one cell that
-    differ)."""
+    differ; cells whose measured tool policy is not the mode their harness declares)."""
     loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
     data = manifest(loaded, prices=prices)
     for name, text in (("manifest.json", json.dumps(data.to_dict(), indent=2) + "\n"),
@@ -91,7 +91,8 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run
     """The report as JSON: the first group of comparable runs at the top (one row per case and condition, one cell
     per column; a cell with more than one run, or any with ``every_run``, carries its ``stability``, its
     ``turnOutcome`` and every run under ``trials``), the groups kept apart under ``keptApart`` with the pins
-    that kept them apart, and the scripted runs that differ under ``findings``. With ``prices``, each cell and
+    that kept them apart, and under ``findings`` the scripted runs that differ and the cells whose measured tool
+    policy is not their harness's declared mode. With ``prices``, each cell and
     harness says what its tokens cost (``cost``, in the file's currency, under ``prices``), and ``prices.unpriced``
     the models the file has no price for."""
     groups = group_runs(cells) or [Group({})]
@@ -103,7 +104,7 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run
         **first.model_dump(exclude={"apart"}),
         comparability=tuple(comparability(groups[0].runs) + apart),
         kept_apart=tuple(kept),
-        findings=tuple(findings(groups)),
+        findings=tuple(findings(groups) + figures.undeclared_policies(cells)),
         prices=PricesUsed(currency=prices.currency, unpriced=figures.spend(figures.spent(cells), prices).unpriced)
         if prices is not None else None,
         gate=gate_result,

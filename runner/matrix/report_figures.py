@@ -130,6 +130,32 @@ def money(amount: float, currency: str) -> str:
     return f"{shown} {currency}"
 
 
+def undeclared_policies(runs: Iterable[CellResult]) -> list[str]:
+    """Findings: per harness and measured mode, the cells whose measured tool policy (``system.toolPolicy``) is not
+    the mode their harness declares (:func:`runner.harnesses.interpreters.declared_policy`, ADR 0027), as a policy
+    change is in ``report --compare``. A harness that declares nothing (``unknown`` by default: a plugin) has nothing
+    to contradict; a turn whose CLI sent its model no request has nothing measured (``unknown`` citing no request)."""
+    from runner.harnesses.interpreters import declared_policy
+    from runner.harnesses.package import UNDECLARED
+
+    apart: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        measured = run.tool_policy
+        if measured is None or (measured.mode == "unknown" and not any("#seq=" in e for e in measured.evidence)):
+            continue
+        declared = declared_policy(run.cell.harness)
+        if declared is not UNDECLARED and measured.mode != declared.mode:
+            apart.setdefault((run.cell.harness, measured.mode), []).append(run.id)
+    found = []
+    for (harness, mode), cells in sorted(apart.items()):
+        declared = declared_policy(harness)
+        listed = sorted(set(cells))
+        shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+        found.append(f"{harness}: tool policy measured {mode} in {len(cells)} run(s), but the harness declares "
+                     f"{declared.mode} ({', '.join(declared.evidence) or 'no evidence'}): {shown}")
+    return found
+
+
 def counts_toward_rate(run: CellResult) -> bool:
     """Whether a run is a trial of its rate: graded pass or fail, or a failure whose kind counts (the CLI's
     conduct, the deadline); never an attempt the infrastructure ended, a declared or a not-run cell."""
