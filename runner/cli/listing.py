@@ -9,6 +9,7 @@ from typing import Annotated, NotRequired, TypedDict
 import typer
 
 from runner.cli.render import escape, fail, listing, print_json, print_table, say
+from runner.core.outcomes import JsonValue
 from runner.errors import Exit
 
 
@@ -42,6 +43,7 @@ class HarnessRow(TypedDict):
     state: str  # ok, unavailable or invalid
     why: str
     dialects: NotRequired[list[str]]  # a profile that loads: the model dialects it speaks
+    toolPolicy: NotRequired[dict[str, JsonValue]]  # a profile that loads: the tool policy it declares (ADR 0027)
 
 
 def harnesses(
@@ -53,7 +55,7 @@ def harnesses(
     used is listed by its name, invalid. Ends with exit code 4 when one does not load (each such profile's file and
     field, or plugin and why, on stderr)."""
     from runner.cli.settings import profile_search
-    from runner.harnesses.interpreters import BROKEN, package_source
+    from runner.harnesses.interpreters import BROKEN, declared_policy, package_source
     from runner.harnesses.profile import ProfileError, find_profile, known_harnesses, looked_in, profile_dirs
 
     rows: list[HarnessRow] = []
@@ -77,7 +79,7 @@ def harnesses(
         state, why = ("unavailable", " ".join(p.unavailable.split())) if p.unavailable else ("ok", "")
         rows.append({"harness": p.id, "label": p.label, "image": p.image, "interpreter": p.interpreter,
                      "source": source_of(p.source), "path": p.source, "state": state, "why": why,
-                     "dialects": p.model.speaks if p.model else []})
+                     "dialects": p.model.speaks if p.model else [], "toolPolicy": declared_policy(p.id).to_json()})
     for name, plugin in sorted(BROKEN.items()):
         problems.append(str(plugin))
         rows.append({"harness": name, "label": "", "image": "", "interpreter": "", "source": plugin.source,
@@ -92,11 +94,13 @@ def harnesses(
 
 
 def print_harnesses(rows: list[HarnessRow]) -> None:
-    """One line a harness; the state and why last, since why is the long free text."""
-    table = listing("harness", "label", "image", "interpreter", "source", "state")
+    """One line a harness; the tool policy it declares (ADR 0027; ``-`` for one that does not load); the state and
+    why last, since why is the long free text."""
+    table = listing("harness", "label", "image", "interpreter", "source", "policy", "state")
     colour = {"ok": "green", "unavailable": "yellow", "invalid": "red"}
     for row in rows:
         shown = f"[{colour[row['state']]}]{row['state']}[/]" + (f": {escape(row['why'])}" if row["why"] else "")
+        declared = row.get("toolPolicy")
         table.add_row(row["harness"], escape(row["label"]), row["image"], row["interpreter"], escape(row["source"]),
-                      shown)
+                      str(declared["mode"]) if declared else "-", shown)
     print_table(table)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import err, escape, fail, line, out, print_json, reported
+from runner.cli.render import PRICES_HELP, err, escape, fail, line, out, print_json, reported
 from runner.cli.settings import option
 from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
 from runner.core.visible import visible
@@ -50,6 +50,7 @@ def run(
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
     expected_failures: Annotated[Path | None, typer.Option(help=(
         "Known failures (YAML, as for runner report): the gate at the end passes on them."))] = None,
+    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
 ) -> None:
     """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it and apply
     the expected-failures gate over the cells it selected, as runner report does.
@@ -65,6 +66,7 @@ def run(
 
     # the cell's settings (behaviour, model, ...) are parsed from ctx.params, each by its row
     from runner.cli.settings import cell_options, profiles_dirs
+    from runner.conformance.prices import load_prices
     from runner.matrix import report as rep
     from runner.matrix.artifact import RESULT
     from runner.matrix.cells import cells
@@ -76,6 +78,7 @@ def run(
     with reported():
         # read before any turn: a gate file that cannot be read fails the run before it costs anything
         expected = rep.load_expected(expected_failures) if expected_failures else []
+        prices = load_prices(prices_file) if prices_file is not None else None
         slice_ = parse_shard(shard) if shard is not None else None
         if slice_ is not None and declared_only:
             fail(Exit.USAGE, "--shard and --declared-only select different cells: give one of them")
@@ -124,7 +127,7 @@ def run(
         )
     cell_dirs = [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)]
     try:
-        found = rep.write_reports(out_dir, cell_dirs)
+        found = rep.write_reports(out_dir, cell_dirs, prices)
         # the gate runner report applies, over this run's cells (every trial of each)
         with reported():
             verdict = rep.gate(rep.load_cells([d for d in cell_dirs if (d / RESULT).exists()]), expected)
@@ -176,6 +179,7 @@ def report(
                                                            "diff's words (default: its path).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help=(
         "With --compare RUN_DIR: print the comparison as one JSON object on stdout instead of Markdown."))] = False,
+    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
 ) -> None:
     """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one.
 
@@ -185,6 +189,7 @@ def report(
     Examples: runner report runs/matrix --expected-failures .github/expected-failures.yml ·
     runner report runs/bump --compare runs/main --json
     """
+    from runner.conformance.prices import load_prices
     from runner.matrix import report as rep
 
     if (diff is not None or compare_label is not None) and compare is None:
@@ -197,6 +202,7 @@ def report(
         located = rep.locate_cells(dirs)
         loaded = [run for run, _ in located]
         expected = rep.load_expected(expected_failures) if expected_failures else []
+        prices = load_prices(prices_file) if prices_file is not None else None
         if compare is not None and earlier_run:
             earlier = rep.load_cells([compare])
         elif compare is not None:
@@ -206,12 +212,12 @@ def report(
     verdict = rep.gate(loaded, expected)
     if markdown or (compare is None and not as_json):
         page = f"`{html.name}` (the HTML report beside this one)" if html else None
-        text = rep.markdown(loaded, verdict, full_detail=page)
+        text = rep.markdown(loaded, verdict, full_detail=page, prices=prices)
         if markdown:
             markdown.write_text(text, encoding="utf-8", errors="backslashreplace")
         else:
             line(text)
-    data = rep.manifest(loaded, verdict)
+    data = rep.manifest(loaded, verdict, prices=prices)
     dropped: list[str] = []
     if compare is not None:
         if earlier_run:
@@ -238,7 +244,7 @@ def report(
     if html:
         from runner.matrix.html import html_report
 
-        html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings)),
+        html.write_text(html_report(located, html, verdict, list(data.comparability), list(data.findings), prices),
                         encoding="utf-8", errors="backslashreplace")
     print_gate(verdict)
     if dropped:

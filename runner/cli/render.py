@@ -32,6 +32,7 @@ from runner.core.visible import visible, visible_json
 from runner.errors import Exit, RunnerError
 
 if TYPE_CHECKING:
+    from runner.conformance.prices import Prices
     from runner.matrix.result import CellResult
     from runner.turn.run_turn import TurnReport
 
@@ -142,9 +143,13 @@ def reported(as_json: bool = False) -> Iterator[None]:
         fail(error.exit_code, str(error), as_json)
 
 
-def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
-    """``runner exec``'s account of one turn: how it settled, the CLI's own outcome, its tokens and tool policy, why
-    it failed (when it did), pins, files, repro."""
+PRICES_HELP = ("A price file (YAML, per million tokens, keyed by model id: docs/prices.md): say what the tokens cost, "
+               "in its currency; a model it does not name has no cost.")
+
+
+def print_turn_summary(report: TurnReport, cell: CellResult, prices: Prices | None = None) -> None:
+    """``runner exec``'s account of one turn: how it settled, the CLI's own outcome, its tokens (with ``prices``,
+    their cost) and tool policy, why it failed (when it did), pins, files, repro."""
     from pathlib import Path
 
     from runner.matrix import report_figures as figures
@@ -181,6 +186,8 @@ def print_turn_summary(report: TurnReport, cell: CellResult) -> None:
     table.add_row("mcp", f"{mcp.get('sessionsInitialized', 0)} session(s), {mcp.get('calls', 0)} call(s)")
     if cell.usage is not None or request.profile.model is not None:
         table.add_row("tokens", escape(figures.tokens(cell.usage)))
+        if prices is not None:
+            table.add_row("cost", escape(figures.spend(figures.spent([cell]), prices).shown))
         table.add_row("tool policy", escape(figures.policy(cell.tool_policy)))
     if cell.why is not None:
         table.add_row("failure", escape(cell.why.line))

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
-from runner.cli.render import fail, line, print_json, reported
+from runner.cli.render import PRICES_HELP, fail, line, print_json, reported
 from runner.core.visible import visible
 from runner.errors import Exit
 
 if TYPE_CHECKING:
+    from runner.conformance.prices import Prices
     from runner.core.outcomes import JsonValue
     from runner.matrix.result import CellResult
     from runner.matrix.timeline import CellTimeline, Moment
@@ -30,6 +31,7 @@ GAP = "  "
 def show(
     cell_dir: Annotated[Path, typer.Argument(metavar="CELL_DIR", help="A cell directory (it holds result.json).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
 ) -> None:
     """Print a cell's verdict and its timeline: the turn's moments, the MCP events and the model requests, merged by
     their time since the turn's start. Exit 2 when CELL_DIR is not a cell directory or one of its files cannot be
@@ -37,6 +39,7 @@ def show(
 
     Example: runner show runs/matrix/escalation.baseline.codex
     """
+    from runner.conformance.prices import load_prices
     from runner.matrix.artifact import RESULT, load_result
     from runner.matrix.timeline import read_cell_timeline
 
@@ -44,9 +47,10 @@ def show(
         what = "does not exist" if not cell_dir.exists() else f"holds no {RESULT}"
         fail(Exit.USAGE, f"{cell_dir}: not a cell directory ({what})", as_json)
     with reported(as_json):
+        prices = load_prices(prices_file) if prices_file is not None else None
         result = load_result(cell_dir / RESULT)
         timeline = read_cell_timeline(cell_dir)
-    body = verdict(result)
+    body = verdict(result, prices)
     if as_json:
         print_json(json.dumps({"cell": str(cell_dir), "verdict": body,
                                "timeline": [m.to_json() for m in timeline.moments], "untimed": timeline.untimed},
@@ -74,12 +78,16 @@ class Verdict(TypedDict):
     infrastructureError: dict[str, JsonValue] | None
     failure: dict[str, JsonValue] | None  # why the cell's attempt failed: cause, kind, evidence, retried, counts
     usage: dict[str, JsonValue] | None  # the tokens of its model answers (total, conversation, side)
+    cost: dict[str, JsonValue] | None  # with --prices: what every attempt's tokens cost (currency, amount, unpriced)
     toolPolicy: dict[str, JsonValue] | None  # upstream's system.toolPolicy, measured
     attempts: list[str]  # each attempt of a cell that took more than one, on a line
 
 
-def verdict(result: CellResult) -> Verdict:
-    """What the cell came to: its grade and how its turn ended (None where it ran no turn)."""
+def verdict(result: CellResult, prices: Prices | None = None) -> Verdict:
+    """What the cell came to: its grade and how its turn ended (None where it ran no turn); with ``prices``, what
+    its tokens cost."""
+    from runner.matrix import report_figures as figures
+
     turn = result.turn
     problem = result.infrastructure_error
     return {
@@ -99,6 +107,7 @@ def verdict(result: CellResult) -> Verdict:
         "infrastructureError": problem.to_dict() if problem else None,
         "failure": result.why.to_dict() if result.why else None,
         "usage": result.usage.to_dict() if result.usage else None,
+        "cost": figures.spend(figures.spent([result]), prices).to_json() if prices is not None else None,
         "toolPolicy": result.tool_policy.to_dict() if result.tool_policy else None,
         "attempts": [attempt.summary() for attempt in result.cell_attempts],
     }
@@ -121,6 +130,7 @@ def render(body: Verdict, timeline: CellTimeline) -> list[str]:
         ("startedAt", body["startedAt"]), ("evidence", body["evidence"]),
         ("infrastructureError", f"{problem['kind']}: {problem['detail']}" if problem else None),
         ("failure", _failure_line(body["failure"])), ("tokens", _tokens(body["usage"])),
+        *((("cost", _cost(body["cost"])),) if body["cost"] is not None else ()),
         ("toolPolicy", _policy(body["toolPolicy"])),
         *((f"attempt {n}", said) for n, said in enumerate(body["attempts"], 1)),
     ]
@@ -149,6 +159,14 @@ def _tokens(usage: dict[str, JsonValue] | None) -> str | None:
     from runner.matrix.result import UsageRecord
 
     return figures.tokens(UsageRecord.model_validate(usage)) if usage is not None else None
+
+
+def _cost(cost: dict[str, JsonValue]) -> str:
+    from runner.matrix import report_figures as figures
+
+    amount, unpriced = cost["amount"], cost["unpriced"]
+    return figures.Spend(str(cost["currency"]), float(amount) if isinstance(amount, int | float) else None,
+                         tuple(str(m) for m in unpriced) if isinstance(unpriced, list) else ()).shown
 
 
 def _policy(policy: dict[str, JsonValue] | None) -> str | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import err, escape, fail, out, print_json, print_turn_summary, reported, say
+from runner.cli.render import PRICES_HELP, err, escape, fail, out, print_json, print_turn_summary, reported, say
 from runner.cli.settings import option
 from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
 from runner.errors import Exit, RunnerError
@@ -29,6 +29,7 @@ from runner.matrix.options import (
 
 if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
+    from runner.conformance.prices import Prices
     from runner.engine import EngineClient
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
@@ -58,6 +59,7 @@ def exec_(
     protocol: Annotated[str | None, option(PROTOCOL)] = PROTOCOL.default,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
+    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
 ) -> None:
     """Run one turn: one case through one CLI in its container, and print how it settled.
 
@@ -66,6 +68,7 @@ def exec_(
     # the cell's settings (behaviour, model, ...) are parsed from ctx.params, each by its row
     from runner.cli.settings import cell_options, profiles_dirs
     from runner.conformance.cases import get_case
+    from runner.conformance.prices import load_prices
     from runner.harnesses.profile import find_profile, known_harnesses, load_profile
     from runner.matrix.cells import MatrixCell
     from runner.matrix.plan import plan_cells, with_trials
@@ -73,6 +76,7 @@ def exec_(
 
     search = profiles_dirs(profiles_dir)
     with reported(as_json):
+        prices = load_prices(prices_file) if prices_file is not None else None  # before any turn costs anything
         case_obj = get_case(case)
         if profile_path is not None:
             profile = load_profile(profile_path)
@@ -103,33 +107,37 @@ def exec_(
         if isinstance(one, RunnerError):
             fail(one.exit_code, f"the turn's result could not be written to {target} ({one})", as_json)
         result, report = one
-        _print_exec(result, report, as_json)
+        _print_exec(result, report, as_json, prices)
         raise_on_problem([result])
         return
     runs = interruptible(lambda: unraised(_exec_trials(client, plans, target, progress)), client, run_id,
                          options.keep, as_json)
     if isinstance(runs, RunnerError):
         fail(runs.exit_code, f"a trial's result could not be written below {target} ({runs})", as_json)
-    _print_exec_trials(runs, target, as_json)
+    _print_exec_trials(runs, target, as_json, prices)
     raise_on_problem([result for result, _ in runs])
 
 
-def _exec_body(result: CellResult, report: TurnReport | None) -> dict[str, JsonValue]:
+def _exec_body(result: CellResult, report: TurnReport | None, prices: Prices | None = None) -> dict[str, JsonValue]:
     """``exec --json``: the turn as its report says it, then the cell as its result says it, ending with why the
-    cell's attempt failed (its cause, kind and evidence line as ``result.json`` records it; null when it did not)."""
+    cell's attempt failed (its cause, kind and evidence line as ``result.json`` records it; null when it did not)
+    and, with ``prices``, what its tokens cost (``cost``: currency, amount, unpriced models)."""
+    from runner.matrix import report_figures as figures
+
     problem, why = result.infrastructure_error, result.why
+    cost = {"cost": figures.spend(figures.spent([result]), prices).to_json()} if prices is not None else {}
     return {**(report.to_json() if report else {}), "cell": result.cell.to_dict(),
             "grade": result.grade.to_dict() if result.grade else None, "pins": result.pins.to_dict(),
             "repro": result.repro, "transport": result.transport,
             "infrastructureError": problem.to_dict() if problem else None,
-            "failure": why.to_dict() if why else None}
+            "failure": why.to_dict() if why else None, **cost}
 
 
-def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool) -> None:
+def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool, prices: Prices | None = None) -> None:
     if as_json:
-        print_json(json.dumps(_exec_body(result, report), ensure_ascii=False))
+        print_json(json.dumps(_exec_body(result, report, prices), ensure_ascii=False))
     elif report is not None:
-        print_turn_summary(report, result)
+        print_turn_summary(report, result, prices)
     else:
         out().print(result.evidence, markup=False, highlight=False)
 
@@ -151,7 +159,7 @@ async def _exec_trials(client: EngineClient, plans: list[CellPlan], target: Path
     return runs
 
 
-def _print_exec_trials(runs: list[Trial], target: Path, as_json: bool) -> None:
+def _print_exec_trials(runs: list[Trial], target: Path, as_json: bool, prices: Prices | None = None) -> None:
     """One summary per trial, then the series' stability; a scripted series whose trials differ is a finding."""
     from runner.matrix.artifact import trial_dir
     from runner.matrix.series import Group, findings, stability
@@ -162,13 +170,13 @@ def _print_exec_trials(runs: list[Trial], target: Path, as_json: bool) -> None:
         group.add(result)
     found = findings([group])
     if as_json:
-        print_json(json.dumps({"trials": [_exec_body(result, report) for result, report in runs],
+        print_json(json.dumps({"trials": [_exec_body(result, report, prices) for result, report in runs],
                                "stability": stability(results), "findings": found}, ensure_ascii=False))
     else:
         for result, report in runs:
             out().print(f"\ntrial {result.trial} of {len(runs)}  ({trial_dir(target, result.trial)})", markup=False,
                         highlight=False)
-            _print_exec(result, report, False)
+            _print_exec(result, report, False, prices)
         out().print(f"\nstability: {stability(results)}", markup=False, highlight=False)
     for finding in found:
         err().print(f"[bold yellow]finding:[/] {escape(finding)}", highlight=False)

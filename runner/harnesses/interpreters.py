@@ -30,7 +30,7 @@ import runner.harnesses
 from runner.core.outcomes import JsonValue, ProtocolError
 from runner.core.vocabulary import Code
 from runner.errors import ProfileProblem
-from runner.harnesses.package import HarnessPackage
+from runner.harnesses.package import UNDECLARED, DeclaredPolicy, HarnessPackage
 from runner.harnesses.stream import Completed, Failed, Interpreter, McpStartup, Message, SessionReader, Step
 from runner.model.names import BUILT_IN, ToolNaming
 
@@ -237,3 +237,9 @@ def get_interpreter(name: str) -> Interpreter:
         return INTERPRETERS[name]
     except KeyError:
         raise UnknownInterpreter(name) from None
+
+
+def declared_policy(harness_id: str) -> DeclaredPolicy:
+    """The tool policy the harness ``harness_id`` declares (ADR 0027): the declaration of the package that names it,
+    or :data:`~runner.harnesses.package.UNDECLARED` (``unknown``) when none does (a plugin, a user's profile)."""
+    return next((p.tool_policy[harness_id] for p in PACKAGES.values() if harness_id in p.tool_policy), UNDECLARED)

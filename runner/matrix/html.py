@@ -42,11 +42,12 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
+from runner.conformance.prices import Prices
 from runner.harnesses.stream import Tail
 from runner.matrix import report_figures as figures
 from runner.matrix.gate import Gate
 from runner.matrix.options import SETTINGS
-from runner.matrix.result import UNAVAILABLE, CellResult
+from runner.matrix.result import UNAVAILABLE, CellResult, UsageRecord, summed_usage
 from runner.matrix.series import SHARED_PINS, Group, group_runs, outcome, series_status, stability
 
 TIMELINE = "timeline.jsonl"
@@ -85,15 +86,17 @@ QUIET = ("unavailable", "not_applicable", "not_implemented", "out_of_scope")
 
 
 def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result: Gate | None = None,
-                problems: list[str] | None = None, findings: list[str] | None = None) -> str:
+                problems: list[str] | None = None, findings: list[str] | None = None,
+                prices: Prices | None = None) -> str:
     """The page for these runs (each with the directory it was read from), its links relative to ``page``'s
-    directory; ``problems`` (comparability) and ``findings`` as the manifest words them."""
+    directory; ``problems`` (comparability) and ``findings`` as the manifest words them; with ``prices``, each run's
+    and each harness's tokens say what they cost, and the models left unpriced are listed."""
     where = {id(run): directory for run, directory in located}
     runs = [run for run, _ in located]
     groups = group_runs(runs) or [Group({})]
     base = page.resolve().parent
     cells: list[dict[str, object]] = []
-    sections = [_group(number, group, cells, where, base) for number, group in enumerate(groups, 1)]
+    sections = [_group(number, group, cells, where, base, prices) for number, group in enumerate(groups, 1)]
     data: dict[str, object] = {"cells": cells}
     grades = sorted({run.status for run in runs} | {str(c["status"]) for c in cells})
     harnesses = sorted({run.cell.harness for run in runs}, key=_harness_order)
@@ -104,6 +107,8 @@ def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result:
         _gate(gate_result),
         _list("Not comparable", problems or []),
         _list("Findings", findings or []),
+        _list("Unpriced models (the price file has no price for them: their runs have no cost)",
+              list(figures.spend(figures.spent(runs), prices).unpriced) if prices is not None else []),
         _filters(harnesses, rows, grades),
     ]
     body = "\n".join(part for part in head if part) + "\n" + "\n".join(sections)
@@ -111,7 +116,7 @@ def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result:
 
 
 def _group(number: int, group: Group, cells: list[dict[str, object]], where: dict[int, Path],
-           base: Path) -> str:
+           base: Path, prices: Prices | None = None) -> str:
     """One group's pins, its unavailable columns and its grid; its cells are appended to ``cells``."""
     harnesses = sorted({run.cell.harness for run in group.runs}, key=_harness_order)
     rows: dict[str, CellResult] = {}
@@ -132,7 +137,7 @@ def _group(number: int, group: Group, cells: list[dict[str, object]], where: dic
         out.append(f"<h2>Group {number}: kept apart</h2>")
         out += [f"<p class=\"apart\">Not merged with {_e(reason)}</p>" for reason in group.apart]
     out.append(_pins(group, harnesses, unavailable))
-    out.append(_figures(group, harnesses))
+    out.append(_figures(group, harnesses, prices))
     out.append(_legend())
     out.append('<table class="grid"><thead><tr><th scope="col" class="corner">Row</th>')
     out += [f'<th scope="col" class="col head" data-harness="{_e(c)}" title="{_e(c)}"><span>{_e(c)}</span></th>'
@@ -156,7 +161,7 @@ def _group(number: int, group: Group, cells: list[dict[str, object]], where: dic
             if series is None:
                 return f'<{tag} class="col slot" data-harness="{_e(harness)}" data-grades="">—</{tag}>'
             index = len(cells)
-            cells.append(_cell(number, series, row, unavailable.get(harness), where, base))
+            cells.append(_cell(number, series, row, unavailable.get(harness), where, base, prices))
             status = series_status(series)
             grades = " ".join(sorted({status} | {r.status for r in series}))
             return (f'<{tag} class="col slot" data-harness="{_e(harness)}" data-grades="{_e(grades)}">'
@@ -198,9 +203,9 @@ def _legend() -> str:
 
 
 def _cell(group: int, series: list[CellResult], row: str, unavailable: str | None, where: dict[int, Path],
-          base: Path) -> dict[str, object]:
+          base: Path, prices: Prices | None = None) -> dict[str, object]:
     first = series[0]
-    runs = [_run(number, run, where.get(id(run)), base) for number, run in enumerate(series, 1)]
+    runs = [_run(number, run, where.get(id(run)), base, prices) for number, run in enumerate(series, 1)]
     for run in runs:
         if unavailable is not None and run["evidence"] == f"{UNAVAILABLE}; {unavailable}":
             run["evidence"] = None  # the column's reason, said once in the group's section
@@ -218,7 +223,8 @@ def _cell(group: int, series: list[CellResult], row: str, unavailable: str | Non
     }
 
 
-def _run(number: int, run: CellResult, directory: Path | None, base: Path) -> dict[str, object]:
+def _run(number: int, run: CellResult, directory: Path | None, base: Path,
+         prices: Prices | None = None) -> dict[str, object]:
     turn = run.turn.to_dict() if run.turn is not None else None
     wind_down = (turn or {}).get("windDownSeconds", run.to_dict().get("windDownSeconds"))
     data: dict[str, object] = {
@@ -236,7 +242,7 @@ def _run(number: int, run: CellResult, directory: Path | None, base: Path) -> di
         # a run that took more than one attempt says each (runner run retried an infrastructure error)
         "attempts": " · ".join(a.summary(EVENT_TEXT) for a in run.cell_attempts) or None,
         "failure": run.failure.line if run.failure else None,  # why it failed: its cause, kind and evidence
-        "tokens": figures.tokens(run.usage) if run.usage else None,
+        "tokens": _tokens([run.usage], prices) if run.usage else None,
         "toolPolicy": figures.policy(run.tool_policy) if run.tool_policy else None,
     }
     if directory is not None and (run.turn is not None or run.infrastructure_error is not None or run.interrupted):
@@ -361,7 +367,13 @@ def _unavailable(group: Group, harnesses: list[str]) -> dict[str, str]:
     return out
 
 
-def _figures(group: Group, harnesses: list[str]) -> str:
+def _tokens(usages: list[UsageRecord], prices: Prices | None) -> str:
+    """Usages' tokens, summed, on one line, and with ``prices`` what they cost."""
+    text = figures.tokens(summed_usage(usages))
+    return text + (f" · cost {figures.spend(usages, prices).shown}" if prices is not None else "")
+
+
+def _figures(group: Group, harnesses: list[str], prices: Prices | None = None) -> str:
     """Per harness, what its runs measured: tokens, failed attempts by cause, the pass rate with its Wilson interval
     (with several runs of a cell), the tool policy; nothing for runs that measured none (written before them)."""
     several = any(len(s) > 1 for s in group.series.values())
@@ -373,7 +385,8 @@ def _figures(group: Group, harnesses: list[str]) -> str:
             continue
         causes = ", ".join(f"{cause} {n}" for cause, n in figures.by_cause(failed).items())
         rate = figures.pass_rate(runs).shown if several else ""
-        values = [figures.tokens(usage) if usage else "", causes, rate, figures.policy(policy) if policy else ""]
+        values = [_tokens(figures.spent(runs), prices) if usage else "", causes, rate,
+                  figures.policy(policy) if policy else ""]
         lines.append(f'<tr class="col" data-harness="{_e(harness)}"><th scope="row">{_e(harness)}</th>'
                      + "".join(f"<td>{_e(v)}</td>" for v in values) + "</tr>")
     if not lines:

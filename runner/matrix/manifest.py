@@ -65,6 +65,7 @@ class ManifestCell(ManifestModel):
     turn_outcome: str | None = omitted()
     failure: FailureRecord | None = omitted()  # why its (last failing) run failed
     usage: UsageRecord | None = omitted()  # every run's tokens, summed
+    cost: float | None = omitted()  # with --prices: what those tokens cost, in the price file's currency
     tool_policy: ToolPolicyRecord | None = omitted()  # as its last run measured it
     rate: dict[str, JsonValue] | None = omitted()  # with several runs: passes, Wilson interval, pass@k, pass^k
     trials: tuple[Run, ...] | None = omitted()
@@ -86,9 +87,19 @@ class ManifestHarness(ManifestModel):
     id: str
     prompt_set_hash: str | None = None
     usage: UsageRecord | None = omitted()
+    cost: float | None = omitted()  # with --prices: what its priced runs cost, in the price file's currency
+    unpriced: tuple[str, ...] = omitted(empty=True, default=())  # with --prices: its models the file has no price for
     failures: dict[str, int] | None = omitted()  # failed attempts by cause (engine, cli, ...), every attempt
     rate: dict[str, JsonValue] | None = omitted()
     tool_policy: ToolPolicyRecord | None = omitted()
+
+
+class PricesUsed(ManifestModel):
+    """The price file a report's costs were computed with (``--prices``): its currency, and every model a run spent
+    tokens on that it has no price for (their runs have no cost: never a guessed one)."""
+
+    currency: str
+    unpriced: tuple[str, ...] = ()
 
 
 class KeptApart(ManifestModel):
@@ -114,6 +125,7 @@ class Manifest(ManifestModel):
     comparability: tuple[str, ...] = ()
     kept_apart: tuple[KeptApart, ...] = ()
     findings: tuple[str, ...] = ()
+    prices: PricesUsed | None = omitted()  # with --prices: the currency of every cost, and the models left unpriced
     gate: Gate | None = None
 
     def cells(self) -> dict[str, ManifestCell]:

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from runner.conformance.failures import Cause
 from runner.conformance.hashing import judge_version_text
+from runner.conformance.prices import Prices
 from runner.core.visible import visible
 from runner.matrix import report_figures as figures
 from runner.matrix.artifact import RESULT
 from runner.matrix.gate import Expected, Gate, gate, load_expected
-from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestHarness, ManifestRow, Run
+from runner.matrix.manifest import KeptApart, Manifest, ManifestCell, ManifestHarness, ManifestRow, PricesUsed, Run
 from runner.matrix.result import INFRASTRUCTURE_ERROR, CellPins, CellResult
 from runner.matrix.series import (
     SHARED_PINS,
@@ -52,12 +53,14 @@ def load_cells(paths: list[Path]) -> list[CellResult]:
     return load_runs(paths)
 
 
-def write_reports(out: Path, cell_dirs: list[Path]) -> list[str]:
-    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate). Every trial
-    below a cell directory is read. Returns the findings (scripted runs of one cell that differ)."""
+def write_reports(out: Path, cell_dirs: list[Path], prices: Prices | None = None) -> list[str]:
+    """The run's own report files beside its cells: manifest.json, report.md, junit.xml (no gate; with ``prices``,
+    the costs). Every trial below a cell directory is read. Returns the findings (scripted runs of one cell that
+    differ; cells whose measured tool policy is not the mode their harness declares)."""
     loaded = load_cells([d for d in cell_dirs if (d / RESULT).exists()])
-    data = manifest(loaded)
-    for name, text in (("manifest.json", json.dumps(data.to_dict(), indent=2) + "\n"), ("report.md", markdown(loaded)),
+    data = manifest(loaded, prices=prices)
+    for name, text in (("manifest.json", json.dumps(data.to_dict(), indent=2) + "\n"),
+                       ("report.md", markdown(loaded, prices=prices)),
                        ("junit.xml", junit(loaded))):
         # what a CLI printed may hold what UTF-8 cannot encode (a lone surrogate): written escaped, never an error
         (out / name).write_text(text, encoding="utf-8", errors="backslashreplace")
@@ -83,25 +86,32 @@ def comparability(cells: list[CellResult]) -> list[str]:
     return problems
 
 
-def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run: bool = False) -> Manifest:
+def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run: bool = False,
+             prices: Prices | None = None) -> Manifest:
     """The report as JSON: the first group of comparable runs at the top (one row per case and condition, one cell
     per column; a cell with more than one run, or any with ``every_run``, carries its ``stability``, its
     ``turnOutcome`` and every run under ``trials``), the groups kept apart under ``keptApart`` with the pins
-    that kept them apart, and the scripted runs that differ under ``findings``."""
+    that kept them apart, and under ``findings`` the scripted runs that differ and the cells whose measured tool
+    policy is not their harness's declared mode. With ``prices``, each cell and
+    harness says what its tokens cost (``cost``, in the file's currency, under ``prices``), and ``prices.unpriced``
+    the models the file has no price for."""
     groups = group_runs(cells) or [Group({})]
-    first = _group(groups[0], every_run)
-    kept = [KeptApart(apart=tuple(g.apart), **_group(g, every_run).model_dump(exclude={"apart"})) for g in groups[1:]]
+    first = _group(groups[0], every_run, prices)
+    kept = [KeptApart(apart=tuple(g.apart), **_group(g, every_run, prices).model_dump(exclude={"apart"}))
+            for g in groups[1:]]
     apart = [f"kept apart as group {n}, from {reason}" for n, g in enumerate(groups[1:], 2) for reason in g.apart]
     return Manifest(
         **first.model_dump(exclude={"apart"}),
         comparability=tuple(comparability(groups[0].runs) + apart),
         kept_apart=tuple(kept),
-        findings=tuple(findings(groups)),
+        findings=tuple(findings(groups) + figures.undeclared_policies(cells)),
+        prices=PricesUsed(currency=prices.currency, unpriced=figures.spend(figures.spent(cells), prices).unpriced)
+        if prices is not None else None,
         gate=gate_result,
     )
 
 
-def _group(group: Group, every_run: bool) -> KeptApart:
+def _group(group: Group, every_run: bool, prices: Prices | None = None) -> KeptApart:
     runs = group.runs
     described: dict[tuple[str, str], CellResult] = {}
     cells: dict[tuple[str, str], list[ManifestCell]] = {}
@@ -125,6 +135,7 @@ def _group(group: Group, every_run: bool) -> KeptApart:
             turn_outcome=outcome(series) if runs_shown else None,
             failure=next((r.failure for r in reversed(series) if r.failure is not None), None),
             usage=figures.total_usage(series),
+            cost=figures.spend(figures.spent(series), prices).amount if prices is not None else None,
             tool_policy=figures.last_policy(series),
             rate=figures.pass_rate(series).summary().to_json() if len(series) > 1 else None,
             trials=tuple(_trial(n, run) for n, run in enumerate(series, 1)) if runs_shown else None,
@@ -136,19 +147,21 @@ def _group(group: Group, every_run: bool) -> KeptApart:
         judge_version=judge_version_text(judge),
         case_set_hash=cases if isinstance(cases, str) else None,
         world_set_hash=worlds if isinstance(worlds, str) else None,
-        harnesses=tuple(_harness(col, firsts, group) for col in sorted({c.cell.harness for c in runs})),
+        harnesses=tuple(_harness(col, firsts, group, prices) for col in sorted({c.cell.harness for c in runs})),
         rows=tuple(_row(key, described[key], cells[key]) for key in sorted(cells, key=suite_order)),
     )
 
 
-def _harness(harness: str, firsts: list[CellResult], group: Group) -> ManifestHarness:
+def _harness(harness: str, firsts: list[CellResult], group: Group, prices: Prices | None) -> ManifestHarness:
     """A harness of the group: its prompt set, and what its runs measured (tokens, failures by cause, its pass rate
     when a cell ran more than once, its tool policy)."""
     runs = [r for r in group.runs if r.cell.harness == harness]
     several = any(len(s) > 1 for s in group.series.values() if s[0].cell.harness == harness)
     failures = figures.by_cause(figures.failed_attempts(runs))
+    cost = figures.spend(figures.spent(runs), prices) if prices is not None else None
     return ManifestHarness(
         id=harness, prompt_set_hash=_prompt_set(firsts, harness), usage=figures.total_usage(runs),
+        cost=cost.amount if cost else None, unpriced=cost.unpriced if cost else (),
         failures=failures or None, rate=figures.pass_rate(runs).summary(ks=()).to_json() if several else None,
         tool_policy=figures.last_policy(runs),
     )
@@ -205,16 +218,18 @@ GRADE_ORDER = ("pass", "fail", "not_exercised", "unstable", INFRASTRUCTURE_ERROR
 EVIDENCE_SHOWN = 400  # characters of a failing cell's evidence the summary quotes (the full text is in its cell)
 
 
-def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_detail: str | None = None) -> str:
+def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_detail: str | None = None,
+             prices: Prices | None = None) -> str:
     """The report as Markdown: a summary a reader takes in at a glance (the GitHub step summary), whatever the
     matrix's size. Said once: the shared pins, each column's pins and, for an unavailable column, its reason.
     Counted: each column's cells by grade (a cell whose runs differ counts as ``unstable``). Listed: only what a
     reader acts on: failing cells with the command that reproduces each, cells that took more than one attempt with
     each attempt, cells whose runs differ side by side, findings, the gate. Each cell's evidence and runs are in
     ``manifest.json`` and in the HTML report; ``full_detail`` (Markdown, e.g. ``report.html``) is where the summary
-    points for them."""
+    points for them. With ``prices``, each harness's tokens say what they cost, then each cell's cost and the models
+    left unpriced."""
     groups = group_runs(cells)
-    data = manifest(cells, gate_result)
+    data = manifest(cells, gate_result, prices=prices)
     out = ["# Conformance report", ""]
     if full_detail:
         out += [f"Full detail, every cell: {full_detail}", ""]
@@ -228,7 +243,8 @@ def markdown(cells: list[CellResult], gate_result: Gate | None = None, full_deta
         out += ["", f"## Group {number}: kept apart", ""]
         out += [f"- **Not merged** with {reason}" for reason in kept.apart]
         out += _pin_lines(kept, group.runs) + _section(kept, group, "###")
-    out += _tokens(groups)
+    out += _tokens(groups, prices)
+    out += _costs(groups, prices) if prices is not None else []
     out += _causes(groups)
     out += _rates(groups)
     out += _unavailable(groups)
@@ -324,8 +340,9 @@ def _by_harness(groups: list[Group]) -> dict[str, list[CellResult]]:
     return dict(sorted(found.items()))
 
 
-def _tokens(groups: list[Group]) -> list[str]:
-    """Each harness's tokens over every run that reported any (every attempt's): what the matrix cost."""
+def _tokens(groups: list[Group], prices: Prices | None = None) -> list[str]:
+    """Each harness's tokens over every run that reported any (every attempt's): what the matrix cost (with
+    ``prices``, in money too)."""
     rows = []
     for harness, runs in _by_harness(groups).items():
         usage = figures.total_usage(runs)
@@ -335,13 +352,31 @@ def _tokens(groups: list[Group]) -> list[str]:
         spent, side_spent = total.input + total.output, side.input + side.output
         share = f"{side_spent:,} ({side_spent / spent:.0%})" if side_spent else "0"
         measured = sum(1 for r in runs if r.usage is not None)
+        cost = f" {figures.spend(figures.spent(runs), prices).shown} |" if prices is not None else ""
         rows.append(f"| {harness} | {measured} | {total.input:,} | {total.cached_input:,} | {total.output:,} | "
-                    f"{total.reasoning:,} | {share} | {usage.unreported or ''} |")
+                    f"{total.reasoning:,} | {share} | {usage.unreported or ''} |{cost}")
     if not rows:
         return []
+    priced = (" Cost |", "---:|") if prices is not None else ("", "")
     return ["", "## Tokens per harness", "",
-            "| Harness | Runs | Input | Cached input | Output | Reasoning | Side requests | Answers without usage |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|", *rows]
+            "| Harness | Runs | Input | Cached input | Output | Reasoning | Side requests | Answers without usage |"
+            + priced[0], "|---|---:|---:|---:|---:|---:|---:|---:|" + priced[1], *rows]
+
+
+def _costs(groups: list[Group], prices: Prices) -> list[str]:
+    """Each cell's cost (every run and attempt of it), and the models the price file has no price for."""
+    rows = []
+    for group in groups:
+        for cell_id in sorted(group.series):
+            usages = figures.spent(group.series[cell_id])
+            if usages:
+                rows.append(f"| `{cell_id}` | {figures.spend(usages, prices).shown} |")
+    unpriced = figures.spend(figures.spent(r for g in groups for r in g.runs), prices).unpriced
+    out = ["", "## Cost per cell", "", f"Prices per million tokens from the price file, in {prices.currency}."]
+    if unpriced:
+        out += ["", f"**Unpriced models** (the price file names no price for them; their runs have no cost): "
+                   f"{', '.join(f'`{m}`' for m in unpriced)}"]
+    return out + (["", "| Cell | Cost |", "|---|---:|", *rows] if rows else [])
 
 
 def _causes(groups: list[Group]) -> list[str]:

@@ -5,6 +5,10 @@ everywhere.
 - **tokens**: ``in 10,241 (cached 3,918) · out 121 (reasoning 0)``, and where side requests (a title, a summary,
   a sub-agent without the catalogue's tools) took any, their share of the total; a total some answers reported no
   usage for says so (it is a lower bound);
+- **cost** (:func:`spend`): with a price file (``--prices``, :mod:`runner.conformance.prices`), what the tokens of
+  runs cost, each run priced by the model id its usage records, in the file's currency; a model the file does not
+  name (or a usage written before the model id was recorded) is priced at nothing and listed as unpriced, never
+  guessed;
 - **tool policy**: the mode, the inventory, and what the CLI's model can reach besides the catalogue;
 - **rates** (:func:`pass_rate`): a cell's or a harness's runs that count toward a rate (an attempt the
   infrastructure ended does not: :mod:`runner.conformance.failures`), with the Wilson interval and, with more
@@ -15,8 +19,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from runner.conformance.failures import Cause
+from runner.conformance.jsonmodel import JsonValue
+from runner.conformance.prices import Prices
 from runner.conformance.rates import Rate, RateSummary
 from runner.matrix.result import CellResult, FailureRecord, ToolPolicyRecord, UsageRecord, summed_usage
 
@@ -66,13 +73,87 @@ def policy(record: ToolPolicyRecord | None) -> str:
     return text
 
 
-def total_usage(runs: Iterable[CellResult]) -> UsageRecord | None:
-    """Every run's usage, summed (an attempt before the last included: its tokens were spent too)."""
+def spent(runs: Iterable[CellResult]) -> list[UsageRecord]:
+    """Every usage the runs recorded: each run's, and each attempt's before its last (its tokens were spent too)."""
     records: list[UsageRecord | None] = []
     for run in runs:
         records.append(run.usage)
         records += [a.usage for a in run.cell_attempts[:-1]]
-    return summed_usage(records)
+    return [r for r in records if r is not None]
+
+
+def total_usage(runs: Iterable[CellResult]) -> UsageRecord | None:
+    """Every run's usage, summed (an attempt before the last included: its tokens were spent too)."""
+    return summed_usage(spent(runs))
+
+
+UNRECORDED_MODEL = "(model not recorded)"  # a usage written before the model id was: never priced
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What some usages cost at a price file's prices: ``amount`` over the priced ones (None when none was), and
+    the models of the others (``unpriced``: no price in the file, never a guessed one)."""
+
+    currency: str
+    amount: float | None
+    unpriced: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """``{"currency", "amount", "unpriced"}``: ``amount`` null when nothing was priced."""
+        return {"currency": self.currency, "amount": self.amount, "unpriced": list(self.unpriced)}
+
+    @property
+    def shown(self) -> str:
+        """``0.0123 USD``; with unpriced models, ``0.0123 USD (unpriced: m)``; ``-`` for nothing priced."""
+        text = money(self.amount, self.currency) if self.amount is not None else "-"
+        return text + (f" (unpriced: {', '.join(self.unpriced)})" if self.unpriced else "")
+
+
+def spend(usages: Iterable[UsageRecord], prices: Prices) -> Spend:
+    """What ``usages`` cost at ``prices``: each priced by its own model (see :class:`Spend`)."""
+    amount: float | None = None
+    unpriced: dict[str, None] = {}
+    for usage in usages:
+        cost = prices.cost_of(usage.total.usage(), usage.model)
+        if cost is None:
+            unpriced[usage.model or UNRECORDED_MODEL] = None
+        else:
+            amount = (amount or 0.0) + cost
+    return Spend(prices.currency, amount, tuple(sorted(unpriced)))
+
+
+def money(amount: float, currency: str) -> str:
+    """An amount as a report shows it: four decimals, or three significant digits below a hundredth (a scripted
+    turn's tokens cost fractions of a cent), and the currency."""
+    shown = f"{amount:,.4f}" if amount >= 0.01 or amount == 0 else f"{amount:.3g}"
+    return f"{shown} {currency}"
+
+
+def undeclared_policies(runs: Iterable[CellResult]) -> list[str]:
+    """Findings: per harness and measured mode, the cells whose measured tool policy (``system.toolPolicy``) is not
+    the mode their harness declares (:func:`runner.harnesses.interpreters.declared_policy`, ADR 0027), as a policy
+    change is in ``report --compare``. A harness that declares nothing (``unknown`` by default: a plugin) has nothing
+    to contradict; a turn whose CLI sent its model no request has nothing measured (``unknown`` citing no request)."""
+    from runner.harnesses.interpreters import declared_policy
+    from runner.harnesses.package import UNDECLARED
+
+    apart: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        measured = run.tool_policy
+        if measured is None or (measured.mode == "unknown" and not any("#seq=" in e for e in measured.evidence)):
+            continue
+        declared = declared_policy(run.cell.harness)
+        if declared is not UNDECLARED and measured.mode != declared.mode:
+            apart.setdefault((run.cell.harness, measured.mode), []).append(run.id)
+    found = []
+    for (harness, mode), cells in sorted(apart.items()):
+        declared = declared_policy(harness)
+        listed = sorted(set(cells))
+        shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+        found.append(f"{harness}: tool policy measured {mode} in {len(cells)} run(s), but the harness declares "
+                     f"{declared.mode} ({', '.join(declared.evidence) or 'no evidence'}): {shown}")
+    return found
 
 
 def counts_toward_rate(run: CellResult) -> bool:

@@ -154,8 +154,14 @@ class UsageRecord(JsonModel):
     """The tokens of a turn's (a cell's, an attempt's) model answers, as :class:`~runner.core.usage.UsageTotals`
     says them: the total, the conversation's and the side requests' (a title, a summary, a sub-agent without the
     catalogue's tools), how many answers were counted and how many of them reported no usage (then the total is a
-    lower bound). ``total`` is written for a reader, and checked against the two parts when read."""
+    lower bound). ``total`` is written for a reader, and checked against the two parts when read.
 
+    ``model`` is the model id the turn asked its endpoint for (``PreparedTurn.model_id``: the live model its profile
+    names, or the scripted model's id), what a price file is keyed by (:mod:`runner.conformance.prices`);
+    left out by a result written before it was recorded (still version 5: an optional key, read and written back
+    as it was), and by a sum over turns of different models."""
+
+    model: str | None = omitted()
     total: Tokens
     conversation: Tokens
     side: Tokens
@@ -171,8 +177,8 @@ class UsageRecord(JsonModel):
         return self
 
     @classmethod
-    def of(cls, totals: UsageTotals) -> UsageRecord:
-        return cls(total=Tokens.of(totals.total), conversation=Tokens.of(totals.conversation),
+    def of(cls, totals: UsageTotals, model: str | None = None) -> UsageRecord:
+        return cls(model=model, total=Tokens.of(totals.total), conversation=Tokens.of(totals.conversation),
                    side=Tokens.of(totals.side), answers=totals.answers, unreported=totals.unreported)
 
     def totals(self) -> UsageTotals:
@@ -180,14 +186,15 @@ class UsageRecord(JsonModel):
 
 
 def summed_usage(records: Iterable[UsageRecord | None]) -> UsageRecord | None:
-    """The sum of the records given (None when none is)."""
-    held = [r.totals() for r in records if r is not None]
+    """The sum of the records given (None when none is), of their model when they all name the same one."""
+    held = [r for r in records if r is not None]
     if not held:
         return None
     total = UsageTotals()
     for each in held:
-        total = total + each
-    return UsageRecord.of(total)
+        total = total + each.totals()
+    models = {r.model for r in held}
+    return UsageRecord.of(total, models.pop() if len(models) == 1 else None)
 
 
 class FailureRecord(JsonModel):

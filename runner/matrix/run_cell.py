@@ -107,7 +107,9 @@ def _summary(report: TurnReport) -> TurnSummary:
 
 def _usage(report: TurnReport) -> UsageRecord | None:
     measures = report.measures
-    return UsageRecord.of(measures.usage) if measures is not None and measures.usage is not None else None
+    if measures is None or measures.usage is None:
+        return None
+    return UsageRecord.of(measures.usage, measures.model_id)
 
 
 def _failure(reports: list[TurnReport], grade: str | None, problem: InfrastructureProblem | None

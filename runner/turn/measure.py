@@ -4,7 +4,8 @@ model (and the tool policy they support), and the evidence of why it ended as it
 Read after the turn has ended, from what runner itself counted and wrote, never from the CLI's files:
 
 - **usage**: the model endpoint's own totals (:attr:`runner.model.ModelEndpointHandle.usage`, counted as each answer
-  was sent), conversation and side requests apart; None for a CLI without a model endpoint;
+  was sent), conversation and side requests apart, and the model id the turn asked for (what a price file is keyed
+  by); None for a CLI without a model endpoint;
 - **offered tools**: every generation request's tool list, read back from runner's exchange log
   (``model-exchanges.jsonl``, its bodies as logged: one past the log's bound is unreadable, and says so in the
   policy); a line that does not parse is skipped (the log is runner's, but a body in it is what the CLI sent);
@@ -56,6 +57,7 @@ class TurnMeasures:
     policy: ToolPolicy | None = None
     inventory: ToolInventory | None = None
     launch: tuple[str, ...] = field(default_factory=tuple)  # the evidence the policy cites besides the requests
+    model_id: str | None = None  # the model the turn asked its endpoint for: what a price file is keyed by
 
 
 def read_exchanges(path: Path, limit: int = MAX_LOG_BYTES) -> list[dict[str, JsonValue]]:
@@ -126,4 +128,4 @@ def measure_turn(
     launch = launch_evidence(turn)
     policy, inventory = policy_of(offered, profile.mcp_server_name, launch)
     return TurnMeasures(evidence=evidence, usage=model.usage, offered=offered, policy=policy, inventory=inventory,
-                        launch=launch)
+                        launch=launch, model_id=turn.model_id)

@@ -119,11 +119,12 @@ class TurnReport:
         }
 
     def _measured(self) -> dict[str, JsonValue]:
-        """``usage`` and ``toolPolicy``, for a turn whose CLI had a model endpoint."""
+        """``usage`` (with the model id it was spent on, as ``result.json`` writes it) and ``toolPolicy``, for a turn
+        whose CLI had a model endpoint."""
         measures = self.measures
         if measures is None or measures.usage is None:
             return {}
-        return {"usage": measures.usage.to_json(),
+        return {"usage": {"model": measures.model_id, **measures.usage.to_json()},
                 "toolPolicy": measures.policy.to_json() if measures.policy is not None else None}
 
 

@@ -88,12 +88,12 @@ def test_harnesses_in_a_pipe_is_one_plain_line_a_column_padded_only_to_align(lon
     proc = run("harnesses", "--profiles-dir", str(long_profile))
     assert proc.returncode == 0, proc.stderr
     listed = json.loads(run("harnesses", "--profiles-dir", str(long_profile), "--json").stdout)
-    records = [[r["harness"], r["label"], r["image"], r["interpreter"], r["source"],
+    records = [[r["harness"], r["label"], r["image"], r["interpreter"], r["source"], r["toolPolicy"]["mode"],
                 r["state"] + (f": {r['why']}" if r["why"] else "")] for r in listed]
     assert any(r[0] == "zz-long" and len(r[-1]) > 400 for r in records)
     assert_fits_a_pipe(proc.stdout)
-    assert proc.stdout.splitlines() == plain_listing(["harness", "label", "image", "interpreter", "source", "state"],
-                                                     records)
+    assert proc.stdout.splitlines() == plain_listing(
+        ["harness", "label", "image", "interpreter", "source", "policy", "state"], records)
 
 
 def test_cases_in_a_pipe_is_one_plain_line_a_row_its_invariant_last() -> None:

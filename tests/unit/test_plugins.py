@@ -119,6 +119,7 @@ def test_runner_harnesses_lists_a_plugin_with_its_source_and_names_every_broken_
     rows = {row["harness"]: row for row in listed if row["harness"] != "reference"}
     assert (rows["good"]["state"], rows["good"]["source"]) == ("ok", "plugin runner-good 0.1 (good)")
     assert rows["good"]["interpreter"] == "good-jsonl"
+    assert rows["good"]["toolPolicy"]["mode"] == "unknown"  # a plugin may declare none: ADR 0027's default
     assert rows["misspelt"]["state"] == "invalid" and "field 'argvv'" in rows["misspelt"]["why"]
     for name in ("failing", "stringy", "clash"):
         assert rows[name]["state"] == "invalid" and rows[name]["source"] == "plugin runner-bad 0.1", name

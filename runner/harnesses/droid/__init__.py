@@ -7,8 +7,14 @@ retries, stream, files, timing): ``README.md``.
 
 from runner.harnesses.droid.interpreter import interpret
 from runner.harnesses.droid.naming import NAMING
-from runner.harnesses.package import HarnessPackage
+from runner.harnesses.package import DeclaredPolicy, HarnessPackage
 
-HARNESS = HarnessPackage(interpreters={"droid": interpret}, tool_naming=NAMING)
+# declared from what its README's "What it offers its model" says was measured (ADR 0027)
+TOOL_POLICY = {
+    "droid": DeclaredPolicy("mixed", "unknown", harness_local=("ToolSearch",),
+        evidence=("runner/harnesses/droid/README.md#what-it-offers-its-model-measured-2026-12-06",)),
+}
+
+HARNESS = HarnessPackage(interpreters={"droid": interpret}, tool_naming=NAMING, tool_policy=TOOL_POLICY)
 
 __all__ = ["HARNESS", "interpret"]

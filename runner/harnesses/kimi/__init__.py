@@ -5,9 +5,20 @@ retries, stream, files, timing): ``README.md``.
 """
 
 from runner.harnesses.kimi.interpreter import interpret
-from runner.harnesses.package import HarnessPackage
+from runner.harnesses.package import DeclaredPolicy, HarnessPackage
 from runner.model.names import CLAUDE, ToolNaming
 
-HARNESS = HarnessPackage(interpreters={"kimi": interpret}, tool_naming=ToolNaming(direct=(CLAUDE,)))
+# declared from what its README's "What it offers its model" says was measured (ADR 0027)
+TOOL_POLICY = {
+    "kimi": DeclaredPolicy("mixed", "complete", harness_local=("Agent", "AgentSwarm", "AskUserQuestion", "Bash",
+        "CreateGoal", "CronCreate", "CronDelete", "CronList", "Edit", "EnterPlanMode", "ExitPlanMode", "FetchURL",
+        "GetGoal", "Glob", "Grep", "Read", "SetGoalBudget", "Skill", "TaskList", "TaskOutput", "TaskStop",
+        "TodoList", "UpdateGoal", "WaitFor", "Write"),
+        evidence=("runner/harnesses/kimi/README.md#what-it-offers-its-model-measured-2026-12-06",)),
+}
+
+HARNESS = HarnessPackage(
+    interpreters={"kimi": interpret}, tool_naming=ToolNaming(direct=(CLAUDE,)), tool_policy=TOOL_POLICY,
+)
 
 __all__ = ["HARNESS", "interpret"]

@@ -10,8 +10,14 @@ runner's ``jsonl`` frames. Its stdout is read by the generic ``jsonl`` interpret
 The column: ``README.md``.
 """
 
-from runner.harnesses.package import HarnessPackage
+from runner.harnesses.package import DeclaredPolicy, HarnessPackage
 from runner.model.names import CLINE, ToolNaming
 
 # its agent prints runner's ``jsonl`` frames, and names the tools as Cline does (without a hash): agent.py
-HARNESS = HarnessPackage(tool_naming=ToolNaming(direct=(CLINE,)))
+# declared from what its README's "What it offers its model" says was measured (ADR 0027)
+TOOL_POLICY = {
+    "model": DeclaredPolicy("broker-only", "complete",
+        evidence=("runner/harnesses/model/README.md#what-it-offers-its-model-measured-2026-12-06",)),
+}
+
+HARNESS = HarnessPackage(tool_naming=ToolNaming(direct=(CLINE,)), tool_policy=TOOL_POLICY)
