@@ -22,6 +22,12 @@ The fault is the run's (every cell's model is the scripted one, every column dec
 request that carries the catalogue's tools (a conversation request), so only ``cause-fault`` meets it (the toolless
 CLI's request is a side request, never faulted; the others ask no model).
 
+The same for the model API's own causes in live mode: one ``runner run --model live -j 2 --retries 1`` against a
+local vendor (``RUNNER_LIVE_BASE_URL``) that answers each column's one model call as its prompt picks: 429
+(``vendor_rate_limited``), 503 (``vendor_error``), 401 (``vendor_refused``), a dropped connection
+(``vendor_unreachable``: runner's own 502), or nothing before the CLI's deadline (``vendor_timeout``); the ones a
+retry may cure are retried, and every attempt is kept.
+
 Asserted from the product's outputs alone, in no order of the concurrent cells: each cell's ``result.json`` (its
 failure's cause, kind, rules and evidence, per attempt in ``cellAttempts``), the Markdown report's "Failed attempts
 by cause, per harness" table and ``junit.xml`` (each cell's failure or error typed by its kind).
@@ -33,8 +39,11 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +280,126 @@ def test_one_run_ends_each_cell_by_its_own_cause_from_a_real_turn_and_every_repo
                         for column, (_, kind, *_) in EXPECTED.items()}, REMOVED: ("ok", None)}, typed
     # the infrastructure errors are the CLI's that never reached its tools: the sandbox's OOM kill is a graded turn
     assert {c for c in EXPECTED if found[c].get("infrastructureError")} == {"cause-silent", "cause-startup"}
+
+
+# live mode: a CLI that makes one model call with the catalogue's tools, the upstream's answer chosen by its prompt
+CALLER = r'''
+import http.client, json, socket, sys
+
+class Unix(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect("/run/runner/model.sock")
+
+answer, key = sys.argv[1], sys.argv[2]
+tools = [{"type": "function", "function": {"name": "mcp__sharedos__files_read", "parameters": {"type": "object"}}}]
+body = {"model": "gpt-4.1", "stream": False, "messages": [{"role": "user", "content": answer}], "tools": tools}
+conn = Unix("localhost", timeout=600)
+conn.request("POST", "/v1/chat/completions", body=json.dumps(body),
+             headers={"content-type": "application/json", "authorization": "Bearer " + key})
+status = conn.getresponse().status
+print(json.dumps({"type": "message", "text": "the model answered %d" % status}), flush=True)
+sys.exit(0 if status == 200 else 1)
+'''
+LIVE_MODEL = {"dialect": "openai-chat", "live": {"base_url": "https://api.openai.com/v1",
+                                                 "credentials": ["OPENAI_API_KEY"], "auth": "bearer",
+                                                 "model": "gpt-4.1"}}
+# each live column: what the upstream does with its call, and the failure it ends with (cause, kind, retried,
+# counts, a piece of its evidence)
+LIVE: dict[str, tuple[str, tuple[str, str, bool, bool, str]]] = {
+    "vendor-429": ("429", ("model_api", "vendor_rate_limited", True, False, "answered the last model request 429")),
+    "vendor-503": ("503", ("model_api", "vendor_error", True, False, "answered the last model request 503")),
+    "vendor-401": ("401", ("model_api", "vendor_refused", False, False, "refused the last model request with 401")),
+    "vendor-drop": ("drop", ("model_api", "vendor_unreachable", True, False, "could not reach the vendor")),
+    "vendor-stall": ("stall", ("model_api", "vendor_timeout", True, False,
+                               "a model answer was still pending when the deadline stopped the CLI")),
+}
+
+
+class Vendor(BaseHTTPRequestHandler):
+    """A vendor that answers each model call as its prompt says: a status, a dropped connection, or nothing."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        answer = str(body["messages"][0]["content"])
+        if answer == "drop":
+            self.close_connection = True
+            return  # no answer at all: the connection closes under the request
+        if answer == "stall":
+            time.sleep(30)  # past the CLI's deadline
+            return
+        data = json.dumps({"error": {"message": f"the vendor says {answer}", "type": "test"}}).encode()
+        self.send_response(int(answer))
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def vendor() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Vendor)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_live_run_names_each_vendor_failure_from_the_vendors_own_answer(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, vendor: str
+) -> None:
+    """``runner run --model live -j 2 --retries 1`` against a local vendor that answers each column's one model call
+    429, 503, 401, with a dropped connection, or not before the deadline: each cell's failure is the model API's,
+    by the vendor's answer as runner forwarded it (the ones a retry may cure, retried: every attempt kept)."""
+    directory = tmp_path / "profiles"
+    directory.mkdir()
+    for column, (answer, _) in LIVE.items():
+        body = {"id": column, "label": f"{column} (tests only)", "image": "reference", "model": LIVE_MODEL,
+                "home": "turn", "config_files": [{"path": "caller.py", "content": CALLER}],
+                "argv": ["/opt/venv/bin/python", "${home}/caller.py", answer, "${api_key}"],
+                "prompt": {"via": "none"}, "interpreter": "jsonl", "requires_mcp_session": False,
+                "credentials": ["OPENAI_API_KEY"], "default_deadline_seconds": 8 if answer == "stall" else 60,
+                "wind_down": {"grace_seconds": 1}}
+        (directory / f"{column}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    tmpdir, out = tmp_path / "tmp", tmp_path / "out"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "OPENAI_API_KEY": "sk-runner-FAKE-causes-0123456789",
+           "RUNNER_LIVE_BASE_URL": vendor}
+    env.pop("RUNNER_PROFILES_DIR", None)
+    started = time.monotonic()
+    proc = subprocess.run([RUNNER, "run", "--harness", ",".join(sorted(LIVE)), "--case", "escalation", "--model",
+                           "live", "-j", "2", "--retries", "1", "--profiles-dir", str(directory), "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=240)
+    wall = time.monotonic() - started
+    found = {p.parent.name.rsplit(".", 1)[1]: json.loads(p.read_text()) for p in out.glob("*/result.json")}
+    print(f"\n{len(LIVE)} live cells in {wall:.0f} s")
+    for column, result in sorted(found.items()):
+        print(f"  {column}: {result.get('failure')}, {len(result.get('cellAttempts') or [1])} attempt(s)")
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert sorted(found) == sorted(LIVE), proc.stdout + proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stderr[-3000:]  # graded turns, all failing: the gate's verdict, no infra error
+
+    for column, (_, (cause, kind, retried, counts, evidence)) in LIVE.items():
+        got = found[column]["failure"]
+        assert (got["cause"], got["kind"], got["retried"], got["counts"]) == (cause, kind, retried, counts), (
+            column, got)
+        assert evidence in got["evidence"], (column, got["evidence"])
+        attempts = found[column].get("cellAttempts")
+        if retried:  # tried again, and the vendor said the same: both attempts kept, the first with its cause
+            assert [a["attempt"] for a in attempts] == [1, 2], column
+            assert attempts[0]["failure"]["kind"] == kind, (column, attempts[0])
+        else:
+            assert attempts is None, column
+
+    report = (out / "report.md").read_text()
+    assert cause_table(report) == {
+        column: {"model api": f"{1 + retried} ({kind} {1 + retried})"}
+        for column, (_, (_, kind, retried, *_)) in LIVE.items()}, report
+    typed = {suite.get("name"): [e.get("type") for e in suite.iter() if e.tag in ("failure", "error")]
+             for suite in ET.parse(out / "junit.xml").getroot().iter("testsuite")}
+    assert typed == {column: [kind] for column, (_, (_, kind, *_)) in LIVE.items()}, typed
