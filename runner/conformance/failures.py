@@ -130,6 +130,7 @@ KINDS: dict[str, Kind] = _kinds(
 INFRASTRUCTURE_KINDS: dict[str, str] = {
     "container_not_started": "container_not_started",
     "engine_failed": "engine_call_failed",
+    "container_removed": "container_removed",
     "disk_budget_exceeded": "disk_budget_exceeded",
     "replay_diverged": "replay_diverged",
     # runner.engine, runner.sandbox (.container, .probe), runner.images
@@ -165,10 +166,12 @@ class TurnEvidence:
     Where each comes from today: ``infrastructure_kind``/``_detail``: the result's ``infrastructureError`` (a kind
     of ``runner.turn.settle.infrastructure_error`` or an exception class named by ``run_cell``);
     ``exit_code``, ``deadline_hit``: the turn's ``Drive``; ``oom_killed``: the engine's ``State.OOMKilled`` of the
-    container (inspect before removal); ``pids_exhausted``: the pids cgroup's ``max`` event count, or a fork that
-    failed with EAGAIN in the CLI's stderr; ``harness_error_code``: the turn's ``harnessErrorCode``, or for a
-    failed turn its ``reasonCode`` (``harness_exited_without_outcome``, ``harness_malformed_output``, ...);
-    ``mcp_sessions``: the MCP server's ``sessions_initialized``; ``mcp_required``: the harness reaches its tools
+    container (the sandbox's inspect once the CLI exited, ``Drive.oom_killed``); ``pids_exhausted``: never read
+    today (the engine's inspect does not report the pids cgroup's ``max`` events, the cgroup is gone with the
+    container, and a fork's EAGAIN in the CLI's stderr is the CLI's word: it would buy a retry);
+    ``harness_error_code``: the turn's ``harnessErrorCode``, or for a failed turn its ``reasonCode``
+    (``harness_exited_without_outcome``, ``harness_malformed_output``, ...); ``mcp_sessions``: the MCP server's
+    ``sessions_initialized``; ``mcp_required``: the harness reaches its tools
     over MCP; ``model_requests``/``tool_requests``: the model endpoint handle's ``generation_requests`` and
     ``tool_requests`` (None for a harness without a model endpoint); ``last_model_status``, ``model_error_statuses``,
     ``upstream_errors``, ``model_faults``, ``model_stalls``: the handle's ``last_status``, ``error_statuses``,

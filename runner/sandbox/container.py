@@ -197,7 +197,7 @@ class SandboxedProcess(Sandbox):
     def wait(self) -> int | None:
         """Block until the container exits; its exit code (None when the engine does not say).
         :class:`ContainerRemoved` when someone else removed it meanwhile: the engine then answers with the kill's
-        code (137), which is not the CLI's doing."""
+        code (137), which is not the CLI's doing. Sets :attr:`oom_killed` from the engine's inspect (the reload)."""
         removed = (f"container {self.id} was removed from the engine while its turn ran (by `runner gc --run`, or by "
                    "hand): how the CLI would have ended is unknown")
         try:
@@ -207,6 +207,8 @@ class SandboxedProcess(Sandbox):
             raise ContainerRemoved(removed) from err
         if self.container.status == "removing":  # the engine flags a removal before it kills the container
             raise ContainerRemoved(removed)
+        state = self.container.attrs.get("State") or {}
+        self.oom_killed = bool(state.get("OOMKilled"))  # the engine's word: the memory cgroup killed a process in it
         code = result.get("StatusCode")
         return int(code) if code is not None else None
 

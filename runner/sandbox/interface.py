@@ -139,6 +139,10 @@ class Sandbox(ABC):
     """One CLI in one container for one turn: start it, stream its output, wait for it, signal it, read what
     it left, remove it. Which :class:`Transport` carries its files and sockets is :attr:`transport`."""
 
+    # whether the engine says it OOM-killed the container (its ``State.OOMKilled``), read by :meth:`wait` once the CLI
+    # has exited; None where the sandbox cannot say (not exited yet, or a sandbox that does not read it)
+    oom_killed: bool | None = None
+
     @property
     @abstractmethod
     def id(self) -> str | None:

@@ -31,7 +31,7 @@ from runner.core.outcomes import JsonValue
 from runner.core.timeline import EXITED_BY_BUDGET, EXITED_BY_DEADLINE, EXITED_BY_ITSELF, Timeline, TimelineEvent
 from runner.engine import EngineError
 from runner.harnesses.profile import Profile
-from runner.sandbox.container import ContainerStartError
+from runner.sandbox.container import ContainerRemoved, ContainerStartError
 from runner.sandbox.interface import STDOUT, ResourceLimits, Sandbox, Signal
 from runner.turn.transcript import StreamSink
 
@@ -48,6 +48,8 @@ class Drive:
     not_started: str | None = None
     engine_failed: str | None = None  # the engine kept failing a call mid-turn: nobody knows how the CLI ended
     over_budget: str | None = None  # what the CLI wrote passed the turn's disk budget: it was stopped, and why
+    container_removed: bool = False  # the engine failure was the container's removal by someone else
+    oom_killed: bool | None = None  # the engine's State.OOMKilled once the CLI exited (None: not read)
 
 
 async def start_cli(proc: Sandbox, under_way: anyio.Event | None = None) -> str | None:
@@ -101,8 +103,10 @@ async def drive(
             await watch.pumped.wait()
         tg.cancel_scope.cancel()
     run.exit_code = watch.codes[0] if watch.codes else None
+    run.oom_killed = proc.oom_killed
     if watch.failures:
         run.engine_failed = str(watch.failures[0])
+        run.container_removed = isinstance(watch.failures[0], ContainerRemoved)
     run.over_budget = watch.over_budget
     return run
 

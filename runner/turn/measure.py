@@ -11,8 +11,8 @@ Read after the turn has ended, from what runner itself counted and wrote, never 
   policy); a line that does not parse is skipped (the log is runner's, but a body in it is what the CLI sent);
 - **evidence** (:class:`runner.conformance.failures.TurnEvidence`, without the grade, which the cell adds): the drive,
   the MCP session count, the endpoint's counters, malformed frames, and whether a model answer was still pending
-  when the CLI was stopped. The engine's ``OOMKilled`` is not read (the sandbox does not expose the container's
-  state); the classifier says so where it matters (a CLI killed by signal 9).
+  when the CLI was stopped, and the engine's ``OOMKilled`` as the sandbox read it once the CLI exited (None where
+  it could not: the classifier then says an OOM kill is not ruled out for a CLI killed by signal 9).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def measure_turn(
         infra_kind, infra_detail = str(infrastructure_error.get("kind")), str(infrastructure_error.get("detail"))
     base = TurnEvidence(
         infrastructure_kind=infra_kind, infrastructure_detail=infra_detail, exit_code=run.exit_code,
-        deadline_hit=run.deadline_hit, harness_error_code=code, mcp_sessions=sessions,
+        oom_killed=run.oom_killed, deadline_hit=run.deadline_hit, harness_error_code=code, mcp_sessions=sessions,
         mcp_required=profile.requires_mcp_session, model_mode=turn.req.model.mode.value,
         malformed_frames=reader.malformed,
     )

@@ -91,7 +91,8 @@ def infrastructure_error(
     if run.not_started is not None:
         return {"kind": "container_not_started", "detail": scrubber.text(run.not_started)}
     if run.engine_failed is not None:
-        return {"kind": "engine_failed", "detail": scrubber.text(run.engine_failed), "stderrTail": [*err_tail.lines()]}
+        kind = "container_removed" if run.container_removed else "engine_failed"
+        return {"kind": kind, "detail": scrubber.text(run.engine_failed), "stderrTail": [*err_tail.lines()]}
     if run.over_budget is not None:
         return {"kind": "disk_budget_exceeded", "detail": run.over_budget, "stderrTail": [*err_tail.lines()]}
     failed = [s for s in reader.startup if not s.connected]

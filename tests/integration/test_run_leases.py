@@ -185,7 +185,8 @@ def test_a_turn_whose_container_is_removed_under_it_is_an_infrastructure_error_n
     assert proc.returncode == 5, err
     report = json.loads(out)
     problem = report["infrastructureError"]
-    assert problem["kind"] == "engine_failed" and "was removed from the engine while its turn ran" in problem["detail"]
+    assert problem["kind"] == "container_removed"
+    assert "was removed from the engine while its turn ran" in problem["detail"]
 
 
 def test_a_second_run_on_an_out_a_live_run_holds_is_refused_before_it_starts_and_the_first_goes_on(

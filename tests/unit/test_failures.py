@@ -211,3 +211,13 @@ def test_an_infrastructure_kind_is_said_once_in_the_evidence(infrastructure: str
     assert found is not None and found.evidence == evidence
     assert found.line.count(found.kind.name) == 1 + evidence.count(found.kind.name)
     assert f"{found.kind.name}: {found.kind.name}" not in found.line
+
+
+def test_a_container_removed_under_its_turn_is_named_so_and_retried() -> None:
+    """runner.turn.settle names the removal (``Drive.container_removed``) apart from an engine call that kept
+    failing: the vocabulary's own kind, not engine_call_failed."""
+    found = classify(TurnEvidence(infrastructure_kind="container_removed", exit_code=137,
+                                  infrastructure_detail="container abc was removed from the engine while its turn ran"))
+    assert found is not None and (found.kind.name, found.cause, found.retried) == ("container_removed", Cause.ENGINE,
+                                                                                  True)
+    assert found.evidence == "container abc was removed from the engine while its turn ran"

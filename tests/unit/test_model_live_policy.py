@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
+import anyio.abc
+import httpx2
 import pytest
 from typer.testing import CliRunner
 
@@ -384,3 +387,47 @@ async def test_the_forwarded_call_carries_no_account_header_and_the_model_list_i
     assert forwarded["upstream"]["dropped"] == {"headers": ["openai-organization", "openai-project", "cookie"],
                                                 "query": ["key", "organization"]}
     assert "cookie-value-7d1e" not in live_log.read_text() + up_log.read_text()
+
+
+@pytest.mark.anyio
+async def test_a_call_the_vendor_has_not_begun_to_answer_when_the_endpoint_stops_is_logged_server_stopped(
+    tmp_path: Path,
+) -> None:
+    """The turn ends (the endpoint stops) while the vendor holds a model call unanswered: runner answers it 503 and
+    logs it ``server_stopped`` (what says a model answer was still pending: ``vendor_timeout``), never a request
+    cancelled at the server's shutdown with nothing logged."""
+    sim = SimulatedCli("qwen", TOOLS)
+    sock, live_log = tmp_path / "model.sock", tmp_path / "live.jsonl"
+    environ = {HOST_VAR: HOST_SECRET}
+    reached = anyio.Event()
+
+    async def hold(conn: anyio.abc.SocketStream) -> None:  # a vendor that reads the call and never answers
+        async with conn:
+            await conn.receive()
+            reached.set()
+            await anyio.sleep_forever()
+
+    answers: list[httpx2.Response] = []
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as silent, anyio.create_task_group() as tg:
+        tg.start_soon(silent.serve, hold)
+        port = silent.extra(anyio.abc.SocketAttribute.local_port)
+        live = LiveModel(base_url=f"http://127.0.0.1:{port}", credentials=[HOST_VAR], model="vendor-model-1")
+        config = ModelEndpointConfig(mode=ModelMode.LIVE, live=live, scrubber=Scrubber(environ, [HOST_VAR]),
+                                     environ=environ, dialect="openai-chat")
+        async with uds_client(sock) as client, anyio.create_task_group() as calls:
+
+            async def call() -> None:
+                answers.append(await client.post("/v1/chat/completions", json=sim.request(),
+                                                 headers=sim.headers(DEFAULT_PLACEHOLDER_KEY)))
+
+            async with serve_model(sock, config, live_log):
+                calls.start_soon(call)
+                with anyio.fail_after(10):
+                    await reached.wait()
+            # the endpoint has stopped, the call still unanswered by the vendor
+        tg.cancel_scope.cancel()
+    (answer,) = answers
+    assert answer.status_code == 503 and "stopped while the vendor's answer was pending" in answer.text
+    (logged,) = records(live_log)
+    assert logged["ended"] == "server_stopped" and logged["response"]["status"] == 503
+    assert logged["side_request"] is False  # a conversation request: measure reads it as pending at the end

@@ -8,14 +8,16 @@ dialect's error shape, logged ``ended: refused`` with the reason), answers a sid
 model list: the column's live model, as the scripted endpoint answers it), sends a model call with the query and
 headers the policy left (naming what it dropped in the log's ``upstream.dropped``), streams the upstream's answer
 back chunk by chunk as it arrives (copying it into the log, and reading the usage it reports on the way:
-:class:`~runner.model.usage_meter.UsageMeter`, bounded, never holding the stream), and answers ``502`` when the
-upstream cannot be reached.
+:class:`~runner.model.usage_meter.UsageMeter`, bounded, never holding the stream), answers ``502`` when the
+upstream cannot be reached, and ``503`` (logged ``server_stopped``) when the endpoint stops before the upstream
+began to answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
+import anyio
 import httpx2
 from starlette.responses import Response
 
@@ -64,7 +66,8 @@ class LiveHandler(ModelHandler):
             **({"dropped": decision.dropped()} if decision.dropped() else {}),
         }
         try:
-            upstream = await forwarder.open(method, path, query, decision.headers, exchange.raw)
+            upstream = await self._open_unless_stopped(forwarder.open(method, path, query, decision.headers,
+                                                                      exchange.raw))
         except httpx2.HTTPError as err:
             self.handle.upstream_errors += 1
             message = f"runner live model: the upstream could not be reached: {type(err).__name__}: {err}"
@@ -72,6 +75,11 @@ class LiveHandler(ModelHandler):
             count_answer(self.handle, exchange, 502, None)
             finish({"status": 502, **JSON_TYPE, "body": error}, "upstream_error")
             return json_response(502, error)
+        if upstream is None:  # the endpoint stopped (the turn ended) while the vendor had not begun to answer
+            message = "runner live model: the endpoint stopped while the vendor's answer was pending"
+            count_answer(self.handle, exchange, None, None)
+            finish({"status": 503, **JSON_TYPE, "body": dialect.error_body(503, message)}, "server_stopped")
+            return json_response(503, dialect.error_body(503, message))
         content_type = upstream.headers.get("content-type", "")
         sse, encoding = content_type.startswith("text/event-stream"), upstream.headers.get("content-encoding", "")
         capture = Capture(sse=sse, encoding=encoding)
@@ -94,6 +102,28 @@ class LiveHandler(ModelHandler):
         return ObservedStream(
             source(), done, status_code=upstream.status_code, headers=response_headers, close=upstream.aclose
         )
+
+    async def _open_unless_stopped(self, opening: Awaitable[httpx2.Response]) -> httpx2.Response | None:
+        """The upstream's answer once it begins, or None when the endpoint stops first: a vendor that has not
+        answered when the turn ends leaves its exchange logged ``server_stopped`` (what says a model answer was still
+        pending, :mod:`runner.turn.measure`), never a request cancelled unlogged at the server's shutdown."""
+        opened: list[httpx2.Response] = []
+        failed: list[httpx2.HTTPError] = []  # raised after the task group, which would wrap it in a group
+        async with anyio.create_task_group() as tg:
+
+            async def stopping() -> None:
+                await self.handle.stopping.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stopping)
+            try:
+                opened.append(await opening)
+            except httpx2.HTTPError as err:
+                failed.append(err)
+            tg.cancel_scope.cancel()
+        if failed:
+            raise failed[0]
+        return opened[0] if opened else None
 
     def refuse(self, decision: Decision, exchange: Exchange) -> Response:
         """The request is answered here, in the column's error shape, and never sent to the vendor."""
