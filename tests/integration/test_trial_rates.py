@@ -93,11 +93,12 @@ def test_a_coin_run_shows_its_rate_interval_and_a_drop_beyond_noise_but_not_a_re
     expected.write_text(EXPECTED)
     a = coin_run(tmp_path / "a", HIGH, SEED, expected)
 
-    # each trial played the side the seed gave it, and was graded for it
+    # each trial played the side the seed gave it, and was graded for it: asked (pass), or never asked (the row
+    # not exercised, a strict failure that counts toward the rate)
     for cell in CELLS:
         coin = Coin(HIGH, SEED)
-        sides = ["pass" if coin.side(cell, k) is COIN_HEADS else "not pass" for k in range(1, TRIALS + 1)]
-        assert ["pass" if s == "pass" else "not pass" for s in trial_statuses(a, cell)] == sides
+        sides = ["pass" if coin.side(cell, k) is COIN_HEADS else "not_exercised" for k in range(1, TRIALS + 1)]
+        assert trial_statuses(a, cell) == sides
     # the manifest: the exact count, and a 95% Wilson interval that covers p
     rates = cell_rates(a)
     for cell in CELLS:
@@ -118,7 +119,8 @@ def test_a_coin_run_shows_its_rate_interval_and_a_drop_beyond_noise_but_not_a_re
     again = runner("repro", str(trial), "--out", str(tmp_path / "repro"))
     assert again.returncode == 0, again.stdout + again.stderr  # the same grade, no pin unmatched
     rerun = json.loads((tmp_path / "repro" / "result.json").read_text())
-    assert rerun["grade"]["status"] != "pass" and rerun["pins"]["behaviour"] == f"coin:p={HIGH},seed={SEED}"
+    assert rerun["grade"]["status"] == "not_exercised" and rerun["pins"]["behaviour"] == f"coin:p={HIGH},seed={SEED}"
+    assert rerun["pins"].get("trial", 1) == tails
 
     # run B: a much lower p is a drop beyond noise, per harness and per cell
     b = coin_run(tmp_path / "b", LOW, SEED, expected)
