@@ -8,6 +8,7 @@ the prompt numbers, with their arguments as issued (forged material included).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -40,14 +41,101 @@ class Behaviour(StrEnum):
 
 class UnknownBehaviour(UnknownName, ValueError):
     def __init__(self, name: str) -> None:
-        super().__init__(f"no such behaviour: {name!r} (known: {', '.join(b.value for b in Behaviour)})")
+        known = ", ".join([*(b.value for b in Behaviour), COIN_SPELLING])
+        super().__init__(f"no such behaviour: {name!r} (known: {known})")
 
 
-def parse_behaviour(name: str) -> Behaviour:
+COIN_PREFIX = "coin:"
+COIN_SPELLING = "coin:p=P[,seed=N]"
+COIN_HEADS = Behaviour.COOPERATIVE  # asks the human: the escalation row passes
+COIN_TAILS = Behaviour.NEVER_ASK  # answers without asking: the escalation row fails
+
+
+class CoinSpecError(ValueError):
+    """A ``coin:`` behaviour whose parameters are not a coin's (the edge names the option)."""
+
+
+@dataclass(frozen=True)
+class Coin:
+    """A behaviour that passes with a known probability: each trial of each cell plays :data:`COIN_HEADS` with
+    probability ``p``, else :data:`COIN_TAILS`, decided by a hash of the seed, the cell and the trial's number.
+
+    A live model's grade moves between trials; the scripted model's never does, so a rate, its interval and a
+    comparison of two runs could only be checked against a CLI nobody controls. The coin's draws are fixed by
+    the seed, so a run's counts are facts that can be computed before it runs (:meth:`passes`), a trial's side is
+    the same whenever it is rerun (``runner repro`` reruns the trial with its pins), and the cells' draws are
+    independent of each other (the cell is part of the hash): a column's count is a binomial one.
+    """
+
+    p: float
+    seed: int = 0
+
+    @property
+    def value(self) -> str:
+        """The canonical spelling: what the pin and a repro command say."""
+        return f"{COIN_PREFIX}p={self.p!r},seed={self.seed}"  # repr: the shortest that reads back exactly
+
+    def draw(self, cell: str, trial: int) -> float:
+        """The trial's draw, uniform in [0, 1): the first 8 bytes of a SHA-256 of the seed, cell and trial (the
+        same on every machine and Python, unlike :func:`hash`)."""
+        digest = hashlib.sha256(f"{self.seed}/{cell}/{trial}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+    def side(self, cell: str, trial: int) -> Behaviour:
+        """The behaviour trial ``trial`` of ``cell`` plays."""
+        return COIN_HEADS if self.draw(cell, trial) < self.p else COIN_TAILS
+
+    def passes(self, cell: str, trials: int) -> int:
+        """How many of trials 1..``trials`` of ``cell`` land on the side that asks."""
+        return sum(self.side(cell, k) is COIN_HEADS for k in range(1, trials + 1))
+
+    @classmethod
+    def parse(cls, text: str) -> Coin:
+        """``coin:p=P[,seed=N]`` (``coin:P`` for short): ``P`` a probability in [0, 1], ``N`` an integer >= 0."""
+
+        def refused(why: str) -> CoinSpecError:
+            return CoinSpecError(f"{text!r}: {why} (expected {COIN_SPELLING})")
+
+        body = text.removeprefix(COIN_PREFIX)
+        given: dict[str, str] = {}
+        for n, part in enumerate(body.split(",") if body else []):
+            key, sep, value = part.partition("=")
+            if not sep and n == 0:
+                key, value = "p", key  # coin:0.7
+            key, value = key.strip(), value.strip()
+            if key not in ("p", "seed"):
+                raise refused(f"unknown coin parameter {key!r}")
+            if key in given:
+                raise refused(f"{key} given twice")
+            given[key] = value
+        if "p" not in given:
+            raise refused("the coin needs its probability p")
+        try:
+            p = float(given["p"])
+        except ValueError:
+            p = float("nan")
+        if not 0 <= p <= 1:  # nan fails both
+            raise refused(f"p must be a probability from 0 to 1, not {given['p']!r}")
+        seed_text = given.get("seed", "0")
+        if not seed_text.isascii() or not seed_text.isdigit():
+            raise refused(f"seed must be an integer >= 0, not {seed_text!r}")
+        return cls(p, int(seed_text))
+
+
+def parse_behaviour(name: str) -> Behaviour | Coin:
+    """A behaviour's name, or a coin's spelling (``coin:...``, :meth:`Coin.parse`: a :class:`CoinSpecError` for
+    parameters that are not a coin's)."""
+    if name.startswith(COIN_PREFIX):
+        return Coin.parse(name)
     try:
         return Behaviour(name)
     except ValueError:
         raise UnknownBehaviour(name) from None
+
+
+def tossed(behaviour: Behaviour | Coin, cell: str, trial: int) -> Behaviour:
+    """The behaviour trial ``trial`` of ``cell`` plays: a coin's side, or the behaviour itself."""
+    return behaviour.side(cell, trial) if isinstance(behaviour, Coin) else behaviour
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
-from runner.conformance.behaviours import Behaviour
+from runner.conformance.behaviours import COIN_SPELLING, Behaviour
 
 if TYPE_CHECKING:
     from runner.matrix.result import CellResult
@@ -56,6 +56,12 @@ class Planned(Protocol):
 
     @property
     def chooses_dialect(self) -> bool: ...
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def trial(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -103,9 +109,13 @@ class Setting(Generic[T]):
 
 
 def _behaviour(settings: S, text: str) -> S:
-    from runner.conformance.behaviours import parse_behaviour
+    from runner.conformance.behaviours import CoinSpecError, parse_behaviour
+    from runner.turn.settings import SettingError
 
-    return replace(settings, behaviour=parse_behaviour(text))
+    try:
+        return replace(settings, behaviour=parse_behaviour(text))
+    except CoinSpecError as error:
+        raise SettingError(f"--behaviour {error}") from None
 
 
 def _model(settings: S, text: str | None) -> S:
@@ -230,6 +240,14 @@ def _behaviour_named(plan: Planned) -> str | None:
     return plan.options.behaviour.value
 
 
+def _behaviour_played(plan: Planned) -> str | None:
+    """A coin's trial reruns alone as the side it landed on: ``repro.sh`` runs one turn, which would be trial 1's
+    toss (``runner repro`` reruns the coin itself as that trial, its pins matching)."""
+    from runner.conformance.behaviours import tossed
+
+    return tossed(plan.options.behaviour, plan.id, plan.trial).value
+
+
 # ---------------------------------------------------------------------------------------------------- the rows
 
 RUNTIME_ENV = "RUNNER_RUNTIME"  # runner.sandbox.interface.RUNTIME_ENV, spelt here so that --help loads no sandbox
@@ -239,9 +257,12 @@ FIRST_EPOCH = "1"  # runner.core.protocol.ProtocolEpoch.ONE
 # each row: its name and help; its default, how it sets the settings' fields (and typer's extras); its pin, what is
 # pinned, what a repro command says and what a recorded result gives back
 BEHAVIOUR = Setting[str](
-    "behaviour", "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour),
+    "behaviour", (
+        "How the CLI conducts itself: " + ", ".join(b.value for b in Behaviour) + f", or {COIN_SPELLING} (each "
+        "trial asks with probability P, else answers without asking; seeded, so a run's counts are reproducible)."
+    ),
     default=Behaviour.COOPERATIVE.value, sets=_behaviour, fields=("behaviour",),
-    pin="behaviour", pinned=_behaviour_named, shown=_behaviour_named,
+    pin="behaviour", pinned=_behaviour_named, shown=_behaviour_played,
 )
 MODEL = Setting[str | None](
     "model", "scripted or live (default: live when the harness's credentials are set, else scripted).",

@@ -73,6 +73,15 @@ class CellPlan:
         return Scrubber(self.options.host.variables, self.cell.profile.credentials)
 
     @property
+    def turn_settings(self) -> CellOptions:
+        """The options this trial's turns run with: a coin behaviour tossed for this cell and trial
+        (:func:`runner.conformance.behaviours.tossed`); the plan's own options keep the coin, which is its pin."""
+        from runner.conformance.behaviours import tossed
+
+        played = tossed(self.options.behaviour, self.id, self.trial)
+        return self.options if played is self.options.behaviour else dataclasses.replace(self.options, behaviour=played)
+
+    @property
     def dialect(self) -> str | None:
         """The model dialect this cell speaks (None on a column with no model)."""
         model = self.cell.profile.model

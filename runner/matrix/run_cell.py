@@ -241,7 +241,7 @@ async def _run_cell(
             world.open_turn()
         out = directory if turns_total == 1 else directory / f"turn-{n}"
         request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=out, model=plan.model,
-                              settings=plan.options, condition_id=cell.condition.id, world=world, turn=n)
+                              settings=plan.turn_settings, condition_id=cell.condition.id, world=world, turn=n)
         report = await run_turn(client, request, progress)
         reports.append(report)
         problem = report.infrastructure_error

@@ -64,7 +64,12 @@ class TurnRequest:
 
     @property
     def behaviour(self) -> Behaviour:
-        return self.settings.behaviour
+        """What this turn plays: a coin is tossed for each trial by its plan (``CellPlan.turn_settings``), before
+        the turn is asked for."""
+        behaviour = self.settings.behaviour
+        if not isinstance(behaviour, Behaviour):
+            raise TypeError(f"behaviour {behaviour.value}: a coin is tossed by the cell's plan, per trial")
+        return behaviour
 
     @property
     def deadline(self) -> float | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.conformance.behaviours import Behaviour
+from runner.conformance.behaviours import Behaviour, Coin
 from runner.core.protocol import RELEASED_EPOCH, ProtocolEpoch, parse_epoch
 from runner.errors import UsageError
 from runner.images.settings import ImageSettings
@@ -59,7 +59,7 @@ class Host:
 class TurnSettings:
     """What the command asked for, parsed: every turn of the command runs with these."""
 
-    behaviour: Behaviour = Behaviour.COOPERATIVE
+    behaviour: Behaviour | Coin = Behaviour.COOPERATIVE  # a coin is tossed per trial (CellPlan.turn_settings)
     model: ModelMode | None = None  # --model scripted|live|replay:PATH; None: chosen per column
     recording: Path | None = None  # --model replay:PATH: the exchange log served back
     fault: ModelFault | None = None  # --model-fault KIND[@STEP] (the scripted model only)
