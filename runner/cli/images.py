@@ -205,15 +205,17 @@ def images_outdated(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object: {\"images\": [rows]}.")] = False,
 ) -> None:
     """Like `pip list --outdated`: per image, each pinned package, the newest installable release on its registry,
-    and how many releases and days behind the pin is. A held pin shows its reason; a registry that cannot be
-    reached is that row's error. Always exits 0: it is a report."""
+    and how many releases and days behind the pin is. Each newer listed release a dry-run install refused is shown
+    under its pin with why; a held pin shows its reason; a registry that cannot be reached is that row's error.
+    Progress (which recipe is being asked) goes to stderr. Always exits 0: it is a report."""
     from runner.cli.settings import image_settings
     from runner.images import source_root
     from runner.images.pins import outdated
     from runner.images.registry import ClientRegistry
 
     with reported(as_json):
-        rows = outdated(ClientRegistry(), source_root(image_settings()), list(harness) if harness else None)
+        rows = outdated(ClientRegistry(), source_root(image_settings()), list(harness) if harness else None,
+                        progress=say)
     if as_json:
         print_json(json.dumps({"images": [r.to_json() for r in rows],
                                "behind": sum(1 for r in rows if r.actionable)}, indent=1))
@@ -222,18 +224,25 @@ def images_outdated(
 
 
 def print_outdated(rows: list[Outdated]) -> None:
-    """One line a pin, its note (the free text) last, then what a bump would do."""
+    """One line a pin, its note (the free text) last, then a line per newer release a dry-run install refused (its
+    image and package again, so a grep for either finds it; the version under "newest", the client's one-line reason
+    as the note), then what a bump would do."""
     table = listing("image", "package", "pinned", "newest", "behind", "days", "note")
     for r in rows:
         note = ((r.error and f"[red]error:[/] {escape(r.error)}") or (r.hold and f"held: {escape(r.hold)}")
                 or (r.unavailable and f"unavailable: {escape(r.unavailable[:80])}") or "")
         table.add_row(r.image, escape(r.package), escape(r.pinned), escape(r.newest or "?"),
                       "?" if r.behind is None else str(r.behind), "?" if r.days is None else str(r.days), note)
+        for version, why in r.refusals():
+            table.add_row(r.image, escape(r.package), "", escape(version), "", "",
+                          f"refused: {escape(why)}")
     print_table(table)
     behind = [r for r in rows if r.actionable]
     kept = [r for r in rows if r.outdated and not r.actionable]
+    refused = sum(len(r.uninstallable) for r in rows)
     out().print((f"{len(behind)} pin(s) behind" if behind else "no pin a bump would move is behind")
-                + (f"; {len(kept)} behind but held or unavailable" if kept else ""), highlight=False)
+                + (f"; {len(kept)} behind but held or unavailable" if kept else "")
+                + (f"; {refused} newer release(s) refused by a dry-run install" if refused else ""), highlight=False)
 
 
 @app.command("bump")

@@ -18,7 +18,8 @@ A CLI may print no frame at all but one JSON object pretty-printed over many lin
 call per batch of lines; at most :data:`MAX_FRAME_BYTES` in all, and none cut), and :meth:`StreamReader.end`, after
 the CLI exited, reads them as one frame through the same intake when no line was one and together they are exactly
 one JSON object; its pieces (``{`` alone is a malformed frame) are then no longer malformed output. Anything else,
-or more, is read line by line as before.
+or more, is read line by line as before; when what started as a document could not be read as one (past the
+bound, nested too deep, not JSON), the turn's malformed output names that as its cause rather than its first piece.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ class StreamReader:
     malformed_cause: str | None = None  # why the first of them could not
     document: bytearray = field(default_factory=bytearray, repr=False)  # the lines that were no frame, in order
     document_overflow: bool = False  # they were more than MAX_FRAME_BYTES, or one was cut: never one document
+    document_cause: str | None = None  # why a stdout that began as one JSON object could not be read as one
 
     def line(self, raw: bytes, oversized: bool = False) -> bool:
         """Read one stdout line; True when this line set the terminal."""
@@ -176,6 +178,8 @@ class StreamReader:
         chunk = b"\n".join(line for line, _ in batch) + b"\n"
         if any(cut for _, cut in batch) or len(self.document) + len(chunk) > MAX_FRAME_BYTES:
             self.document_overflow = True
+            if (self.document or chunk).lstrip().startswith(b"{"):
+                self.document_cause = f"one JSON document on stdout over the bound of {MAX_FRAME_BYTES} bytes"
             self.document.clear()
         else:
             self.document += chunk
@@ -184,10 +188,15 @@ class StreamReader:
         """After the CLI exited: the kept lines as one frame, when no line was one and together they are one JSON
         object (whose pieces then were no malformed output); True when that set the terminal."""
         if self.frames or self.document_overflow or not self.document.lstrip().startswith(b"{"):
+            if self.malformed and not self.frames and self.document_cause:
+                self.malformed_cause = self.document_cause
             return False
         try:
             frame = loads(bytes(self.document))
-        except Malformed:
+        except Malformed as err:
+            self.document_cause = f"one JSON document on stdout: {err}"
+            if self.malformed:
+                self.malformed_cause = self.document_cause
             return False
         self.document.clear()
         if not isinstance(frame, dict):

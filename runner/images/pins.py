@@ -14,18 +14,29 @@ registry lists: a listed release that does not install is reported with why (:at
 offered as a bump.
 
 :func:`outdated` asks a :class:`~runner.images.registry.Registry` per pinned package (a registry that
-cannot answer is that row's error); :func:`plan_bump` says what a bump would rewrite, :func:`rewrite_pin` does it.
+cannot answer is that row's error), once per package and target and once per release tried however many recipes pin
+it, saying which recipe it is asking as it goes (a dry-run install takes seconds); :func:`plan_bump` says what a bump
+would rewrite, :func:`rewrite_pin` does it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from runner.images.errors import ImageBuildError
-from runner.images.registry import DEFAULT_TARGET, InstallTarget, Registry, RegistryError, newer_than, published
+from runner.images.registry import (
+    DEFAULT_TARGET,
+    InstallTarget,
+    Registry,
+    RegistryError,
+    Releases,
+    newer_than,
+    published,
+)
 from runner.images.shared import load_json
 from runner.images.tree import RECIPE, image_dir, image_dirs
 
@@ -121,6 +132,12 @@ class Row:
         """Behind, and a bump would move it: not held, and its image can be built here."""
         return self.outdated and not self.hold and not self.unavailable
 
+    def refusals(self) -> list[tuple[str, str]]:
+        """``(version, why)`` per newer listed release a dry-run install refused, newest first, the reason on one
+        line (what the client said last, its whitespace runs folded)."""
+        pairs = (entry.partition(": ") for entry in self.uninstallable)
+        return [(version, " ".join(why.split())) for version, _, why in pairs]
+
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = asdict(self)
         body["pinnedDate"], body["newestDate"] = body.pop("pinned_date"), body.pop("newest_date")
@@ -128,17 +145,23 @@ class Row:
         return {**body, "outdated": self.outdated}
 
 
-def check(pin: Pin, registry: Registry) -> Row:
+def check(pin: Pin, registry: Registry, progress: Callable[[str], None] | None = None) -> Row:
     """The pin's row: the newest release that installs for the image (newest first, each newer listed release is
-    tried until one installs; those that do not are the row's ``uninstallable``), how many releases it is ahead of
-    the pin, and the days between their releases (None when a date is missing, or the newest was published before
-    the pin: another line, as Node 26 before Node 22's latest patch)."""
+    tried until one installs, and nothing older is tried; those that do not install are the row's
+    ``uninstallable``), how many releases it is ahead of the pin, and the days between their releases (None when a
+    date is missing, or the newest was published before the pin: another line, as Node 26 before Node 22's latest
+    patch). ``progress`` hears each dry-run install before it runs."""
     base = Row(pin.image, pin.kind, pin.package, pin.version, hold=pin.hold, unavailable=pin.unavailable)
     try:
         found = registry.releases(pin.kind, pin.package, pin.target)
         ahead, newest = newer_than(pin.version, found)
         refused: list[str] = []
-        while ahead and (why := registry.installs(pin.kind, pin.package, ahead[-1].version, pin.target)):
+        while ahead:
+            if progress:
+                progress(f"{pin.image}: dry-run install of {pin.package} {ahead[-1].version}")
+            why = registry.installs(pin.kind, pin.package, ahead[-1].version, pin.target)
+            if why is None:
+                break
             refused.append(f"{ahead.pop().version}: {why}")
     except RegistryError as exc:
         return Row(**{**asdict(base), "error": str(exc)})
@@ -154,9 +177,42 @@ def check(pin: Pin, registry: Registry) -> Row:
                   "newest_date": theirs.date().isoformat() if theirs and ahead else None})
 
 
-def outdated(registry: Registry, root: Path, images: list[str] | None = None) -> list[Row]:
-    """One row per pinned package of each image (every pinned image by default)."""
-    return [check(pin, registry) for image in images or pinned_images(root) for pin in recipe_pins(image, root)]
+class _Remembered:
+    """A registry asked once per question: two recipes pinning one package (Pi's two images, the reference's and the
+    bases' ``mcp``) cost one listing and one dry-run per release. An error is not remembered (asked again, it may
+    answer)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.listed: dict[tuple[str, str, InstallTarget], Releases] = {}
+        self.tried: dict[tuple[str, str, str, InstallTarget], str | None] = {}
+
+    def releases(self, kind: str, package: str, target: InstallTarget = DEFAULT_TARGET) -> Releases:
+        key = (kind, package, target)
+        if key not in self.listed:
+            self.listed[key] = self.registry.releases(kind, package, target)
+        return self.listed[key]
+
+    def installs(self, kind: str, package: str, version: str, target: InstallTarget = DEFAULT_TARGET) -> str | None:
+        key = (kind, package, version, target)
+        if key not in self.tried:
+            self.tried[key] = self.registry.installs(kind, package, version, target)
+        return self.tried[key]
+
+
+def outdated(registry: Registry, root: Path, images: list[str] | None = None,
+             progress: Callable[[str], None] | None = None) -> list[Row]:
+    """One row per pinned package of each image (every pinned image by default); ``progress`` hears each recipe's
+    package as it is asked about, and each dry-run install."""
+    remembered = _Remembered(registry)
+    rows: list[Row] = []
+    for image in images or pinned_images(root):
+        for pin in recipe_pins(image, root):
+            if progress:
+                progress(f"{image}: asking {'npm' if pin.kind == 'npm' else 'PyPI'} about {pin.package} "
+                         f"(pinned {pin.version})")
+            rows.append(check(pin, remembered, progress))
+    return rows
 
 
 # ------------------------------------------------------------------------------------------------- the bump

@@ -48,6 +48,12 @@ side effects other than tools are not in it (the ADR: a policy "never proves pro
 cites the requests whose tool lists differed (the first of each), and what the caller adds: the image, the CLI's
 version, the profile's launch configuration.
 
+**Bounds.** A tool list is the CLI's, so what is read of it is bounded: a name (and a namespace, a hosted tool's
+type) is kept as it is shown (:func:`recorded_name`: every character a terminal would obey escaped, at most
+:data:`MAX_NAME_CHARS`), and a request's first :data:`MAX_REQUEST_TOOLS` tools are read, a longer list making the
+inventory incomplete (:attr:`OfferedTools.cut`): a real CLI offers tens of tools, and the record holds at most the
+ADR's bounds of them anyway.
+
 :func:`compare_policies` says what changed between two measurements of a harness (a CLI bump that adds a built-in
 tool is a finding).
 """
@@ -59,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from runner.core.outcomes import JsonValue
+from runner.core.visible import visible
 from runner.model.dialects import ANTHROPIC, BY_NAME, GEMINI, OPENAI_RESPONSES, RequestInfo
 from runner.model.dialects.base import as_dict, as_list
 from runner.model.names import ExposedTool, is_server_tool
@@ -67,6 +74,8 @@ POLICY_VERSION = "2"
 Mode = Literal["broker-only", "mixed", "unknown"]
 Inventory = Literal["complete", "unknown"]
 MAX_MANAGED, MAX_LOCAL, MAX_EXTERNAL, MAX_EVIDENCE = 64, 256, 64, 64  # the ADR's bounds on each list
+MAX_NAME_CHARS = 128  # of a tool name as recorded (OpenAI and Anthropic allow 64, Gemini 128)
+MAX_REQUEST_TOOLS = 512  # tools read of one request's list (a CLI with many MCP servers offers a few hundred)
 
 # Local tools that reach MCP for the model (their arguments name an MCP tool, or their program calls one), or load
 # tools the request does not list; each as measured on its CLI (runner.model.names, each harness's README).
@@ -98,6 +107,7 @@ class OfferedTools:
     hosted: tuple[str, ...] = ()
     local_types: tuple[str, ...] = ()
     readable: bool = True
+    cut: int = 0  # tools past MAX_REQUEST_TOOLS, not read
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -107,6 +117,19 @@ class OfferedTools:
 
 def shown(tool: ExposedTool) -> str:
     return f"{tool.namespace}/{tool.name}" if tool.namespace else tool.name
+
+
+def recorded_name(name: str) -> str:
+    """A name the CLI sent, as the inventory keeps it: each character a reader would act on (a terminal's escape
+    sequences, a line break, a bidirectional override, a lone surrogate) written as its escape, and at most
+    :data:`MAX_NAME_CHARS` characters (a longer one ends in ``…``)."""
+    text = visible(name).replace("\n", "\\n").replace("\t", "\\t")
+    return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
+
+
+def _recorded(tools: Sequence[ExposedTool]) -> list[ExposedTool]:
+    return [ExposedTool(recorded_name(t.name), None if t.namespace is None else recorded_name(t.namespace))
+            for t in tools]
 
 
 def offered_in_request(dialect: str, body: JsonValue, ref: str) -> OfferedTools:
@@ -143,8 +166,12 @@ def offered_in_request(dialect: str, body: JsonValue, ref: str) -> OfferedTools:
     else:  # openai-chat: a tool entry that is no function is one the vendor runs
         hosted += [f"hosted:{tool.get('type')}" for tool in map(as_dict, declared)
                    if tool.get("type") not in (None, "function") and not as_dict(tool.get("function")).get("name")]
-    return OfferedTools(ref, tuple(dict.fromkeys(tools)), tuple(dict.fromkeys(hosted)),
-                        tuple(dict.fromkeys(local_types)))
+    listed = tuple(dict.fromkeys(_recorded(tools)))
+    kept = listed[:MAX_REQUEST_TOOLS]
+    hosted_kept = tuple(dict.fromkeys(map(recorded_name, hosted)))
+    local_kept = tuple(dict.fromkeys(map(recorded_name, local_types)))
+    cut = len(listed) - len(kept) + max(0, len(hosted_kept) - MAX_EXTERNAL) + max(0, len(local_kept) - MAX_LOCAL)
+    return OfferedTools(ref, kept, hosted_kept[:MAX_EXTERNAL], local_kept[:MAX_LOCAL], cut=cut)
 
 
 def offered_in_log(entries: Iterable[Mapping[str, JsonValue]], log_name: str = "model-exchanges.jsonl"
@@ -203,6 +230,8 @@ def measure_inventory(
         if not request.readable:
             gaps.append(f"{request.ref}: its tool list could not be read")
             continue
+        if request.cut:
+            gaps.append(f"{request.ref}: {request.cut} of its tools past the {MAX_REQUEST_TOOLS} runner reads")
         if request.names not in lists:  # the first request of each distinct tool list is the evidence
             lists.add(request.names)
             evidence.append(request.ref)

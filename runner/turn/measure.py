@@ -8,7 +8,9 @@ Read after the turn has ended, from what runner itself counted and wrote, never 
   by); None for a CLI without a model endpoint;
 - **offered tools**: every generation request's tool list, read back from runner's exchange log
   (``model-exchanges.jsonl``, its bodies as logged: one past the log's bound is unreadable, and says so in the
-  policy); a line that does not parse is skipped (the log is runner's, but a body in it is what the CLI sent);
+  policy); a line that does not parse is skipped (the log is runner's, but a body in it is what the CLI sent). The
+  log is read a line at a time and each entry dropped once its tools are taken (:func:`exchanges_in`): parsed
+  whole, the tool lists a CLI sent cost runner some nine times the log's size;
 - **evidence** (:class:`runner.conformance.failures.TurnEvidence`, without the grade, which the cell adds): the drive,
   the MCP session count, the endpoint's counters, malformed frames, and whether a model answer was still pending
   when the CLI was stopped, and the engine's ``OOMKilled`` as the sandbox read it once the CLI exited (None where
@@ -18,7 +20,7 @@ Read after the turn has ended, from what runner itself counted and wrote, never 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +29,6 @@ from runner.conformance.failures import TurnEvidence
 from runner.core.outcomes import ExecutionResult, JsonValue
 from runner.core.usage import UsageTotals
 from runner.harnesses.stream import StreamReader
-from runner.intake.files import PastTheBound, read_bounded
 from runner.intake.payload import Malformed, loads
 from runner.model.tool_policy import (
     OfferedTools,
@@ -60,27 +61,33 @@ class TurnMeasures:
     model_id: str | None = None  # the model the turn asked its endpoint for: what a price file is keyed by
 
 
-def read_exchanges(path: Path, limit: int = MAX_LOG_BYTES) -> list[dict[str, JsonValue]]:
-    """The entries of an exchange log (runner's own file), bounded; a line that is no JSON object is skipped."""
+def exchanges_in(path: Path, limit: int = MAX_LOG_BYTES) -> Iterator[dict[str, JsonValue]]:
+    """The entries of an exchange log (runner's own file, never through a link), one at a time: a line that is no
+    JSON object is skipped; a log past ``limit`` bytes yields nothing (the policy then says its inventory is
+    unknown)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        return []
-    try:
-        data = read_bounded(fd, limit)
-    except PastTheBound:
-        return []  # a log past the bound is not read: the policy says its inventory is unknown
-    finally:
-        os.close(fd)
-    entries: list[dict[str, JsonValue]] = []
-    for line in data.splitlines():
-        try:
-            entry = loads(line)
-        except Malformed:
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return entries
+        return
+    with os.fdopen(fd, "rb") as log:
+        if os.fstat(fd).st_size > limit:
+            return
+        read = 0
+        for line in log:
+            read += len(line)
+            if read > limit:  # grown since: what is past the bound is not read
+                return
+            try:
+                entry = loads(line)
+            except Malformed:
+                continue
+            if isinstance(entry, dict):
+                yield entry
+
+
+def read_exchanges(path: Path, limit: int = MAX_LOG_BYTES) -> list[dict[str, JsonValue]]:
+    """Every entry of an exchange log at once (:func:`exchanges_in`); all of them held, for a small log."""
+    return list(exchanges_in(path, limit))
 
 
 def launch_evidence(turn: PreparedTurn) -> tuple[str, ...]:
@@ -115,10 +122,14 @@ def measure_turn(
     )
     if model is None or model.log_path is None:
         return TurnMeasures(evidence=base)
-    entries = read_exchanges(model.log_path)
-    offered = tuple(offered_in_log(entries, model.log_path.name))
-    generations = [e for e in entries if e.get("side_request") is not None]
-    pending = bool(generations) and generations[-1].get("ended") in PENDING_ENDINGS
+    found: list[OfferedTools] = []
+    last_ended: JsonValue = None  # how the last generation request's exchange ended
+    for entry in exchanges_in(model.log_path):
+        found += offered_in_log([entry], model.log_path.name)
+        if entry.get("side_request") is not None:
+            last_ended = entry.get("ended")
+    offered = tuple(found)
+    pending = last_ended in PENDING_ENDINGS
     evidence = replace(
         base, model_requests=model.generation_requests, tool_requests=model.tool_requests,
         last_model_status=model.last_status, model_error_statuses=dict(model.error_statuses),

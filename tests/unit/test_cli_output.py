@@ -124,6 +124,29 @@ def test_images_outdated_in_a_pipe_keeps_its_note_last_and_unpadded(capsys: pyte
         "1 pin(s) behind; 1 behind but held or unavailable"]
 
 
+def test_images_outdated_in_a_pipe_shows_each_refused_release_on_its_own_unfolded_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A pin held because its newer releases do not install: each refused release on a line of its own under the
+    pin (image and package repeated, the version under "newest"), its reason whole on that line however long,
+    a multi-line reason folded to one, and nothing after it."""
+    from runner.cli.images import print_outdated
+    from runner.images.pins import Row
+
+    why = "its linux-x64 platform package @kilocode/cli-linux-x64@7.8.1 is not published " + LONG
+    rows = [Row("kilo", "npm", "@kilocode/cli", "7.7.7", newest="7.7.7", behind=0, days=0, hold="7.8.1 fails",
+                uninstallable=(f"7.8.1: {why}", "7.8.0: npm error code ETARGET\n  notarget   none")),
+            Row("codex", "npm", "@openai/codex", "0.1.0", newest="0.1.0", behind=0, days=0)]
+    print_outdated(rows)
+    text = capsys.readouterr().out
+    assert_fits_a_pipe(text)
+    assert text.splitlines() == [*plain_listing(["image", "package", "pinned", "newest", "behind", "days", "note"], [
+        ["kilo", "@kilocode/cli", "7.7.7", "7.7.7", "0", "0", "held: 7.8.1 fails"],
+        ["kilo", "@kilocode/cli", "", "7.8.1", "", "", f"refused: {why}"],
+        ["kilo", "@kilocode/cli", "", "7.8.0", "", "", "refused: npm error code ETARGET notarget none"],
+        ["codex", "@openai/codex", "0.1.0", "0.1.0", "0", "0", ""]]),
+        "no pin a bump would move is behind; 2 newer release(s) refused by a dry-run install"]
+
+
 def test_the_exec_summary_in_a_pipe_pads_no_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """``runner exec``'s account of a turn, rendered from a turn report built here (no engine): every line ends
     where its own text does, and none is folded, however long the reason, the tail and the repro."""

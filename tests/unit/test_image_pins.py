@@ -206,6 +206,36 @@ def test_every_recipe_is_current_or_carries_a_hold_with_its_reason() -> None:
                                                                   "manylinux2014_x86_64"))
 
 
+def test_the_outdated_table_shows_why_each_pin_is_behind_and_says_what_it_is_asking(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``runner images outdated`` over every recipe, with the registries' recorded answers: a reader of the table
+    (written to a pipe) sees, under each pin, every newer release a dry-run install refused with the client's
+    reason, on one unfolded line; stderr says which recipe and package it is asking and each dry-run it runs; and
+    a package two recipes pin (Pi's two images, ``mcp``) is listed and dry-run once."""
+    fake = _recorded_registry()
+    monkeypatch.setenv("RUNNER_REPO_ROOT", str(REPO))
+    monkeypatch.setattr(registry, "ClientRegistry", lambda: fake)
+    result = CliRunner().invoke(app, ["images", "outdated"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(line == line.rstrip() for line in lines)
+    rows = outdated(_recorded_registry(), REPO)
+    refusals = [(r.image, r.package, version, why) for r in rows for version, why in r.refusals()]
+    assert ("kilo", "@kilocode/cli", "7.8.1",
+            "its linux-x64 platform package @kilocode/cli-linux-x64@7.8.1 is not published") in refusals
+    assert {image for image, *_ in refusals} >= {"amp", "deepseek", "kilo", "vibe"}
+    for image, package, version, why in refusals:
+        shown = [line.split() for line in lines if line.endswith(f"refused: {why}")]
+        assert [image, package, version, "refused:", *why.split()] in shown, (image, version)
+    assert lines[-1].endswith(f"; {len(refusals)} newer release(s) refused by a dry-run install")
+    said = result.stderr
+    for pin in (p for image in pinned_images(REPO) for p in recipe_pins(image, REPO)):
+        assert f"{pin.image}: asking {'npm' if pin.kind == 'npm' else 'PyPI'} about {pin.package} " in said
+    assert "kilo: dry-run install of @kilocode/cli 7.8.1" in said
+    assert sorted(set(fake.tried)) == sorted(fake.tried)  # each release tried once
+    assert len(fake.asked) == len(set(fake.asked)) < sum(len(recipe_pins(i, REPO)) for i in pinned_images(REPO))
+
+
 def test_bump_rewrites_the_recipe_in_place_and_the_readme_copy(tmp_path: Path) -> None:
     readme = "| `cli` | `@scope/cli@1.0.0` (native) |\nrun `@scope/cli@1.0.0`; not `@scope/cli@1.0.01`\n"
     root = _tree(tmp_path, {"cli": {"comment": "x", "npm": ["@scope/cli@1.0.0"], "version_command": ["cli"]}},

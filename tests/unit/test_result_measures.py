@@ -24,7 +24,7 @@ from runner.matrix.result import (
     summed_usage,
 )
 from runner.model.tool_policy import measure_policy
-from runner.turn.measure import policy_of, read_exchanges
+from runner.turn.measure import exchanges_in, policy_of, read_exchanges
 from tests.unit.test_matrix_report import result_json
 
 CELL = "escalation.baseline.model"
@@ -115,6 +115,8 @@ def test_the_turn_reads_its_exchange_log_bounded_and_skips_what_is_not_an_entry(
     (tmp_path / "link.jsonl").symlink_to(log)
     assert read_exchanges(tmp_path / "link.jsonl") == []  # never through a link
     assert read_exchanges(log, limit=10) == []  # past the bound: nothing parses
+    reading = exchanges_in(log)  # one entry at a time, none held by the reader once handed on
+    assert next(reading)["seq"] == 1 and next(reading)["seq"] == 2 and next(reading, None) is None
     from runner.model.tool_policy import offered_in_log
 
     policy, inventory = policy_of(offered_in_log(entries), "sharedos", ["cli:1.0"])

@@ -119,3 +119,30 @@ def test_lone_surrogates_and_invalid_utf8_in_frames_are_read_as_replacement_char
     assert reader.messages == ["\ufffd \ufffd"] and isinstance(failed, Fail)
     assert (failed.error.code, failed.error.message) == ("\ufffd", "\ufffd gone")
     json.dumps(failed.to_json(), ensure_ascii=False).encode("utf-8")  # writable as the artifacts are
+
+
+def _kept(data: bytes) -> StreamReader:
+    """``data`` as the stdout of a CLI whose report is one JSON document (Nanocoder's), kept as a turn keeps it."""
+    reader = StreamReader(get_interpreter("nanocoder"))
+    splitter = LineSplitter()
+    for batch in (splitter.feed(data), splitter.close()):
+        reader.keep(batch)
+        for line, oversized in batch:
+            reader.line(line, oversized)
+    return reader
+
+
+def test_a_document_too_deep_or_too_big_to_read_is_malformed_output_naming_why() -> None:
+    """A pretty-printed report nested past the intake's depth, or longer than the kept bound, fails the turn as the
+    CLI's malformed output whose cause is the document's, not its first ``{`` line's "not JSON"."""
+    depth = 100_000
+    nested = b'{\n  "kind": "success",\n  "toolCalls": ' + b"[\n" * depth + b"]\n" * depth + b"}\n"
+    oversized = b'{\n  "kind": "success",\n  "toolCalls": [\n' + b'    "call",\n' * 120_000 + b'    "end"\n  ]\n}\n'
+    for data, cause in ((nested, "one JSON document on stdout: JSON nested deeper than 128 levels"),
+                        (oversized, "one JSON document on stdout over the bound of 1048576 bytes")):
+        failed = harness_outcome(_kept(data), 0, "nanocoder")
+        assert isinstance(failed, Fail) and failed.error.code == "harness_malformed_output"
+        assert failed.error.message.endswith(f"the first: {cause}."), failed.error.message
+    # a stdout of frames is never a document: its first malformed line stays the cause
+    framed = harness_outcome(_kept(b'{"kind": "noise"}\n{"kind": \n'), 0, "nanocoder")
+    assert isinstance(framed, Fail) and "one JSON document" not in framed.error.message

@@ -15,6 +15,9 @@ import pytest
 
 from runner.model.names import ExposedTool
 from runner.model.tool_policy import (
+    MAX_LOCAL,
+    MAX_NAME_CHARS,
+    MAX_REQUEST_TOOLS,
     PROXIES,
     REVIEWED_PROXIES,
     OfferedTools,
@@ -25,6 +28,7 @@ from runner.model.tool_policy import (
     offered_in_log,
     offered_in_request,
     other_server,
+    recorded_name,
     tool_policy,
 )
 
@@ -205,3 +209,29 @@ def test_a_cli_bump_that_adds_a_built_in_tool_is_a_finding() -> None:
 def test_every_proxy_runner_knows_is_documented() -> None:
     assert all(description for description in PROXIES.values())
     assert {"mcp", "codemode", "tool_call", "ToolSearch", "run_typescript"} <= set(PROXIES)
+
+
+def test_a_hostile_tool_list_is_read_bounded_and_recorded_with_short_printable_names() -> None:
+    """What a CLI sent its model is its own: a name of 100,000 characters, escape sequences, a line break, a
+    right-to-left override, a lone surrogate (the intake makes it U+FFFD) are recorded short and shown, never as
+    sent; a list longer than runner reads makes the inventory incomplete, and the record stays within the ADR's
+    bounds however many tools were offered."""
+    odd = ["x" * 100_000, "\x1b[2J\x1b]8;;https://evil.invalid/\x07click", "two\nlines\tand a tab", "\u202eevil",
+           "\ud83d", "\x9b31m"]
+    body = {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n}} for n in odd]}
+    offered = offered_in_request("openai-chat", body, "log#seq=1")
+    names = [t.name for t in offered.tools]
+    assert names[0] == "x" * (MAX_NAME_CHARS - 1) + "…" and offered.cut == 0
+    assert names[1:] == ["\\x1b[2J\\x1b]8;;https://evil.invalid/\\x07click", "two\\nlines\\tand a tab",
+                         "\\u202eevil", "\\ud83d", "\\x9b31m"]
+    assert all(len(n) <= MAX_NAME_CHARS and n.isprintable() for n in names)
+    assert recorded_name("sharedos_files.read") == "sharedos_files.read"  # a real name is kept as it is
+
+    many = {"tools": [{"type": "function", "function": {"name": f"t{i:06d}"}} for i in range(30_000)]}
+    requests = [offered_in_request("openai-chat", many, f"log#seq={n}") for n in range(3)]
+    assert [(len(r.tools), r.cut) for r in requests] == [(MAX_REQUEST_TOOLS, 30_000 - MAX_REQUEST_TOOLS)] * 3
+    inventory = measure_inventory([offered, *requests])
+    assert not inventory.complete and inventory.gaps[0] == f"log#seq=0: {30_000 - MAX_REQUEST_TOOLS} of its tools " \
+        f"past the {MAX_REQUEST_TOOLS} runner reads"
+    policy = tool_policy(inventory, ["cli:1"])
+    assert (policy.mode, policy.inventory, len(policy.harness_local)) == ("mixed", "unknown", MAX_LOCAL)
