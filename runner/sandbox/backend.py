@@ -91,15 +91,15 @@ def _docker(environ: Mapping[str, str]) -> SandboxBackend:
 BACKENDS: dict[str, Connect] = {"docker": _docker}
 
 
-def connect_backend(environ: Mapping[str, str], name: str = DEFAULT_BACKEND, runtime: Runtime | None = None,
-                    backends: Mapping[str, Connect] = BACKENDS) -> SandboxBackend:
+def connect_backend(environ: Mapping[str, str], name: str = DEFAULT_BACKEND, runtime: Runtime | None = None
+                    ) -> SandboxBackend:
     """The backend ``name`` on the engine ``environ`` names, once it answers and, when ``runtime`` is given, runs
     containers under it (the backend's own error naming the fix, before any turn). An unknown name is
     :class:`~runner.errors.UnknownName` listing the known ones."""
     try:
-        connect = backends[name]
+        connect = BACKENDS[name]
     except KeyError:
-        raise UnknownName(f"no sandbox backend named {name!r} (known: {', '.join(sorted(backends))})") from None
+        raise UnknownName(f"no sandbox backend named {name!r} (known: {', '.join(sorted(BACKENDS))})") from None
     backend = connect(environ)
     if runtime is not None:
         try:

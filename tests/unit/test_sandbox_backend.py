@@ -12,7 +12,7 @@ import pytest
 from runner.engine import DEFAULT_SOCKET, EngineUnavailable
 from runner.errors import Exit, UnknownName
 from runner.sandbox import probe
-from runner.sandbox.backend import BACKENDS, DEFAULT_BACKEND, SandboxBackend, connect_backend
+from runner.sandbox.backend import BACKENDS, DEFAULT_BACKEND, Connect, SandboxBackend, connect_backend
 from runner.sandbox.docker_backend import DockerBackend
 from runner.sandbox.interface import ContainerSpec, Runtime, Transport, TransportChoice
 
@@ -51,24 +51,26 @@ class Recorded:
         self.closed = True
 
 
-def test_a_registered_backend_is_connected_by_name_and_checked_for_the_runtime_before_it_is_handed_out() -> None:
+def test_a_registered_backend_is_connected_by_name_and_checked_for_the_runtime_before_it_is_handed_out(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
     made: list[Recorded] = []
 
-    def make(missing: Runtime | None) -> object:
-        def connect(environ: Mapping[str, str]) -> Recorded:
+    def make(missing: Runtime | None) -> Connect:
+        def connect(environ: Mapping[str, str]) -> SandboxBackend:
             made.append(Recorded(environ, missing))
-            return made[-1]
+            return made[-1]  # type: ignore[return-value]  # only what connect_backend calls
         return connect
 
-    backends = {"recorded": make(None), "no-runsc": make(Runtime.RUNSC)}
-    got = connect_backend({"DOCKER_HOST": "tcp://elsewhere:2375"}, "recorded", Runtime.RUNSC,
-                          backends=backends)  # type: ignore[arg-type]
+    monkeypatch.setitem(BACKENDS, "recorded", make(None))  # one entry: all another backend needs here
+    monkeypatch.setitem(BACKENDS, "no-runsc", make(Runtime.RUNSC))
+    got = connect_backend({"DOCKER_HOST": "tcp://elsewhere:2375"}, "recorded", Runtime.RUNSC)
     assert got is made[0] and made[0].environ == {"DOCKER_HOST": "tcp://elsewhere:2375"}
     assert made[0].checked == [Runtime.RUNSC] and not made[0].closed
     with pytest.raises(probe.RuntimeMissing):
-        connect_backend({}, "no-runsc", Runtime.RUNSC, backends=backends)  # type: ignore[arg-type]
+        connect_backend({}, "no-runsc", Runtime.RUNSC)
     assert made[1].closed, "a backend refused for its runtime lets its connection go"
-    connect_backend({}, "recorded", backends=backends)  # type: ignore[arg-type]
+    connect_backend({}, "recorded")
     assert made[2].checked == [], "no runtime asked for: none checked (gc, images)"
 
 
