@@ -11,8 +11,9 @@ import os
 import docker
 import pytest
 
-from runner.engine import EngineUnavailable, connect
+from runner.engine import EngineClient, EngineUnavailable, connect
 from runner.images import ImageRecord, ImageSettings, ensure_image
+from runner.sandbox.docker_backend import DockerBackend
 from tests.hosted_runner import hosted_runner  # noqa: F401 (GitHub's hosted runner's user, for the workflow's jobs)
 
 
@@ -29,6 +30,13 @@ def engine() -> docker.DockerClient:
         return connect(os.environ)
     except EngineUnavailable as exc:
         pytest.fail(f"integration tests need a Docker Engine (make test starts one): {exc}")
+
+
+@pytest.fixture(scope="session")
+def backend(engine: docker.DockerClient) -> DockerBackend:
+    """The sandbox backend a command would connect, on the same engine: what the turn and the cell are handed."""
+    assert isinstance(engine, EngineClient)
+    return DockerBackend(engine)
 
 
 @pytest.fixture(scope="session")

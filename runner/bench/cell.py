@@ -25,6 +25,7 @@ from runner.bench.world import baseline_authority
 if TYPE_CHECKING:
     from runner.engine import EngineClient
     from runner.images import ImageRecord
+    from runner.sandbox.backend import SandboxBackend
 
 EXEC_ARGV = ("exec", "--harness", "reference", "--case", "escalation", "--json")
 
@@ -87,18 +88,18 @@ async def floor_cell(client: EngineClient, image_id: str, run_id: str, index: in
 
 
 async def running_cell(
-    client: EngineClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
+    backend: SandboxBackend, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc"
 ) -> float:
     """One whole escalation cell of ``harness`` (the scripted model where it talks to one) under ``runtime``, as
     ``runner run`` pays for it, in this already running process: image check, MCP server, container, turn, judge and
     artifacts (``run_cell``); its wall time. A cell that does not escalate is a :class:`BenchError`."""
     started = time.perf_counter()
-    await running_cell_report(client, run_id, out, harness, runtime)
+    await running_cell_report(backend, run_id, out, harness, runtime)
     return time.perf_counter() - started
 
 
 async def running_cell_report(
-    client: EngineClient, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc",
+    backend: SandboxBackend, run_id: str, out: Path, harness: str = "reference", runtime: str = "runc",
     image: ImageRecord | None = None,
 ) -> str:
     """:func:`running_cell`'s cell; the id of the turn's container. ``image``: the column's image, resolved once
@@ -119,18 +120,20 @@ async def running_cell_report(
     # runner run plans every cell up front, with the host's environment (read at its edge, as here)
     options = CellOptions(model=model, run_id=run_id, runtime=Runtime(runtime), host=Host.from_environ(os.environ))
     [plan] = plan_cells([cell], options)
-    result, report = await run_cell(client, plan, out, image=image)
+    result, report = await run_cell(backend, plan, out, image=image)
     if result.turn is None or result.turn.status != "escalated" or report is None:
         raise BenchError(f"{harness} under {runtime} did not escalate: {result.dumps()[:300]}")
     return str(report.drive.container_id)
 
 
 async def measure_cell(
-    client: EngineClient, image_id: str, plan: Plan, run_id: str, scratch: Path
+    client: EngineClient, backend: SandboxBackend, image_id: str, plan: Plan, run_id: str, scratch: Path
 ) -> list[Figure]:
+    """The running cell (through ``backend``, as ``runner run``) against ``runner exec`` and the floor, a bare
+    container on ``client``."""
     import anyio.to_thread
 
-    await running_cell(client, run_id, scratch / "cell-warmup")  # first-use imports are not a cell's cost
+    await running_cell(backend, run_id, scratch / "cell-warmup")  # first-use imports are not a cell's cost
     walls: dict[str, list[float]] = {"cell": [], "exec": [], "turn": [], "floor": [], "imports": []}
     imports = [sys.executable, "-c", "import runner.cli, runner.matrix.run_cell, runner.turn.run_turn"]
     for index in range(plan.cell_reps):  # alternated, so drift on the machine hits both alike
@@ -141,7 +144,7 @@ async def measure_cell(
         elapsed = body.get("elapsedSeconds")
         walls["turn"].append(float(elapsed) if isinstance(elapsed, int | float) else 0.0)
         walls["floor"].append(await floor_cell(client, image_id, run_id, index))
-        walls["cell"].append(await running_cell(client, run_id, scratch / f"cell-running-{index}"))
+        walls["cell"].append(await running_cell(backend, run_id, scratch / f"cell-running-{index}"))
     return cell_figures(walls, plan.cell_reps)
 
 

@@ -25,6 +25,7 @@ from runner.core.outcomes import JsonValue
 if TYPE_CHECKING:
     from runner.engine import EngineClient
     from runner.images.settings import ImageSettings
+    from runner.sandbox.backend import SandboxBackend
 
 ITEM = 7
 
@@ -37,14 +38,13 @@ def runnable_harnesses() -> list[str]:
 
 
 async def measure_runtime(
-    client: EngineClient, plan: Plan, run_id: str, scratch: Path, say: Callable[[str], None],
-    images: ImageSettings,
+    client: EngineClient, backend: SandboxBackend, plan: Plan, run_id: str, scratch: Path,
+    say: Callable[[str], None], images: ImageSettings,
 ) -> list[Figure]:
     from runner.images import current_keys, read_build
     from runner.sandbox.interface import Runtime
-    from runner.sandbox.probe import WIRING
 
-    WIRING.check_runtime(client, Runtime.RUNSC)  # RuntimeMissing names the fix: make engine RUNTIME=runsc
+    backend.check_runtime(Runtime.RUNSC)  # RuntimeMissing names the fix: make engine RUNTIME=runsc
     from runner.harnesses.profile import find_profile
 
     figures: list[Figure] = []
@@ -59,7 +59,7 @@ async def measure_runtime(
             for rep in range(plan.runtime_reps + 1):  # the first pair warms the image and the probe up: not counted
                 order = (Runtime.RUNC, Runtime.RUNSC) if rep % 2 else (Runtime.RUNSC, Runtime.RUNC)
                 for runtime in order:  # ABBA: neither runtime always runs first
-                    wall = await running_cell(client, run_id, scratch / f"{harness}-{runtime}-{rep}", harness, runtime)
+                    wall = await running_cell(backend, run_id, scratch / f"{harness}-{runtime}-{rep}", harness, runtime)
                     if rep:
                         walls[runtime].append(wall)
         except BenchError as err:

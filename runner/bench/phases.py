@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from runner.engine import EngineClient
     from runner.images import ImageRecord
     from runner.images.settings import ImageSettings
+    from runner.sandbox.backend import SandboxBackend
 
 ITEM = 8
 CASE = "escalation"
@@ -264,7 +265,7 @@ def exec_turn(clock: ContainerClock, harness: str, out: Path) -> Turn:
                 clock.containers_of(clock.run_of(container)))
 
 
-async def cell_turn(client: EngineClient, clock: ContainerClock, harness: str, run_id: str,
+async def cell_turn(backend: SandboxBackend, clock: ContainerClock, harness: str, run_id: str,
                     out: Path, image: ImageRecord) -> Turn:
     """One cell of the column in this process, as ``runner run`` pays for it (``run_cell`` with the column's image
     resolved once, before its cells)."""
@@ -273,17 +274,16 @@ async def cell_turn(client: EngineClient, clock: ContainerClock, harness: str, r
     from runner.bench.cell import running_cell_report
 
     began = time.time()
-    container = await running_cell_report(client, run_id, out, harness, image=image)
+    container = await running_cell_report(backend, run_id, out, harness, image=image)
     ended = time.time()
     started, exited = await anyio.to_thread.run_sync(clock.wait_for, container)
     return Turn(began, ended, started, exited, exchanges_of(out / "model-exchanges.jsonl"))
 
 
-def _image_of(client: EngineClient, harness: str, images: ImageSettings) -> ImageRecord:
+def _image_of(backend: SandboxBackend, harness: str, images: ImageSettings) -> ImageRecord:
     from runner.harnesses.profile import find_profile
-    from runner.sandbox.prepare import prepare_image
 
-    return prepare_image(client, find_profile(harness).image, images)
+    return backend.prepare_image(find_profile(harness).image, images)
 
 
 def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id: str, images: ImageSettings) -> float:
@@ -314,7 +314,7 @@ def bare_boot(client: EngineClient, clock: ContainerClock, harness: str, run_id:
     return exited - started
 
 
-async def measure_phases(client: EngineClient, plan: Plan, run_id: str, scratch: Path,
+async def measure_phases(client: EngineClient, backend: SandboxBackend, plan: Plan, run_id: str, scratch: Path,
                          say: Callable[[str], None], images: ImageSettings) -> list[Figure]:
     import anyio.to_thread
 
@@ -330,11 +330,11 @@ async def measure_phases(client: EngineClient, plan: Plan, run_id: str, scratch:
             cells: list[Turn] = []
             boots: list[float] = []
             try:
-                image = await anyio.to_thread.run_sync(_image_of, client, harness, images)
+                image = await anyio.to_thread.run_sync(_image_of, backend, harness, images)
                 for rep in range(plan.phase_reps + 1):  # the first round warms the image, probe and page cache
                     where = scratch / f"phases-{harness}-{rep}"
                     exec_ = await anyio.to_thread.run_sync(exec_turn, clock, harness, where / "exec")
-                    cell = await cell_turn(client, clock, harness, run_id, where / "cell", image)
+                    cell = await cell_turn(backend, clock, harness, run_id, where / "cell", image)
                     boot = await anyio.to_thread.run_sync(bare_boot, client, clock, harness, run_id, images)
                     if rep:
                         execs.append(exec_)

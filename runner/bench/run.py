@@ -56,17 +56,19 @@ async def measure(
     from runner.bench.phases import measure_phases
     from runner.bench.roundtrip import measure_mcp
     from runner.bench.startup import measure_startup
+    from runner.sandbox.docker_backend import DockerBackend
 
+    backend = DockerBackend(client)  # the cells' sandboxes, as runner run has them; the floor is measured on client
     figures: list[Figure] = []
     steps: dict[str, Callable[[], Awaitable[list[Figure]]]] = {
         "mcp": lambda: measure_mcp(client, image_id, plan, run_id),
-        "cell": lambda: measure_cell(client, image_id, plan, run_id, scratch),
+        "cell": lambda: measure_cell(client, backend, image_id, plan, run_id, scratch),
         "matrix": lambda: anyio.to_thread.run_sync(measure_matrix, plan, scratch, say),
         "flood": lambda: anyio.to_thread.run_sync(measure_flood, scratch),
         "images": lambda: anyio.to_thread.run_sync(measure_images, images),
         "startup": lambda: anyio.to_thread.run_sync(measure_startup, plan, say),
-        "runtime": lambda: measure_runtime(client, plan, run_id, scratch, say, images),
-        "phases": lambda: measure_phases(client, plan, run_id, scratch, say, images),
+        "runtime": lambda: measure_runtime(client, backend, plan, run_id, scratch, say, images),
+        "phases": lambda: measure_phases(client, backend, plan, run_id, scratch, say, images),
     }
     for section in plan.sections:
         say(f"{section} …")

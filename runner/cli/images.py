@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.render import err, escape, fail, listing, out, print_json, print_table, reported, say, warn
-from runner.cli.shared import connect_engine
+from runner.cli.shared import connect_engine, connect_sandboxes
 from runner.errors import Exit
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ def images_build(
     ($RUNNER_CACHE_DIR/builds), never in an image's lock.json."""
     from runner.cli.settings import image_settings
     from runner.images import buildable_harnesses, source_root, unavailable_images
-    from runner.sandbox.prepare import prepare_image
-
     settings = image_settings()
     root = source_root(settings)
     wanted = buildable_harnesses(root) if all_ or not harness else harness
@@ -40,11 +38,11 @@ def images_build(
         if all_ or not harness or name in wanted:
             err().print(f"[yellow]{name}: unavailable[/] — {escape(reason)}", highlight=False)
     wanted = [name for name in wanted if name not in unavailable]
-    client = connect_engine()
+    backend = connect_sandboxes()
     with reported():
         for name in wanted:
             started = time.monotonic()
-            record = prepare_image(client, name, settings, progress=say)
+            record = backend.prepare_image(name, settings, progress=say)
             out().print(f"{name}: {record.image_id[:19]}  {record.version_output}  ({time.monotonic() - started:.1f}s)",
                         markup=False, highlight=False)
 
@@ -261,7 +259,6 @@ def images_bump(
     from runner.images.lock import registry_integrity
     from runner.images.pins import pinned_images
     from runner.images.registry import ClientRegistry
-    from runner.sandbox.prepare import prepare_image
 
     if all_ == bool(harness):
         fail(Exit.USAGE, "give --harness ID (repeatable) or --all")
@@ -280,10 +277,10 @@ def images_bump(
     if not todo.changes:
         out().print("nothing to bump", highlight=False)
         return
-    client = connect_engine()
+    backend = connect_sandboxes()
     with reported():
         resolve = registry_integrity()
-        done, failed = apply(todo, lambda image: prepare_image(client, image, settings, progress=say), root,
+        done, failed = apply(todo, lambda image: backend.prepare_image(image, settings, progress=say), root,
                              relock=lambda: update_lock(resolve, root))
     for bumped in done:
         what = ", ".join(f"{c.package} {c.old} → {c.new}" for c in bumped.changes)

@@ -12,7 +12,7 @@ import typer
 
 from runner.cli.render import PRICES_HELP, err, escape, fail, line, out, print_json, reported
 from runner.cli.settings import option
-from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
+from runner.cli.shared import check_out, connect_sandboxes, interruptible, new_run_id, unraised
 from runner.core.visible import visible
 from runner.errors import Exit, RunnerError
 from runner.matrix.options import BEHAVIOUR, MODEL, MODEL_DIALECT, MODEL_FAULT, PROTOCOL, RUNTIME, TRANSPORT, TRIALS
@@ -94,8 +94,8 @@ def run(
     with reported():
         plans = with_trials(plan_cells(chosen, options), trials)
     # no turn to run: no engine needed
-    client = connect_engine(runtime=options.runtime) if any(p.runs_a_turn for p in plans) else None
-    planned = ImagePins(client)
+    backend = connect_sandboxes(runtime=options.runtime) if any(p.runs_a_turn for p in plans) else None
+    planned = ImagePins(backend)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err(), transient=False) as bar:
@@ -117,13 +117,13 @@ def run(
 
         async def one(plan: CellPlan, directory: Path) -> CellResult:
             # the image ImagePins resolved for this cell's resume check: found once per image, not once per cell
-            result, _ = await run_cell(client, plan, directory, image=planned.images.get(plan.cell.profile.image))
+            result, _ = await run_cell(backend, plan, directory, image=planned.images.get(plan.cell.profile.image))
             return result
 
         summary = interruptible(
             lambda: run_matrix(plans, out_dir, one, planned, jobs=jobs, per_harness=per_harness, retries=retries,
                                events=events),
-            client, run_id, False, False,
+            backend, run_id, False, False,
         )
     cell_dirs = [out_dir / cell_id for cell_id in dict.fromkeys(p.id for p in plans)]
     try:
@@ -280,8 +280,8 @@ def repro(
         plan = repro_plan(recorded, directory, run_id, host(), profiles_dirs())
     target = out_dir or directory / f"repro-{run_id}"
     check_out(target, as_json, run_id)
-    client = connect_engine(as_json, plan.options.runtime)  # the runtime the cell was pinned with, checked
-    ended = interruptible(lambda: unraised(run_cell(client, plan, target)), client, run_id, False, as_json)
+    backend = connect_sandboxes(as_json, plan.options.runtime)  # the runtime the cell was pinned with, checked
+    ended = interruptible(lambda: unraised(run_cell(backend, plan, target)), backend, run_id, False, as_json)
     if isinstance(ended, RunnerError):
         fail(ended.exit_code, f"the rerun's result could not be written to {target} ({ended})", as_json)
     result, _ = ended

@@ -16,6 +16,7 @@ from runner.errors import Exit, InfrastructureError, RunnerError
 
 if TYPE_CHECKING:
     from runner.engine import EngineClient
+    from runner.sandbox.backend import SandboxBackend
     from runner.sandbox.interface import Runtime
 
 T = TypeVar("T")
@@ -38,32 +39,37 @@ def check_out(path: Path, as_json: bool, run_id: str) -> None:
         hold_run(run_id)
 
 
-def connect_engine(as_json: bool = False, runtime: Runtime | None = None) -> EngineClient:
-    """The engine, once it answers and has ``runtime`` (an infrastructure error naming the fix, before any turn)."""
+def connect_engine(as_json: bool = False) -> EngineClient:
+    """The engine, once it answers (an infrastructure error naming the fix): for the image commands, which work on
+    the engine's images and start no sandbox."""
     from runner.cli.settings import engine_environ
     from runner.engine import connect
-    from runner.sandbox.probe import WIRING
 
     with reported(as_json):
-        client = connect(engine_environ())
-        if runtime is not None:
-            WIRING.check_runtime(client, runtime)
-        return client
+        return connect(engine_environ())
+
+
+def connect_sandboxes(as_json: bool = False, runtime: Runtime | None = None) -> SandboxBackend:
+    """The sandbox backend, once its engine answers and has ``runtime`` (an infrastructure error naming the fix,
+    before any turn): what a command that starts containers hands down."""
+    from runner.cli.settings import engine_environ
+    from runner.sandbox.backend import connect_backend
+
+    with reported(as_json):
+        return connect_backend(engine_environ(), runtime=runtime)
 
 
 def interruptible(
-    job: Callable[[], Awaitable[T]], client: EngineClient | None, run_id: str, keep: bool, as_json: bool
+    job: Callable[[], Awaitable[T]], backend: SandboxBackend | None, run_id: str, keep: bool, as_json: bool
 ) -> T:
     """Run ``job()`` (a coroutine factory); Ctrl-C or SIGTERM cancels it, and its teardown still
-    removes every container of the run (``client`` None: the job started none)."""
+    removes every container of the run (``backend`` None: the job started none)."""
     import anyio
 
     from runner.cli.settings import reaper_enabled
-    from runner.sandbox.container import RUN_LABEL, remove_labelled
-    from runner.sandbox.reaper import Reaper
 
     # the lease: if this process dies where no finally runs (SIGKILL), the reaper removes the run's containers
-    reaper = Reaper(run_id, enabled=reaper_enabled()).start() if client is not None and not keep else None
+    reaper = backend.guard_run(run_id, enabled=reaper_enabled()) if backend is not None and not keep else None
     result: list[T] = []
     interrupted: list[int] = []
 
@@ -85,9 +91,9 @@ def interruptible(
         with reported(as_json):
             anyio.run(main)
     finally:
-        if not keep and client is not None:
+        if not keep and backend is not None:
             try:
-                remove_labelled(client, f"{RUN_LABEL}={run_id}")
+                backend.reap(run_id)
                 if reaper is not None:
                     reaper.release()
             except InfrastructureError as error:

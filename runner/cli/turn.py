@@ -12,7 +12,7 @@ import typer
 
 from runner.cli.render import PRICES_HELP, err, escape, fail, out, print_json, print_turn_summary, reported, say
 from runner.cli.settings import option
-from runner.cli.shared import check_out, connect_engine, interruptible, new_run_id, unraised
+from runner.cli.shared import check_out, connect_sandboxes, interruptible, new_run_id, unraised
 from runner.errors import Exit, RunnerError
 from runner.matrix.options import (
     BEHAVIOUR,
@@ -30,9 +30,9 @@ from runner.matrix.options import (
 if TYPE_CHECKING:
     from runner.conformance.jsonmodel import JsonValue
     from runner.conformance.prices import Prices
-    from runner.engine import EngineClient
     from runner.matrix.plan import CellPlan
     from runner.matrix.result import CellResult
+    from runner.sandbox.backend import SandboxBackend
     from runner.turn.run_turn import TurnReport
 
 Trial = tuple["CellResult", "TurnReport | None"]
@@ -99,10 +99,10 @@ def exec_(
         shown += f"; dialect {plan.dialect}" if plan.chooses_dialect else ""
         err().print(f"[bold]model: {plan.model.mode}[/] ({escape(plan.model.why + shown)})", highlight=False)
     check_out(target, as_json, run_id)
-    client = connect_engine(as_json, options.runtime)
+    backend = connect_sandboxes(as_json, options.runtime)
     plans = with_trials([plan], trials)
     if len(plans) == 1:
-        one = interruptible(lambda: unraised(run_cell(client, plan, target, progress)), client, run_id,
+        one = interruptible(lambda: unraised(run_cell(backend, plan, target, progress)), backend, run_id,
                             options.keep, as_json)
         if isinstance(one, RunnerError):
             fail(one.exit_code, f"the turn's result could not be written to {target} ({one})", as_json)
@@ -110,7 +110,7 @@ def exec_(
         _print_exec(result, report, as_json, prices)
         raise_on_problem([result])
         return
-    runs = interruptible(lambda: unraised(_exec_trials(client, plans, target, progress)), client, run_id,
+    runs = interruptible(lambda: unraised(_exec_trials(backend, plans, target, progress)), backend, run_id,
                          options.keep, as_json)
     if isinstance(runs, RunnerError):
         fail(runs.exit_code, f"a trial's result could not be written below {target} ({runs})", as_json)
@@ -142,7 +142,7 @@ def _print_exec(result: CellResult, report: TurnReport | None, as_json: bool, pr
         out().print(result.evidence, markup=False, highlight=False)
 
 
-async def _exec_trials(client: EngineClient, plans: list[CellPlan], target: Path,
+async def _exec_trials(backend: SandboxBackend, plans: list[CellPlan], target: Path,
                        progress: Callable[[str], None]) -> list[Trial]:
     """``exec --trials N``: the trials one after another, each in its own directory."""
     from runner.matrix.artifact import trial_dir
@@ -152,7 +152,7 @@ async def _exec_trials(client: EngineClient, plans: list[CellPlan], target: Path
     image = None  # found or built by the first trial that reaches a turn, then handed to the rest
     for plan in plans:
         progress(f"trial {plan.trial} of {len(plans)}")
-        result, report = await run_cell(client, plan, trial_dir(target, plan.trial), progress, image=image)
+        result, report = await run_cell(backend, plan, trial_dir(target, plan.trial), progress, image=image)
         runs.append((result, report))
         if report is not None:
             image = report.request.image
@@ -206,13 +206,12 @@ def gc(
     """
     from collections import Counter
 
-    from runner.sandbox.leftovers import collect
     from runner.turn.turndir import sweep_turn_dirs
 
     named = set(runs) if runs else None
-    client = connect_engine(as_json)
+    backend = connect_sandboxes(as_json)
     with reported(as_json):
-        engine = collect(client, named)
+        engine = backend.gc(named)
     swept = sweep_turn_dirs(runs=named)  # after the containers: nothing of a dead run writes there any more
     if as_json:
         print_json(json.dumps({

@@ -145,7 +145,8 @@ def ensure_image(
 ) -> ImageRecord:
     """Return the pinned image for ``harness``, building it (and any layer it stands on) offline only when its
     build key is new. Records it under ``settings.cache_dir / "builds"`` ($RUNNER_CACHE_DIR), never in the tree, and
-    hands a new record to ``recorded`` (the sandbox learns the image's wiring there: :mod:`runner.sandbox.prepare`).
+    hands a new record to ``recorded`` (the sandbox backend learns the image's wiring there:
+    :mod:`runner.sandbox.docker_backend`).
 
     Raises :class:`ImageUnavailable` (with the recipe's reason) for an image that cannot be built here.
     """

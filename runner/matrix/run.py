@@ -56,8 +56,8 @@ from runner.matrix.result import (
 )
 
 if TYPE_CHECKING:
-    from runner.engine import EngineClient
     from runner.images import ImageRecord
+    from runner.sandbox.backend import SandboxBackend
 
 CellRunner = Callable[[CellPlan, Path], Awaitable[CellResult]]
 Planner = Callable[[CellPlan], CellPins]
@@ -77,8 +77,8 @@ class ImagePins:
     """The planned pins of each cell for resume, the column's image built (or found) once per image, and only
     for the cells that run a turn: a declared cell needs no image."""
 
-    def __init__(self, client: EngineClient | None) -> None:
-        self.client = client
+    def __init__(self, backend: SandboxBackend | None) -> None:
+        self.backend = backend
         self.images: dict[str, ImageRecord] = {}
 
     def __call__(self, plan: CellPlan) -> CellPins:
@@ -86,10 +86,8 @@ class ImagePins:
             return plan.planned_pins()
         image = plan.cell.profile.image
         if image not in self.images:
-            from runner.sandbox.prepare import prepare_image
-
-            assert self.client is not None, "a cell that runs a turn needs an engine"
-            self.images[image] = prepare_image(self.client, image, plan.options.host.images)
+            assert self.backend is not None, "a cell that runs a turn needs an engine"
+            self.images[image] = self.backend.prepare_image(image, plan.options.host.images)
         return plan.planned_pins(self.images[image])
 
 

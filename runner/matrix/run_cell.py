@@ -63,8 +63,8 @@ from runner.turn.prepare import turn_execution_id
 from runner.turn.run_turn import TurnReport, TurnRequest, run_turn
 
 if TYPE_CHECKING:
-    from runner.engine import EngineClient
     from runner.images import ImageRecord
+    from runner.sandbox.backend import SandboxBackend
 
 
 def _row(plan: CellPlan) -> RowDescription:
@@ -156,15 +156,16 @@ def _refused_at_admission(plan: CellPlan, directory: Path, started: float) -> Ce
 
 
 async def run_cell(
-    client: EngineClient | None, plan: CellPlan, directory: Path,
+    backend: SandboxBackend | None, plan: CellPlan, directory: Path,
     progress: Callable[[str], None] = lambda _: None, image: ImageRecord | None = None,
 ) -> tuple[CellResult, TurnReport | None]:
-    """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``client`` may
-    be None for a plan that runs no turn. Any exception but cancellation ends the cell as its infrastructure error
-    (the module's *A cell fails alone*); only a result that cannot be written at all is raised."""
+    """Run (or declare) one cell, write ``result.json`` and ``repro.sh``; the result and the turn. ``backend``, the
+    sandbox backend the command connected, may be None for a plan that runs no turn. Any exception but cancellation
+    ends the cell as its infrastructure error (the module's *A cell fails alone*); only a result that cannot be
+    written at all is raised."""
     state = _Cell(plan, directory, time.monotonic())
     try:
-        return await _run_cell(client, state, progress, image)
+        return await _run_cell(backend, state, progress, image)
     except Exception as error:  # any failure of this cell is this cell's, never its matrix's
         await anyio.lowlevel.checkpoint_if_cancelled()  # one that came of a cancellation is the cancellation
         return state.failed(error), None
@@ -207,7 +208,7 @@ class _Cell:
 
 
 async def _run_cell(
-    client: EngineClient | None, state: _Cell, progress: Callable[[str], None], image: ImageRecord | None,
+    backend: SandboxBackend | None, state: _Cell, progress: Callable[[str], None], image: ImageRecord | None,
 ) -> tuple[CellResult, TurnReport | None]:
     plan, directory = state.plan, state.directory
     cell = plan.cell
@@ -221,13 +222,11 @@ async def _run_cell(
         return state.finish(_base(plan, plan.planned_pins(), grade=unavailable)), None
     if disposition is Disposition.REFUSED_AT_ADMISSION:
         return _refused_at_admission(plan, directory, state.started), None
-    assert client is not None, "a cell that runs a turn needs an engine"
-    from runner.sandbox.prepare import prepare_image
-
+    assert backend is not None, "a cell that runs a turn needs an engine"
     if image is None:  # a matrix hands down the image it resolved for resume; exec and repro resolve it here
         images = plan.options.host.images
         image = await anyio.to_thread.run_sync(
-            lambda: prepare_image(client, cell.profile.image, images, progress=progress)
+            lambda: backend.prepare_image(cell.profile.image, images, progress=progress)
         )
     pins = state.pins = plan.planned_pins(image)
     # a row of several turns runs each against one world (revoked-mid-turn: the revocation lands in its store
@@ -242,7 +241,7 @@ async def _run_cell(
         out = directory if turns_total == 1 else directory / f"turn-{n}"
         request = TurnRequest(case=cell.case, profile=cell.profile, image=image, out_dir=out, model=plan.model,
                               settings=plan.turn_settings, condition_id=cell.condition.id, world=world, turn=n)
-        report = await run_turn(client, request, progress)
+        report = await run_turn(backend, request, progress)
         reports.append(report)
         problem = report.infrastructure_error
         if problem is not None:

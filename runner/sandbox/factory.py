@@ -9,7 +9,7 @@ from pathlib import Path
 from runner.engine import EngineClient
 from runner.sandbox.container import SandboxedProcess
 from runner.sandbox.interface import ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
-from runner.sandbox.probe import WIRING, MountsNotVisible, WiringProbe
+from runner.sandbox.probe import MountsNotVisible, WiringProbe
 from runner.sandbox.stream_transport import StreamSandboxedProcess
 
 KINDS: dict[Transport, type[SandboxedProcess]] = {
@@ -27,8 +27,9 @@ class DockerSandboxes:
     ``stream`` needs only the engine API (:mod:`runner.sandbox.stream_transport`). ``auto`` is ``mount`` where the
     probe finds the mount reaching the container, else ``stream``; once ``probe`` found it does not, ``auto``
     goes straight to ``stream`` for that engine and image. The sandbox's ``transport`` says which ran.
-    ``probe`` is the process's (:data:`~runner.sandbox.probe.WIRING`) unless another is handed in; its passes are
-    kept in ``probe_cache``'s ``probes/`` too (runner's cache directory, from the edge), when one is handed in.
+    ``probe`` is the backend's (:class:`~runner.sandbox.docker_backend.DockerBackend` hands down its own, so that
+    every turn of a command shares what it learnt; a fresh one when None); its passes are kept in ``probe_cache``'s
+    ``probes/`` too (runner's cache directory, from the edge), when one is handed in.
     ``runtime`` is the OCI runtime every container it makes runs under (the probe's included): an engine
     without it is a :class:`~runner.sandbox.probe.RuntimeMissing` before any container.
 
@@ -36,11 +37,11 @@ class DockerSandboxes:
     """
 
     def __init__(self, client: EngineClient, transport: TransportChoice = TransportChoice.AUTO,
-                 probe: WiringProbe = WIRING, runtime: Runtime = Runtime.RUNC,
+                 probe: WiringProbe | None = None, runtime: Runtime = Runtime.RUNC,
                  probe_cache: Path | None = None) -> None:
         self.client = client
         self.choice = transport  # parsed at the edge (runner.turn.settings.parse_transport)
-        self.probe = probe
+        self.probe = probe if probe is not None else WiringProbe()
         self.runtime = runtime
         self.probe_cache = probe_cache
 

@@ -10,8 +10,9 @@ back through :class:`Sandbox` alone. Two classes implement it, one per :class:`T
   path, its files carried in and out with the archive API and its connections relayed over a
   multiplexed exec stream, for an engine that does not share runner's filesystem.
 
-The default factory, :class:`~runner.sandbox.factory.DockerSandboxes`, picks the transport (``auto``
-asks the wiring probe, :mod:`runner.sandbox.probe`); a unit test hands the turn a fake factory instead.
+The default factory, the sandbox backend's (:class:`~runner.sandbox.backend.SandboxBackend`; on Docker
+:class:`~runner.sandbox.factory.DockerSandboxes`), picks the transport (``auto`` asks the wiring probe,
+:mod:`runner.sandbox.probe`); a unit test hands the turn a fake factory instead.
 
 Every method blocks (docker-py does); the turn calls them from its own worker threads, so its MCP
 server keeps answering meanwhile. This module imports no engine library: the command line parses a

@@ -33,8 +33,9 @@ temporary root, image id, transport, runtime). A pass is kept in memory and, whe
 cache directory (``ImageSettings.cache_dir``: $RUNNER_CACHE_DIR, read at the edge), in its ``probes/`` (shared by
 every process on the host); a failure is probed again next time (it is cheap, and it may be fixed), except
 that a mount found not reaching the container is remembered for the process, so that ``auto``
-(:mod:`runner.sandbox.factory`) need not probe it again before every turn. The process has one probe,
-:data:`WIRING`, which every factory shares unless it is handed another (a test hands a fresh one).
+(:mod:`runner.sandbox.factory`) need not probe it again before every turn. The probe is a field of the sandbox
+backend (:class:`~runner.sandbox.docker_backend.DockerBackend`), shared by every turn of the command that connected
+it; a test makes a fresh one.
 """
 
 from __future__ import annotations
@@ -167,8 +168,6 @@ class WiringProbe:
         """Whether this probe found the mount not reaching ``image_id``'s container on the engine at ``engine``."""
         return ProbeKey.of(engine, image_id, Transport.MOUNT, runtime) in self._mount_not_visible
 
-
-WIRING = WiringProbe()  # this process's: every turn's factory shares it unless handed another
 
 
 def check_runtime(client: EngineClient, runtime: Runtime) -> None:

@@ -8,9 +8,9 @@
 2. **Serve and start**: the MCP server listens on ``<turn dir>/mcp.sock`` and, for a CLI with a
    model, the model endpoint on ``<turn dir>/model.sock`` (both sockets listen before the container starts; the
    servers start, and the MCP SDK is imported, while the engine starts it); the CLI's sandbox comes from the
-   injected :data:`~runner.sandbox.interface.SandboxFactory` (the hardened container over the
-   requested transport by default, :class:`~runner.sandbox.factory.DockerSandboxes`), and the turn
-   drives it through :class:`~runner.sandbox.interface.Sandbox` alone.
+   injected :data:`~runner.sandbox.interface.SandboxFactory` (by default the sandbox backend's,
+   :class:`~runner.sandbox.backend.SandboxBackend`: on Docker the hardened container over the requested
+   transport), and the turn drives it through :class:`~runner.sandbox.interface.Sandbox` alone.
 3. **Drive to the end** (:mod:`runner.turn.drive`): its stdout is read through the profile's
    interpreter. Nothing is stopped when the latch fires; only the deadline stops the CLI (SIGTERM to
    its group, the grace period, SIGKILL).
@@ -47,7 +47,6 @@ from runner.core.outcomes import ExecutionResult, JsonValue
 from runner.core.scrub import Scrubber
 from runner.core.timeline import TimelineEvent, TurnClock, wind_down_seconds
 from runner.harnesses.interpreters import get_session_reader
-from runner.sandbox.factory import DockerSandboxes
 from runner.sandbox.interface import Sandbox, SandboxFactory, Transport
 from runner.sandbox.ownership import ContainerUser, give
 from runner.turn.collect import SESSION_LIMITS, copy_session_transcript
@@ -58,9 +57,9 @@ from runner.turn.settle import Settlement, settle_turn
 from runner.turn.timeline import start_clock
 
 if TYPE_CHECKING:
-    from runner.engine import EngineClient
     from runner.mcp.server import McpServerHandle
     from runner.model import ModelEndpointHandle
+    from runner.sandbox.backend import SandboxBackend
 
 __all__ = ["TurnReport", "TurnRequest", "run_turn"]
 
@@ -144,16 +143,17 @@ def _quiet(_message: str) -> None:
 
 
 async def run_turn(
-    client: EngineClient | None, req: TurnRequest, progress: Progress = _quiet,
+    backend: SandboxBackend | None, req: TurnRequest, progress: Progress = _quiet,
     *, sandboxes: SandboxFactory | None = None,
 ) -> TurnReport:
-    """Run one turn; its CLI's sandbox comes from ``sandboxes`` (a container on ``client`` by default)."""
+    """Run one turn; its CLI's sandbox comes from ``sandboxes`` (by default, ``backend``'s over the turn's
+    transport and runtime)."""
     clock = start_clock()
     if sandboxes is None:
-        if client is None:
-            raise ValueError("run_turn needs a Docker client or a sandbox factory")
-        sandboxes = DockerSandboxes(client, req.settings.transport, runtime=req.settings.runtime,
-                                    probe_cache=req.settings.host.images.cache_dir)
+        if backend is None:
+            raise ValueError("run_turn needs a sandbox backend or a sandbox factory")
+        sandboxes = backend.sandboxes(req.settings.transport, req.settings.runtime,
+                                      probe_cache=req.settings.host.images.cache_dir)
     turn = prepare_turn(req, clock)
     if turn.envelope.refusal is not None:
         # refused at admission (authority unavailable, no grant admitting the turn): no runtime may run it, so no

@@ -33,7 +33,6 @@ import anyio
 import pytest
 
 import runner.turn.run_turn as turn_module
-from runner.engine import EngineClient
 from runner.harnesses.profile import find_profile
 from runner.images import ImageRecord
 from runner.matrix.cells import cells
@@ -42,6 +41,7 @@ from runner.matrix.report import write_reports
 from runner.matrix.result import CellResult
 from runner.matrix.run import run_matrix
 from runner.matrix.run_cell import run_cell
+from runner.sandbox.docker_backend import DockerBackend
 from runner.turn.settings import Host
 from tests.support import RUNNER
 
@@ -153,7 +153,7 @@ def test_a_result_a_cli_forges_in_its_session_directory_is_never_read_as_a_cell(
 
 
 def test_in_process_a_full_disk_a_toolless_cli_and_a_missing_image_each_fail_alone_by_their_retry_rule(
-    tmp_path: Path, engine: EngineClient, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, backend: DockerBackend, reference_image: ImageRecord, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``run_matrix`` with the real ``run_cell``, the engine and the reference CLI, each cell retried by its failure's
     rule (runner.conformance.failures): one cell's artifacts cannot be written (the disk is full: runner's own
@@ -184,7 +184,7 @@ def test_in_process_a_full_disk_a_toolless_cli_and_a_missing_image_each_fail_alo
             plan = dataclasses.replace(plan, cell=dataclasses.replace(plan.cell, profile=no_session))
         if plan.id == flaky and calls[plan.id] == 1:
             image = missing
-        result, _ = await run_cell(engine, plan, directory, image=image)
+        result, _ = await run_cell(backend, plan, directory, image=image)
         return result
 
     summary = anyio.run(lambda: run_matrix(plans, tmp_path, one, lambda p: p.planned_pins(reference_image),

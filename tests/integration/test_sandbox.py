@@ -17,8 +17,8 @@ import pytest
 from runner.images import ImageRecord
 from runner.intake.files import copy_tree
 from runner.sandbox.container import CELL_LABEL, RUN_LABEL, TURN_MOUNT
-from runner.sandbox.factory import DockerSandboxes
-from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, Sandbox, Transport, TransportChoice
+from runner.sandbox.docker_backend import DockerBackend
+from runner.sandbox.interface import STDERR, STDOUT, ContainerSpec, Runtime, Sandbox, Transport, TransportChoice
 from tests.support import gone
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -29,22 +29,23 @@ LEAVES = (
 )
 
 
-def made(engine: docker.DockerClient, image: ImageRecord, tmp_path: Path, transport: Transport,
+def made(backend: DockerBackend, image: ImageRecord, tmp_path: Path, transport: Transport,
          argv: list[str]) -> Sandbox:
     turn_dir = tmp_path / "turn"
     (turn_dir / "home").mkdir(parents=True)
     os.chmod(turn_dir, 0o755)
     os.chown(turn_dir / "home", 1000, 1000)  # HOME in the turn dir is the CLI's (uid 1000), as prepare makes it
     labels = {RUN_LABEL: f"pytest-sandbox-{uuid.uuid4().hex[:12]}", CELL_LABEL: f"sandbox.{transport}"}
-    factory = DockerSandboxes(engine, TransportChoice(transport.value))
+    factory = backend.sandboxes(TransportChoice(transport.value), Runtime.RUNC, probe_cache=None)
     return factory(ContainerSpec(image.image_id, argv, turn_dir, labels))
 
 
 @pytest.mark.parametrize("transport", list(Transport))
 def test_a_sandbox_runs_the_cli_and_hands_back_its_output_exit_and_tree(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport
+    tmp_path: Path, engine: docker.DockerClient, backend: DockerBackend, reference_image: ImageRecord,
+    transport: Transport,
 ) -> None:
-    box = made(engine, reference_image, tmp_path, transport, ["sh", "-c", LEAVES])
+    box = made(backend, reference_image, tmp_path, transport, ["sh", "-c", LEAVES])
     output: dict[int, bytearray] = {STDOUT: bytearray(), STDERR: bytearray()}
     try:
         assert box.transport is transport and box.id is None
@@ -66,9 +67,10 @@ def test_a_sandbox_runs_the_cli_and_hands_back_its_output_exit_and_tree(
 
 @pytest.mark.parametrize("transport", list(Transport))
 def test_a_signal_ends_the_cli(
-    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord, transport: Transport
+    tmp_path: Path, engine: docker.DockerClient, backend: DockerBackend, reference_image: ImageRecord,
+    transport: Transport,
 ) -> None:
-    box = made(engine, reference_image, tmp_path, transport, ["sh", "-c", "echo up; sleep 300 & wait"])
+    box = made(backend, reference_image, tmp_path, transport, ["sh", "-c", "echo up; sleep 300 & wait"])
     output = bytearray()
 
     def on_output(_stream: int, data: bytes) -> None:

@@ -34,8 +34,8 @@ def spec(image_id: str, tmp_path: Path) -> ContainerSpec:
 def test_the_probe_passes_here_and_remembers_it(
     tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
 ) -> None:
-    # a probe of its own: the process's (probe.WIRING) may remember a pass from an earlier test in this process,
-    # and would then neither probe nor write this cache (runner's cache directory, handed down from the edge)
+    # a fresh probe, as a newly connected backend holds: one that probed before remembers its pass, and would then
+    # neither probe nor write this cache (runner's cache directory, handed down from the edge)
     probe.WiringProbe().check(engine, spec(reference_image.image_id, tmp_path), cache=tmp_path / "cache")
     [remembered] = (tmp_path / "cache" / "probes").glob("*.json")
     assert json.loads(remembered.read_text())["passed"] is True
