@@ -87,3 +87,15 @@ def test_a_cell_that_measured_another_mode_than_its_harness_declares_is_a_findin
     assert found == ["model: tool policy measured mixed in 1 run(s), but the harness declares broker-only "
                      "(runner/harnesses/model/README.md#what-it-offers-its-model-measured-2026-12-06): a.base.model"]
     assert f"- {found[0]}" in markdown(runs)
+
+
+def test_the_docs_table_says_what_each_harness_declares() -> None:
+    """docs/harnesses.md's table of what each harness offers its model is a second place for the declarations: held
+    equal to them, row by row, so a re-measured harness cannot leave the page behind."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "harnesses.md").read_text(encoding="utf-8")
+    row = re.compile(r"^\| \[([\w-]+)\]\([^)]*\) \| [^|]* \| (?:\*\*)?([\w-]+)(?:\*\*)? \| ([\w-]+) \|", re.M)
+    table = {harness: (mode, inventory) for harness, mode, inventory in row.findall(page)}
+    declared = {harness: (declared_policy(harness).mode, declared_policy(harness).inventory)
+                for harness in known_harnesses() if declared_policy(harness) is not UNDECLARED}
+    assert declared and {h: table.get(h) for h in declared} == declared
+    assert set(table) - set(declared) == {"reference"}, "a row for a harness that declares nothing"
