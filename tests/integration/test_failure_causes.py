@@ -53,7 +53,7 @@ import yaml
 
 from runner.images import ImageRecord
 from runner.sandbox.lease import LEASE_LABEL
-from tests.support import RUNNER
+from tests.support import RUNNER, no_containers_left, runner_exec
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
@@ -337,6 +337,22 @@ class Vendor(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+def test_an_oom_kill_under_gvisor_is_the_sandboxs_too(
+    tmp_path: Path, engine: docker.DockerClient, reference_image: ImageRecord
+) -> None:
+    """Under runsc the box's memory limit is enforced around gVisor's own kernel; the engine still reports the kill
+    (``State.OOMKilled``), so the attempt is the sandbox's (retried, not counted), never read as the CLI's crash."""
+    profile = tmp_path / "cause-oom.yaml"
+    body = {"id": "cause-oom", "label": "cause-oom (tests only)", "image": "reference",
+            "wind_down": {"grace_seconds": 1}, **columns()["cause-oom"]}
+    profile.write_text(yaml.safe_dump(body, sort_keys=False))
+    report = runner_exec(tmp_path, "--profile", str(profile), "--case", "escalation", "--runtime", "runsc")
+    assert report["exitCode"] == 137 and report["infrastructureError"] is None, report
+    assert report["failure"] == {"cause": "sandbox", "kind": "oom_killed", "retried": True, "counts": False,
+                                 "evidence": "the engine reports the container OOM-killed (exit code 137)"}
+    no_containers_left(engine, report)
 
 
 @pytest.fixture()
