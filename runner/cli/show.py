@@ -130,7 +130,7 @@ def render(body: Verdict, timeline: CellTimeline) -> list[str]:
         ("startedAt", body["startedAt"]), ("evidence", body["evidence"]),
         ("infrastructureError", f"{problem['kind']}: {problem['detail']}" if problem else None),
         ("failure", _failure_line(body["failure"])), ("tokens", _tokens(body["usage"])),
-        *((("cost", _cost(body["cost"])),) if body["cost"] is not None else ()),
+        *((("cost", _cost(body["cost"]) + _over(body["attempts"])),) if body["cost"] is not None else ()),
         ("toolPolicy", _policy(body["toolPolicy"])),
         *((f"attempt {n}", said) for n, said in enumerate(body["attempts"], 1)),
     ]
@@ -167,6 +167,11 @@ def _cost(cost: dict[str, JsonValue]) -> str:
     amount, unpriced = cost["amount"], cost["unpriced"]
     return figures.Spend(str(cost["currency"]), float(amount) if isinstance(amount, int | float) else None,
                          tuple(str(m) for m in unpriced) if isinstance(unpriced, list) else ()).shown
+
+
+def _over(attempts: list[str]) -> str:
+    """The cost counts every attempt's tokens (a retried attempt was spent too), the tokens row the last one's."""
+    return f" (all {len(attempts)} attempts)" if len(attempts) > 1 else ""
 
 
 def _policy(policy: dict[str, JsonValue] | None) -> str | None:

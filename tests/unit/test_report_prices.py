@@ -122,7 +122,8 @@ def test_report_and_show_take_prices_and_refuse_a_bad_file_naming_the_file_and_f
     assert json.loads(shown.stdout)["verdict"]["cost"] == {"currency": "EUR", "amount": pytest.approx(2 * ONE),
                                                            "unpriced": []}
     text = CliRunner().invoke(app, ["show", str(runs / "b.base.x"), "--prices", str(prices)]).stdout
-    assert "\ncost                  0.0046 EUR\n" in text  # both attempts' tokens: the one retried was spent too
+    # both attempts' tokens, and it says so: the one retried was spent too (the tokens row is the last attempt's)
+    assert "\ncost                  0.0046 EUR (all 2 attempts)\n" in text
     unpriced = CliRunner().invoke(app, ["show", str(runs / "b.base.x"), "--json"]).stdout
     assert json.loads(unpriced)["verdict"]["cost"] is None
 
