@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import PRICES_HELP, err, escape, fail, line, out, print_json, reported
+from runner.cli.render import PricesFile, err, escape, fail, line, out, print_json, reported
 from runner.cli.settings import option
 from runner.cli.shared import check_out, connect_sandboxes, interruptible, new_run_id, unraised
 from runner.core.visible import visible
@@ -50,7 +50,7 @@ def run(
     profiles_dir: Annotated[Path | None, typer.Option(help="Extra profiles directory.")] = None,
     expected_failures: Annotated[Path | None, typer.Option(help=(
         "Known failures (YAML, as for runner report): the gate at the end passes on them."))] = None,
-    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
+    prices_file: PricesFile = None,
 ) -> None:
     """Run a matrix of cells (rows = cases, columns = harnesses), resuming finished cells, then report it and apply
     the expected-failures gate over the cells it selected, as runner report does.
@@ -179,7 +179,7 @@ def report(
                                                            "diff's words (default: its path).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help=(
         "With --compare RUN_DIR: print the comparison as one JSON object on stdout instead of Markdown."))] = False,
-    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
+    prices_file: PricesFile = None,
 ) -> None:
     """Merge cells into one report and apply the gate: exit 1 on a new failure or a stale expected one.
 

@@ -22,7 +22,8 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -143,8 +144,11 @@ def reported(as_json: bool = False) -> Iterator[None]:
         fail(error.exit_code, str(error), as_json)
 
 
-PRICES_HELP = ("A price file (YAML, per million tokens, keyed by model id: docs/prices.md): say what the tokens cost, "
-               "in its currency; a model it does not name has no cost.")
+# --prices, one declaration for every command that shows tokens (exec, show, run, report)
+PricesFile = Annotated[Path | None, typer.Option(
+    "--prices", metavar="FILE",
+    help="A price file (YAML, per million tokens, keyed by model id: docs/prices.md): say what the tokens cost, in "
+         "its currency; a model it does not name has no cost.")]
 
 
 def print_turn_summary(report: TurnReport, cell: CellResult, prices: Prices | None = None) -> None:
@@ -187,7 +191,7 @@ def print_turn_summary(report: TurnReport, cell: CellResult, prices: Prices | No
     if cell.usage is not None or request.profile.model is not None:
         table.add_row("tokens", escape(figures.tokens(cell.usage)))
         if prices is not None:
-            table.add_row("cost", escape(figures.spend(figures.spent([cell]), prices).shown))
+            table.add_row("cost", escape(figures.cost([cell], prices).shown))
         table.add_row("tool policy", escape(figures.policy(cell.tool_policy)))
     if cell.why is not None:
         table.add_row("failure", escape(cell.why.line))

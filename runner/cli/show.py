@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
-from runner.cli.render import PRICES_HELP, fail, line, print_json, reported
+from runner.cli.render import PricesFile, fail, line, print_json, reported
 from runner.core.visible import visible
 from runner.errors import Exit
 
@@ -31,7 +31,7 @@ GAP = "  "
 def show(
     cell_dir: Annotated[Path, typer.Argument(metavar="CELL_DIR", help="A cell directory (it holds result.json).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
-    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
+    prices_file: PricesFile = None,
 ) -> None:
     """Print a cell's verdict and its timeline: the turn's moments, the MCP events and the model requests, merged by
     their time since the turn's start. Exit 2 when CELL_DIR is not a cell directory or one of its files cannot be
@@ -107,7 +107,7 @@ def verdict(result: CellResult, prices: Prices | None = None) -> Verdict:
         "infrastructureError": problem.to_dict() if problem else None,
         "failure": result.why.to_dict() if result.why else None,
         "usage": result.usage.to_dict() if result.usage else None,
-        "cost": figures.spend(figures.spent([result]), prices).to_json() if prices is not None else None,
+        "cost": figures.cost([result], prices).to_json() if prices is not None else None,
         "toolPolicy": result.tool_policy.to_dict() if result.tool_policy else None,
         "attempts": [attempt.summary() for attempt in result.cell_attempts],
     }

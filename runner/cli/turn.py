@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.render import PRICES_HELP, err, escape, fail, out, print_json, print_turn_summary, reported, say
+from runner.cli.render import PricesFile, err, escape, fail, out, print_json, print_turn_summary, reported, say
 from runner.cli.settings import option
 from runner.cli.shared import check_out, connect_sandboxes, interruptible, new_run_id, unraised
 from runner.errors import Exit, RunnerError
@@ -59,7 +59,7 @@ def exec_(
     protocol: Annotated[str | None, option(PROTOCOL)] = PROTOCOL.default,
     profiles_dir: Annotated[Path | None, typer.Option(help="Look up --harness here first ($RUNNER_PROFILES_DIR too).")]
     = None,
-    prices_file: Annotated[Path | None, typer.Option("--prices", metavar="FILE", help=PRICES_HELP)] = None,
+    prices_file: PricesFile = None,
 ) -> None:
     """Run one turn: one case through one CLI in its container, and print how it settled.
 
@@ -125,7 +125,7 @@ def _exec_body(result: CellResult, report: TurnReport | None, prices: Prices | N
     from runner.matrix import report_figures as figures
 
     problem, why = result.infrastructure_error, result.why
-    cost = {"cost": figures.spend(figures.spent([result]), prices).to_json()} if prices is not None else {}
+    cost = {"cost": figures.cost([result], prices).to_json()} if prices is not None else {}
     return {**(report.to_json() if report else {}), "cell": result.cell.to_dict(),
             "grade": result.grade.to_dict() if result.grade else None, "pins": result.pins.to_dict(),
             "repro": result.repro, "transport": result.transport,

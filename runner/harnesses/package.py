@@ -66,10 +66,6 @@ class HarnessPackage:
     tool_naming: ToolNaming = field(default_factory=ToolNaming)
     tool_policy: Mapping[str, DeclaredPolicy] = field(default_factory=dict)
 
-    def declared(self, profile_id: str) -> DeclaredPolicy:
-        """The tool policy ``profile_id`` declares (:data:`UNDECLARED` when none)."""
-        return self.tool_policy.get(profile_id, UNDECLARED)
-
     def __post_init__(self) -> None:
         orphans = sorted(set(self.session_readers) - set(self.interpreters))
         if orphans:

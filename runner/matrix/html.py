@@ -108,7 +108,7 @@ def html_report(located: list[tuple[CellResult, Path]], page: Path, gate_result:
         _list("Not comparable", problems or []),
         _list("Findings", findings or []),
         _list("Unpriced models (the price file has no price for them: their runs have no cost)",
-              list(figures.spend(figures.spent(runs), prices).unpriced) if prices is not None else []),
+              list(figures.cost(runs, prices).unpriced) if prices is not None else []),
         _filters(harnesses, rows, grades),
     ]
     body = "\n".join(part for part in head if part) + "\n" + "\n".join(sections)

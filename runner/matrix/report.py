@@ -105,7 +105,7 @@ def manifest(cells: list[CellResult], gate_result: Gate | None = None, every_run
         comparability=tuple(comparability(groups[0].runs) + apart),
         kept_apart=tuple(kept),
         findings=tuple(findings(groups) + figures.undeclared_policies(cells)),
-        prices=PricesUsed(currency=prices.currency, unpriced=figures.spend(figures.spent(cells), prices).unpriced)
+        prices=PricesUsed(currency=prices.currency, unpriced=figures.cost(cells, prices).unpriced)
         if prices is not None else None,
         gate=gate_result,
     )
@@ -135,7 +135,7 @@ def _group(group: Group, every_run: bool, prices: Prices | None = None) -> KeptA
             turn_outcome=outcome(series) if runs_shown else None,
             failure=next((r.failure for r in reversed(series) if r.failure is not None), None),
             usage=figures.total_usage(series),
-            cost=figures.spend(figures.spent(series), prices).amount if prices is not None else None,
+            cost=figures.cost(series, prices).amount if prices is not None else None,
             tool_policy=figures.last_policy(series),
             rate=figures.pass_rate(series).summary().to_json() if len(series) > 1 else None,
             trials=tuple(_trial(n, run) for n, run in enumerate(series, 1)) if runs_shown else None,
@@ -158,7 +158,7 @@ def _harness(harness: str, firsts: list[CellResult], group: Group, prices: Price
     runs = [r for r in group.runs if r.cell.harness == harness]
     several = any(len(s) > 1 for s in group.series.values() if s[0].cell.harness == harness)
     failures = figures.by_cause(figures.failed_attempts(runs))
-    cost = figures.spend(figures.spent(runs), prices) if prices is not None else None
+    cost = figures.cost(runs, prices) if prices is not None else None
     return ManifestHarness(
         id=harness, prompt_set_hash=_prompt_set(firsts, harness), usage=figures.total_usage(runs),
         cost=cost.amount if cost else None, unpriced=cost.unpriced if cost else (),
@@ -352,7 +352,7 @@ def _tokens(groups: list[Group], prices: Prices | None = None) -> list[str]:
         spent, side_spent = total.input + total.output, side.input + side.output
         share = f"{side_spent:,} ({side_spent / spent:.0%})" if side_spent else "0"
         measured = sum(1 for r in runs if r.usage is not None)
-        cost = f" {figures.spend(figures.spent(runs), prices).shown} |" if prices is not None else ""
+        cost = f" {figures.cost(runs, prices).shown} |" if prices is not None else ""
         rows.append(f"| {harness} | {measured} | {total.input:,} | {total.cached_input:,} | {total.output:,} | "
                     f"{total.reasoning:,} | {share} | {usage.unreported or ''} |{cost}")
     if not rows:
@@ -371,7 +371,7 @@ def _costs(groups: list[Group], prices: Prices) -> list[str]:
             usages = figures.spent(group.series[cell_id])
             if usages:
                 rows.append(f"| `{cell_id}` | {figures.spend(usages, prices).shown} |")
-    unpriced = figures.spend(figures.spent(r for g in groups for r in g.runs), prices).unpriced
+    unpriced = figures.cost((r for g in groups for r in g.runs), prices).unpriced
     out = ["", "## Cost per cell", "", f"Prices per million tokens from the price file, in {prices.currency}."]
     if unpriced:
         out += ["", f"**Unpriced models** (the price file names no price for them; their runs have no cost): "

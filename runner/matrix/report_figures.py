@@ -123,6 +123,11 @@ def spend(usages: Iterable[UsageRecord], prices: Prices) -> Spend:
     return Spend(prices.currency, amount, tuple(sorted(unpriced)))
 
 
+def cost(runs: Iterable[CellResult], prices: Prices) -> Spend:
+    """What ``runs`` cost at ``prices``: every usage they recorded (:func:`spent`), each priced by its own model."""
+    return spend(spent(runs), prices)
+
+
 def money(amount: float, currency: str) -> str:
     """An amount as a report shows it: four decimals, or three significant digits below a hundredth (a scripted
     turn's tokens cost fractions of a cent), and the currency."""

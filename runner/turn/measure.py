@@ -85,10 +85,6 @@ def exchanges_in(path: Path, limit: int = MAX_LOG_BYTES) -> Iterator[dict[str, J
                 yield entry
 
 
-def read_exchanges(path: Path, limit: int = MAX_LOG_BYTES) -> list[dict[str, JsonValue]]:
-    """Every entry of an exchange log at once (:func:`exchanges_in`); all of them held, for a small log."""
-    return list(exchanges_in(path, limit))
-
 
 def launch_evidence(turn: PreparedTurn) -> tuple[str, ...]:
     """What the policy cites besides the requests: the image, the CLI's version, the profile and its launch line."""

@@ -24,7 +24,7 @@ from runner.matrix.result import (
     summed_usage,
 )
 from runner.model.tool_policy import measure_policy
-from runner.turn.measure import exchanges_in, policy_of, read_exchanges
+from runner.turn.measure import exchanges_in, policy_of
 from tests.unit.test_matrix_report import result_json
 
 CELL = "escalation.baseline.model"
@@ -109,12 +109,12 @@ def test_the_turn_reads_its_exchange_log_bounded_and_skips_what_is_not_an_entry(
     lines = [json.dumps(generation(1, ["sharedos__read"])), "{not json", "[1, 2]",
              json.dumps(generation(2, ["sharedos__read", "web_fetch"], ended="client_disconnected"))]
     log.write_text("\n".join(lines) + "\n")
-    entries = read_exchanges(log)
+    entries = list(exchanges_in(log))
     assert [e["seq"] for e in entries] == [1, 2]
-    assert read_exchanges(tmp_path / "missing.jsonl") == []
+    assert list(exchanges_in(tmp_path / "missing.jsonl")) == []
     (tmp_path / "link.jsonl").symlink_to(log)
-    assert read_exchanges(tmp_path / "link.jsonl") == []  # never through a link
-    assert read_exchanges(log, limit=10) == []  # past the bound: nothing parses
+    assert list(exchanges_in(tmp_path / "link.jsonl")) == []  # never through a link
+    assert list(exchanges_in(log, limit=10)) == []  # past the bound: nothing parses
     reading = exchanges_in(log)  # one entry at a time, none held by the reader once handed on
     assert next(reading)["seq"] == 1 and next(reading)["seq"] == 2 and next(reading, None) is None
     from runner.model.tool_policy import offered_in_log
