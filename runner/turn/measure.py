@@ -85,7 +85,6 @@ def exchanges_in(path: Path, limit: int = MAX_LOG_BYTES) -> Iterator[dict[str, J
                 yield entry
 
 
-
 def launch_evidence(turn: PreparedTurn) -> tuple[str, ...]:
     """What the policy cites besides the requests: the image, the CLI's version, the profile and its launch line."""
     req, profile = turn.req, turn.profile
